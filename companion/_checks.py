@@ -1,0 +1,54 @@
+"""Argument checks: each error names the parameter, the value given and what is allowed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def _is_int(value: object) -> bool:
+    # bool is an int subclass, but window_size=True is always a mistake.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_positive_int(name: str, value: object) -> int:
+    """Return ``value`` if it is an int >= 1, else raise naming ``name``."""
+    if not _is_int(value):
+        raise TypeError(f"{name} must be an int >= 1, got {value!r} ({type(value).__name__})")
+    if value < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    return value
+
+
+def to_pair(name: str, value: object) -> tuple[int, int]:
+    """Accept an int ``m`` (meaning ``(m, m)``) or a pair ``(h, w)`` of ints >= 1.
+
+    Returns ``(h, w)``.
+    """
+    if _is_int(value):
+        check_positive_int(name, value)
+        return (value, value)
+    if isinstance(value, Sequence) and not isinstance(value, str) and len(value) == 2:
+        h, w = value
+        if _is_int(h) and _is_int(w):
+            if h < 1 or w < 1:
+                raise ValueError(
+                    f"{name} must be an int >= 1 or a pair of ints >= 1, got {value!r}"
+                )
+            return (h, w)
+    raise TypeError(
+        f"{name} must be an int >= 1 or a pair (h, w) of ints >= 1, "
+        f"got {value!r} ({type(value).__name__})"
+    )
+
+
+def check_divisible(name: str, value: int, by_name: str, by: int) -> None:
+    """Raise if ``value`` (named ``name``) is not a multiple of ``by`` (named ``by_name``)."""
+    if value % by != 0:
+        raise ValueError(f"{name} must be divisible by {by_name}={by}, got {name}={value}")
+
+
+def check_choice(name: str, value: object, allowed: Sequence[str]) -> str:
+    """Raise unless ``value`` is one of ``allowed``."""
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
+    return value  # type: ignore[return-value]

@@ -1,0 +1,41 @@
+"""Atomic file writes: a crash or a kill mid-write never leaves a half-written file behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, BinaryIO
+
+
+def atomic_write(path: str | os.PathLike[str], write: Callable[[BinaryIO], None]) -> Path:
+    """Call ``write(f)`` on a temporary file in the target's folder, fsync it, then rename it.
+
+    ``os.replace`` is atomic on POSIX and Windows when both names are on one filesystem, which is
+    why the temporary file is created beside the target rather than in ``/tmp``.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    return atomic_write(path, lambda f: f.write(text.encode("utf-8")))
+
+
+def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> Path:
+    """Write ``obj`` as indented JSON to ``path`` atomically."""
+    return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")

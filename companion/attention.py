@@ -1,0 +1,154 @@
+"""Window multi-head self-attention with Swin's relative position bias.
+
+    Attention(Q, K, V) = SoftMax(Q Kᵀ / √d + B + mask) V
+
+computed independently inside each window of ``N = Wh * Ww`` tokens.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from companion._checks import check_choice, check_divisible, check_positive_int, to_pair
+from companion.relative import WindowSize, lookup_bias, make_bias_table, relative_position_index
+
+AttnImpl = Literal["sdpa", "eager"]
+
+
+class WindowAttention(nn.Module):
+    """Multi-head self-attention inside windows, with an optional relative position bias.
+
+    Args:
+        dim: channels ``C`` of each token; must be divisible by ``num_heads``.
+        window_size: ``M`` or ``(Wh, Ww)``; the number of tokens per window is ``N = Wh * Ww``.
+        num_heads: attention heads ``H``; each has ``d = C / H`` channels.
+        qkv_bias: learn a bias in the query/key/value projection.
+        rel_pos_bias: add the learned bias ``B``; ``False`` gives the "no relative position" variant
+            (then there is no table parameter at all).
+        attn_impl: ``"sdpa"`` uses ``F.scaled_dot_product_attention`` (fused kernels where the
+            device has them); ``"eager"`` spells the formula out. Both give the same result.
+
+    Parameter and buffer names follow timm's ``WindowAttention`` (``qkv``, ``proj``,
+    ``relative_position_bias_table``, ``relative_position_index``) so weights load either way.
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        window_size: WindowSize,
+        num_heads: int,
+        qkv_bias: bool = True,
+        rel_pos_bias: bool = True,
+        attn_impl: AttnImpl = "sdpa",
+    ) -> None:
+        super().__init__()
+        check_positive_int("dim", dim)
+        check_positive_int("num_heads", num_heads)
+        check_divisible("dim", dim, "num_heads", num_heads)
+        self.dim = dim
+        self.window_size = to_pair("window_size", window_size)
+        self.num_heads = num_heads
+        self.head_dim = dim // num_heads
+        self.scale = self.head_dim**-0.5
+        self.attn_impl: AttnImpl = check_choice("attn_impl", attn_impl, ("sdpa", "eager"))  # type: ignore[assignment]
+        self.rel_pos_bias = rel_pos_bias
+        if rel_pos_bias:
+            self.relative_position_bias_table = make_bias_table(self.window_size, num_heads)
+            self.register_buffer(
+                "relative_position_index",
+                relative_position_index(self.window_size),
+                persistent=False,
+            )
+        self.qkv = nn.Linear(dim, 3 * dim, bias=qkv_bias)
+        self.proj = nn.Linear(dim, dim)
+
+    @property
+    def num_tokens(self) -> int:
+        """Tokens per window, ``N = Wh * Ww``."""
+        return self.window_size[0] * self.window_size[1]
+
+    def relative_position_bias(self) -> Tensor | None:
+        """The bias ``B`` of shape ``(H, N, N)``, or ``None`` when disabled."""
+        if not self.rel_pos_bias:
+            return None
+        return lookup_bias(self.relative_position_bias_table, self.relative_position_index)
+
+    def _check_input(self, x: Tensor, mask: Tensor | None) -> None:
+        if x.dim() != 3 or x.shape[1] != self.num_tokens or x.shape[2] != self.dim:
+            raise ValueError(
+                f"x must have shape (num_windows*batch, N={self.num_tokens}, dim={self.dim}) "
+                f"for window_size={self.window_size}, got {tuple(x.shape)}"
+            )
+        if mask is not None:
+            n = self.num_tokens
+            if mask.dim() != 3 or mask.shape[1:] != (n, n) or x.shape[0] % mask.shape[0]:
+                raise ValueError(
+                    f"mask must have shape (num_windows, {n}, {n}) with num_windows dividing "
+                    f"x.shape[0]={x.shape[0]}, got {tuple(mask.shape)}"
+                )
+
+    def _additive_terms(self, mask: Tensor | None) -> Tensor | None:
+        """``B`` and the mask combined into one additive term, broadcastable to the logits.
+
+        The bias is gathered once per forward (not once per window) and broadcast; with a mask
+        the result has shape ``(nW, H, N, N)`` and the logits are viewed as
+        ``(batch, nW, H, N, N)`` so that window ``w`` of every image gets ``mask[w]``.
+        """
+        bias = self.relative_position_bias()
+        if mask is None:
+            return None if bias is None else bias.unsqueeze(0)
+        mask = mask.unsqueeze(1)  # (nW, 1, N, N)
+        return mask if bias is None else mask + bias.unsqueeze(0)
+
+    def _qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        b, n, _ = x.shape
+        qkv = self.qkv(x).reshape(b, n, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        return qkv.unbind(0)  # each (B_, H, N, d)
+
+    def attention_probs(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        """SoftMax(QKᵀ/√d + B + mask) of shape ``(B_, H, N, N)``, for inspection and figures."""
+        self._check_input(x, mask)
+        q, k, _ = self._qkv(x)
+        return self._eager_probs(q, k, mask)
+
+    def _eager_probs(self, q: Tensor, k: Tensor, mask: Tensor | None) -> Tensor:
+        logits = (q * self.scale) @ k.transpose(-2, -1)  # (B_, H, N, N)
+        extra = self._additive_terms(mask)
+        if extra is not None:
+            if mask is not None:
+                nw = mask.shape[0]
+                logits = logits.view(-1, nw, *logits.shape[1:]) + extra
+                logits = logits.flatten(0, 1)
+            else:
+                logits = logits + extra
+        return logits.softmax(dim=-1)
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        """``x``: ``(num_windows*batch, N, C)``; ``mask``: ``(num_windows, N, N)`` additive
+        (0 where attention is allowed, a large negative number where not) or ``None``.
+        Returns ``(num_windows*batch, N, C)``."""
+        self._check_input(x, mask)
+        b, n, c = x.shape
+        q, k, v = self._qkv(x)
+        if self.attn_impl == "eager":
+            out = self._eager_probs(q, k, mask) @ v
+        else:
+            extra = self._additive_terms(mask)
+            if mask is not None:
+                # Give SDPA a (batch, nW, H, N, d) layout so the (nW, H, N, N) term broadcasts.
+                nw = mask.shape[0]
+                q, k, v = (t.view(-1, nw, *t.shape[1:]) for t in (q, k, v))
+            if extra is not None:
+                extra = extra.to(q.dtype)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=extra)
+            out = out.reshape(b, self.num_heads, n, self.head_dim)
+        return self.proj(out.transpose(1, 2).reshape(b, n, c))
+
+    def extra_repr(self) -> str:
+        return (
+            f"dim={self.dim}, window_size={self.window_size}, num_heads={self.num_heads}, "
+            f"rel_pos_bias={self.rel_pos_bias}, attn_impl={self.attn_impl!r}"
+        )

@@ -1,0 +1,140 @@
+"""Swin's relative position index and bias, one function per step.
+
+For a window of ``Wh x Ww`` tokens (``N = Wh * Ww``), every (query, key) pair has a 2-D offset
+``(dy, dx) = query - key`` with ``dy`` in ``[-(Wh-1), Wh-1]`` and ``dx`` in ``[-(Ww-1), Ww-1]``.
+The steps below turn each offset into one integer in ``[0, (2Wh-1)(2Ww-1))`` so that a single
+learnable table of that many rows can hold one bias per offset (and per head):
+
+    grid_coordinates -> flatten_coordinates -> pairwise_offsets
+        -> shift_offsets -> multiply_row_offsets -> sum_offsets
+
+``relative_position_index`` composes them; ``RelativePositionBias`` owns the table and the lookup.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from companion._checks import check_positive_int, to_pair
+
+WindowSize = int | tuple[int, int]
+
+
+def grid_coordinates(window_size: WindowSize) -> Tensor:
+    """Row and column number of every cell of the window.
+
+    Returns a ``(2, Wh, Ww)`` int64 tensor: ``[0]`` holds row numbers, ``[1]`` column numbers.
+    """
+    wh, ww = to_pair("window_size", window_size)
+    rows, cols = torch.meshgrid(torch.arange(wh), torch.arange(ww), indexing="ij")
+    return torch.stack((rows, cols))
+
+
+def flatten_coordinates(coords: Tensor) -> Tensor:
+    """``(2, Wh, Ww)`` -> ``(2, N)``: token ``i`` is cell ``(i // Ww, i % Ww)``, row-major order."""
+    if coords.dim() != 3 or coords.shape[0] != 2:
+        raise ValueError(f"coords must have shape (2, Wh, Ww), got {tuple(coords.shape)}")
+    return coords.flatten(1)
+
+
+def pairwise_offsets(coords_flat: Tensor) -> Tensor:
+    """``(2, N)`` -> ``(N, N, 2)``: entry ``[q, k]`` is ``coords[q] - coords[k]`` (query minus key).
+
+    Broadcasting ``(2, N, 1) - (2, 1, N)`` makes every pair at once; the permute puts the
+    ``(dy, dx)`` pair last so that ``offsets[q, k]`` reads as one 2-D offset.
+    """
+    if coords_flat.dim() != 2 or coords_flat.shape[0] != 2:
+        raise ValueError(f"coords_flat must have shape (2, N), got {tuple(coords_flat.shape)}")
+    offsets = coords_flat[:, :, None] - coords_flat[:, None, :]
+    return offsets.permute(1, 2, 0).contiguous()
+
+
+def shift_offsets(offsets: Tensor, window_size: WindowSize) -> Tensor:
+    """Add ``Wh - 1`` to row offsets and ``Ww - 1`` to column offsets, making both non-negative.
+
+    ``(N, N, 2)`` -> ``(N, N, 2)`` with ``dy + Wh - 1`` in ``[0, 2Wh-2]`` and ``dx + Ww - 1`` in
+    ``[0, 2Ww-2]``.
+    """
+    wh, ww = to_pair("window_size", window_size)
+    return offsets + torch.tensor([wh - 1, ww - 1], dtype=offsets.dtype)
+
+
+def multiply_row_offsets(shifted: Tensor, window_size: WindowSize) -> Tensor:
+    """Multiply the shifted row offset by ``2Ww - 1``, the number of distinct column offsets.
+
+    ``(N, N, 2)`` -> ``(N, N, 2)``. After this, row offsets step in strides of ``2Ww - 1``, so
+    adding a column offset (at most ``2Ww - 2``) can never reach the next row's value: this is
+    the row-major numbering of a ``(2Wh-1) x (2Ww-1)`` grid of offsets.
+    """
+    _, ww = to_pair("window_size", window_size)
+    return shifted * torch.tensor([2 * ww - 1, 1], dtype=shifted.dtype)
+
+
+def sum_offsets(scaled: Tensor) -> Tensor:
+    """``(N, N, 2)`` -> ``(N, N)``: add the two parts into one table row number."""
+    return scaled.sum(-1)
+
+
+def relative_position_index(window_size: WindowSize) -> Tensor:
+    """The ``(N, N)`` int64 index into the bias table, for a window of ``window_size``.
+
+    ``window_size`` is an int ``M`` (an ``M x M`` window) or a pair ``(Wh, Ww)``.
+    """
+    coords = grid_coordinates(window_size)
+    offsets = pairwise_offsets(flatten_coordinates(coords))
+    scaled = multiply_row_offsets(shift_offsets(offsets, window_size), window_size)
+    return sum_offsets(scaled)
+
+
+def bias_table_size(window_size: WindowSize) -> int:
+    """Number of distinct offsets, hence rows of the bias table: ``(2Wh-1) * (2Ww-1)``."""
+    wh, ww = to_pair("window_size", window_size)
+    return (2 * wh - 1) * (2 * ww - 1)
+
+
+def make_bias_table(window_size: WindowSize, num_heads: int) -> nn.Parameter:
+    """A ``((2Wh-1)(2Ww-1), num_heads)`` parameter, initialised with ``trunc_normal_(std=.02)``.
+
+    Small random values (rather than zeros) give each head a slightly different starting bias;
+    ``.02`` is the scale ViT and Swin use for all their embeddings.
+    """
+    check_positive_int("num_heads", num_heads)
+    table = nn.Parameter(torch.zeros(bias_table_size(window_size), num_heads))
+    nn.init.trunc_normal_(table, std=0.02)
+    return table
+
+
+def lookup_bias(table: Tensor, index: Tensor) -> Tensor:
+    """Gather ``B``: ``table`` ``(T, H)`` and ``index`` ``(N, N)`` -> bias ``(H, N, N)``.
+
+    ``B[h, q, k] = table[index[q, k], h]``: pairs with the same offset share one learned value.
+    """
+    n = index.shape[0]
+    return table[index.view(-1)].view(n, n, -1).permute(2, 0, 1).contiguous()
+
+
+class RelativePositionBias(nn.Module):
+    """A learnable bias per (relative offset, head), looked up into a ``(num_heads, N, N)`` tensor.
+
+    Attributes:
+        relative_position_bias_table: parameter ``((2Wh-1)(2Ww-1), num_heads)``.
+        relative_position_index: non-persistent buffer ``(N, N)`` (it is recomputed from the
+            window size, so it is not saved in the ``state_dict``).
+    """
+
+    def __init__(self, window_size: WindowSize, num_heads: int) -> None:
+        super().__init__()
+        self.window_size = to_pair("window_size", window_size)
+        self.num_heads = check_positive_int("num_heads", num_heads)
+        self.relative_position_bias_table = make_bias_table(self.window_size, num_heads)
+        self.register_buffer(
+            "relative_position_index", relative_position_index(self.window_size), persistent=False
+        )
+
+    def forward(self) -> Tensor:
+        """Return the bias ``B`` of shape ``(num_heads, N, N)``."""
+        return lookup_bias(self.relative_position_bias_table, self.relative_position_index)
+
+    def extra_repr(self) -> str:
+        return f"window_size={self.window_size}, num_heads={self.num_heads}"
