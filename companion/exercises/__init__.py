@@ -1,0 +1,4 @@
+"""Solutions to the chapters' exercises, one module per chapter (``ch01``, ``ch02``, ...).
+
+The book shows them hidden; the tests in ``tests/`` check every one.
+"""
