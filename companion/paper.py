@@ -1,0 +1,68 @@
+"""Published numbers the book compares against, typed in once, with their source.
+
+Swin Transformer (Liu et al. 2021, arXiv:2103.14030), Table 4: ablation of the position encoding
+on Swin-T. These are the paper's reported results, not runs of ours; the book labels them so.
+"""
+
+from __future__ import annotations
+
+SWIN_TABLE4_SOURCE = "Liu et al. 2021, Swin Transformer, arXiv:2103.14030, Table 4 (Swin-T)"
+
+#: position encoding -> metric -> value, in the paper's row order.
+SWIN_TABLE4: dict[str, dict[str, float]] = {
+    "none": {
+        "imagenet_top1": 80.1,
+        "imagenet_top5": 94.9,
+        "coco_ap_box": 49.2,
+        "coco_ap_mask": 42.6,
+        "ade20k_miou": 43.8,
+    },
+    "absolute": {
+        "imagenet_top1": 80.5,
+        "imagenet_top5": 95.2,
+        "coco_ap_box": 49.0,
+        "coco_ap_mask": 42.4,
+        "ade20k_miou": 43.2,
+    },
+    "absolute + relative": {
+        "imagenet_top1": 81.3,
+        "imagenet_top5": 95.6,
+        "coco_ap_box": 50.2,
+        "coco_ap_mask": 43.4,
+        "ade20k_miou": 44.0,
+    },
+    "relative w/o app.": {
+        "imagenet_top1": 79.3,
+        "imagenet_top5": 94.7,
+        "coco_ap_box": 48.2,
+        "coco_ap_mask": 41.9,
+        "ade20k_miou": 44.1,
+    },
+    "relative (default)": {
+        "imagenet_top1": 81.3,
+        "imagenet_top5": 95.6,
+        "coco_ap_box": 50.5,
+        "coco_ap_mask": 43.7,
+        "ade20k_miou": 46.1,
+    },
+}
+
+#: The book's ``pos`` switch (``companion.swin``) -> the paper's row with the same encoding.
+POS_TO_TABLE4_ROW: dict[str, str] = {
+    "none": "none",
+    "abs": "absolute",
+    "abs+rel": "absolute + relative",
+    "rel": "relative (default)",
+}
+
+
+def swin_table4_markdown() -> str:
+    """Table 4 as a Markdown table (for display in a notebook with ``IPython.display.Markdown``)."""
+    header = "| position encoding | ImageNet top-1 / top-5 | COCO AP box / mask | ADE20K mIoU |"
+    lines = [header, "|---|---|---|---|"]
+    for row, m in SWIN_TABLE4.items():
+        lines.append(
+            f"| {row} | {m['imagenet_top1']} / {m['imagenet_top5']} | "
+            f"{m['coco_ap_box']} / {m['coco_ap_mask']} | {m['ade20k_miou']} |"
+        )
+    return "\n".join(lines) + f"\n\n*Source: {SWIN_TABLE4_SOURCE}.*"
