@@ -1,0 +1,112 @@
+"""House rules: the configuration agrees with itself; notebooks follow the book's rules."""
+
+import json
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
+NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[<>=!~\[ ;@]", requirement, maxsplit=1)[0].lower()
+
+
+def test_environment_yml_lists_exactly_the_pyproject_requirements():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    project = PYPROJECT["project"]
+    expected = list(project["dependencies"])
+    for extra in ("test", "book"):
+        expected += project["optional-dependencies"][extra]
+    assert sorted(r for r in pip_section if not r.startswith("-e")) == sorted(expected)
+    assert "-e ." in pip_section
+    python = next(d for d in env["dependencies"] if isinstance(d, str) and d.startswith("python"))
+    minimum = project["requires-python"].removeprefix(">=")
+    assert tuple(map(int, python.split("=")[1].split("."))) >= tuple(map(int, minimum.split(".")))
+
+
+def test_torch_is_never_pinned_exactly_in_the_package():
+    for requirement in PYPROJECT["project"]["dependencies"]:
+        if _name(requirement) == "torch":
+            assert "==" not in requirement and ">=" in requirement
+
+
+def test_ipywidgets_range_admits_colabs_7_7():
+    spec = next(r for r in PYPROJECT["project"]["dependencies"] if _name(r) == "ipywidgets")
+    assert ">=7.7" in spec and "<9" in spec
+
+
+def test_jupyter_book_is_major_version_1():
+    spec = PYPROJECT["project"]["optional-dependencies"]["book"][0]
+    assert _name(spec) == "jupyter-book" and "<2" in spec
+
+
+def test_book_config_fails_on_errors_and_builds_only_the_toc():
+    assert CONFIG["only_build_toc_files"] is True
+    assert CONFIG["execute"]["raise_on_error"] is True
+    for folder in ("companion/*", "tests/*", ".venv/*"):
+        assert folder in CONFIG["exclude_patterns"]
+
+
+def test_ci_runs_the_readme_test_command():
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+    readme = (ROOT / "README.md").read_text()
+    assert "make test" in readme and "make book" in readme
+
+
+def _toc_files() -> list[str]:
+    files = [TOC["root"]]
+    files += [c["file"] for c in TOC.get("chapters") or []]
+    return files
+
+
+def test_toc_lists_every_chapter_and_only_existing_files():
+    listed = _toc_files()
+    for entry in listed:
+        assert list(ROOT.glob(entry + ".*")), f"_toc.yml lists {entry}, which does not exist"
+    for nb in NOTEBOOKS:
+        assert f"book/{nb.stem}" in listed, f"{nb.name} is not in _toc.yml"
+
+
+def _cells(nb: Path) -> list[dict]:
+    return json.loads(nb.read_text())["cells"]
+
+
+def _source(cell: dict) -> str:
+    src = cell["source"]
+    return "".join(src) if isinstance(src, list) else src
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_code_cells_define_nothing_and_are_executed(nb):
+    for i, cell in enumerate(_cells(nb)):
+        if cell["cell_type"] != "code":
+            continue
+        src = _source(cell)
+        assert not re.search(r"^\s*(def|class)\s", src, re.M), f"cell {i} defines code"
+        assert not src.strip() or cell["execution_count"] is not None, f"cell {i} not executed"
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        assert not errors, f"cell {i} was committed with an error output"
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_has_objectives_summary_and_exercises(nb):
+    markdown = "\n".join(_source(c) for c in _cells(nb) if c["cell_type"] == "markdown")
+    for heading in ("Learning objectives", "Summary", "Exercises"):
+        assert heading.lower() in markdown.lower(), f"{nb.name} lacks '{heading}'"
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_ignored_outputs_say_why(nb):
+    for i, cell in enumerate(_cells(nb)):
+        if "nbval-ignore-output" in cell.get("metadata", {}).get("tags", []):
+            first_line = _source(cell).lstrip().splitlines()[0]
+            assert first_line.startswith("#"), f"cell {i} is nbval-ignore-output without a reason"
