@@ -46,7 +46,7 @@ book-check: book
 # Re-execute every chapter in place (after changing companion/ or a notebook).
 notebooks: setup
 	for nb in $(NOTEBOOKS); do \
-		$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace "$$nb" || exit 1; \
+		$(VENV)/bin/jupyter-execute --inplace "$$nb" || exit 1; \
 	done
 
 clean:

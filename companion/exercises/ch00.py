@@ -1,0 +1,56 @@
+"""Solutions to the exercises of chapter 0, *Introduction: why attention needs position*."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor, nn
+
+from companion.absolute import AbsolutePositionEmbedding
+from companion.permutation import (
+    PermutationCheck,
+    check_permutation,
+    permutation_equivariance_check,
+)
+
+
+def inverse_permutation(perm: Tensor) -> Tensor:
+    """Exercise 1: the permutation ``inv`` that undoes ``perm``: ``x[:, perm][:, inv] == x``.
+
+    ``perm[i]`` says where new token ``i`` came from; ``argsort`` answers the reverse question,
+    where old token ``j`` went: ``perm[inv[j]] == j``.
+    """
+    check_permutation(perm, perm.numel())
+    return torch.argsort(perm)
+
+
+def pooled_output_difference(
+    attn_module: Callable[[Tensor], Tensor], tokens: Tensor, perm: Tensor
+) -> float:
+    """Exercise 2: ``max |mean_n f(x) - mean_n f(x[:, perm])|``, the change a shuffle makes to a
+    mean-pooled output.
+
+    Equivariance plus an order-free pooling (the mean over tokens) gives *invariance*: without
+    position, a classifier on top of the pooled tokens gives the same answer for the image and
+    for any shuffle of its patches. ``tokens``: ``(B, N, C)``.
+    """
+    check = permutation_equivariance_check(attn_module, tokens, perm)
+    pooled_original = check.shuffled_output.mean(dim=1)  # the mean ignores the order of rows
+    pooled_shuffled = check.output_of_shuffled.mean(dim=1)
+    return (pooled_original - pooled_shuffled).abs().max().item()
+
+
+def check_with_absolute_embedding(
+    pos_embedding: AbsolutePositionEmbedding,
+    attn_module: Callable[[Tensor], Tensor],
+    tokens: Tensor,
+    perm: Tensor,
+) -> PermutationCheck:
+    """Exercise 3: the equivariance check for ``f(x) = attn(x + pos)``.
+
+    The position embedding is added *after* the shuffle, so token ``perm[i]`` now receives
+    ``pos[i]`` instead of ``pos[perm[i]]``: what a token is paired with depends on where it
+    sits, and the check fails.
+    """
+    return permutation_equivariance_check(nn.Sequential(pos_embedding, attn_module), tokens, perm)

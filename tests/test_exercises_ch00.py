@@ -1,0 +1,55 @@
+"""Solutions to chapter 0's exercises (companion.exercises.ch00)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from companion.absolute import AbsolutePositionEmbedding
+from companion.attention import WindowAttention
+from companion.exercises.ch00 import (
+    check_with_absolute_embedding,
+    inverse_permutation,
+    pooled_output_difference,
+)
+
+
+def _attention(rel_pos_bias: bool = False) -> WindowAttention:
+    torch.manual_seed(0)
+    return WindowAttention(dim=8, window_size=4, num_heads=2, rel_pos_bias=rel_pos_bias)
+
+
+def test_inverse_permutation_undoes_the_shuffle():
+    torch.manual_seed(0)
+    perm = torch.randperm(10)
+    inv = inverse_permutation(perm)
+    x = torch.randn(2, 10, 3)
+    assert torch.equal(x[:, perm][:, inv], x)
+    assert torch.equal(perm[inv], torch.arange(10))
+
+
+def test_inverse_permutation_rejects_non_permutations():
+    with pytest.raises(ValueError, match="perm must be a permutation"):
+        inverse_permutation(torch.tensor([0, 0, 1]))
+
+
+def test_mean_pooling_makes_attention_without_position_permutation_invariant():
+    torch.manual_seed(1)
+    diff = pooled_output_difference(_attention(), torch.randn(2, 16, 8), torch.randperm(16))
+    assert diff < 1e-5
+
+
+def test_mean_pooling_does_not_hide_a_relative_position_bias():
+    torch.manual_seed(1)
+    diff = pooled_output_difference(_attention(True), torch.randn(2, 16, 8), torch.randperm(16))
+    assert diff > 1e-5
+
+
+def test_absolute_embedding_breaks_equivariance():
+    torch.manual_seed(2)
+    pos = AbsolutePositionEmbedding(16, 8)
+    check = check_with_absolute_embedding(
+        pos, _attention(), torch.randn(2, 16, 8), torch.randperm(16)
+    )
+    assert not check.is_equivariant()
+    assert check.max_abs_diff > 1e-3
