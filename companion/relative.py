@@ -138,3 +138,43 @@ class RelativePositionBias(nn.Module):
 
     def extra_repr(self) -> str:
         return f"window_size={self.window_size}, num_heads={self.num_heads}"
+
+
+def offset_to_index(dy: int, dx: int, window_size: WindowSize) -> int:
+    """The bias-table row of the offset ``(dy, dx) = query - key``: shift, multiply, sum.
+
+    ``(dy + Wh - 1) * (2Ww - 1) + (dx + Ww - 1)``, the same number ``relative_position_index``
+    puts at every pair with this offset. ``dy`` must lie in ``[-(Wh-1), Wh-1]`` and ``dx`` in
+    ``[-(Ww-1), Ww-1]``: no two tokens of the window are further apart than that.
+    """
+    wh, ww = to_pair("window_size", window_size)
+    for name, value, size in (("dy", dy, wh), ("dx", dx, ww)):
+        # bool is an int subclass, but an offset of True is always a mistake.
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
+        if not -(size - 1) <= value <= size - 1:
+            raise ValueError(
+                f"{name} must be in [{-(size - 1)}, {size - 1}] for window_size={window_size!r}, "
+                f"got {value}"
+            )
+    return (dy + wh - 1) * (2 * ww - 1) + (dx + ww - 1)
+
+
+def index_to_offset(index: int, window_size: WindowSize) -> tuple[int, int]:
+    """Inverse of ``offset_to_index``: the offset ``(dy, dx)`` stored in table row ``index``.
+
+    ``index`` must lie in ``[0, (2Wh-1)(2Ww-1))``. ``divmod`` by ``2Ww - 1`` undoes the multiply
+    (the quotient is the shifted row offset, the remainder the shifted column offset), then the
+    shift is undone.
+    """
+    wh, ww = to_pair("window_size", window_size)
+    if not isinstance(index, int) or isinstance(index, bool):
+        raise TypeError(f"index must be an int, got {index!r} ({type(index).__name__})")
+    size = bias_table_size((wh, ww))
+    if not 0 <= index < size:
+        raise ValueError(
+            f"index must be in [0, {size - 1}] for window_size={window_size!r} "
+            f"(the table has {size} rows), got {index}"
+        )
+    row, col = divmod(index, 2 * ww - 1)
+    return row - (wh - 1), col - (ww - 1)
