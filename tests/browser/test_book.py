@@ -1,0 +1,185 @@
+"""The built HTML book as a reader's browser sees it: every page, offline, in headless Chromium.
+
+One visit per page (the ``reports`` fixture) collects everything; each test checks one aspect over
+all pages and lists every offending page in its failure message.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from urllib.parse import quote, urlparse
+
+import pytest
+from book_browser import (
+    BOOK_ROOT,
+    HTML,
+    SCREENSHOTS,
+    OfflineBrowser,
+    PageReport,
+    redirects,
+    screenshot_name,
+)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+from colab_sync import load_repository
+
+#: JavaScript errors that are known, harmless and not ours to fix, each with its reason.
+KNOWN_JS_ERRORS = {
+    # sphinx-thebe 0.3.1 registers its inline config script twice under Sphinx 7; the first copy
+    # defines the constant, and thebe (live code on the page) is not enabled in this book.
+    "sphinx-thebe duplicate config script": re.compile(
+        r"Identifier 'THEBE_JS_URL' has already been declared"
+    ),
+    # pydata-sphinx-theme logs this on a first visit, before any light/dark choice is stored.
+    "pydata-sphinx-theme first visit": re.compile(r"Got invalid theme mode"),
+}
+
+
+def _failures(reports: dict[str, PageReport], attribute: str) -> dict[str, list]:
+    return {path: value for path, r in reports.items() if (value := getattr(r, attribute))}
+
+
+def _notebook_pages(reports: dict[str, PageReport]) -> list[str]:
+    """Pages built from a notebook (the chapters), which get a Colab launch button."""
+    return [p for p in reports if (BOOK_ROOT / p).with_suffix(".ipynb").is_file()]
+
+
+def test_every_page_and_resource_loads(reports: dict[str, PageReport]) -> None:
+    assert reports, f"no pages found under {HTML}"
+    bad, failed = _failures(reports, "bad_responses"), _failures(reports, "failed_requests")
+    assert not bad, "responses with status >= 400"
+    assert not failed, "requests to the book's server that failed"
+
+
+def test_no_request_leaves_localhost(reports: dict[str, PageReport]) -> None:
+    # A CDN script or remote image would break the book offline; vendor it (tools/vendor_js.py).
+    external = _failures(reports, "external_requests")
+    assert not external
+
+
+def test_no_javascript_errors_except_known_ones(reports: dict[str, PageReport]) -> None:
+    unknown = {
+        path: errors
+        for path, r in reports.items()
+        if (
+            errors := [
+                e for e in r.js_errors if not any(p.search(e) for p in KNOWN_JS_ERRORS.values())
+            ]
+        )
+    }
+    assert not unknown
+
+
+def test_every_image_loads(reports: dict[str, PageReport]) -> None:
+    broken = _failures(reports, "broken_images")
+    assert not broken, "images with naturalWidth 0"
+
+
+def test_every_formula_is_typeset(reports: dict[str, PageReport]) -> None:
+    untypeset = {
+        path: f"{r.math_rendered} of {r.math}"
+        for path, r in reports.items()
+        if r.math_rendered < r.math
+    }
+    assert not untypeset, "formulas that MathJax did not typeset"
+    tex_errors = _failures(reports, "math_errors")
+    left_as_text = _failures(reports, "unrendered_tex")
+    assert not tex_errors, "TeX errors"
+    assert not left_as_text, "TeX left as text (a $ outside math?)"
+
+
+def test_the_chapters_have_typeset_math(reports: dict[str, PageReport]) -> None:
+    # Guards the test above against passing vacuously (no .math element found at all).
+    chapters = _notebook_pages(reports)
+    if chapters:
+        assert sum(reports[p].math_rendered for p in chapters) > 0
+
+
+def test_widgets_render_or_show_their_static_figure(reports: dict[str, PageReport]) -> None:
+    blank = {
+        path: [i for i, w in enumerate(r.widgets) if not (w["rendered"] or w["fallback"])]
+        for path, r in reports.items()
+    }
+    assert not {p: b for p, b in blank.items() if b}, "widget outputs that show nothing"
+    # Saved widget state is rendered locally (no CDN), so every widget should be drawn.
+    undrawn = {p: sum(not w["rendered"] for w in r.widgets) for p, r in reports.items()}
+    assert not {p: n for p, n in undrawn.items() if n}, "widgets the HTML manager did not draw"
+
+
+def test_colab_launch_link_points_at_the_pages_notebook(reports: dict[str, PageReport]) -> None:
+    repo = load_repository(BOOK_ROOT / "_config.yml")
+    wrong = {}
+    for path, report in reports.items():
+        notebook = Path(path).with_suffix(".ipynb").as_posix()
+        if path in _notebook_pages(reports):
+            expected = repo.colab_url(notebook)
+            if expected not in report.colab_links or set(report.colab_links) != {expected}:
+                wrong[path] = report.colab_links
+        elif report.colab_links:
+            wrong[path] = report.colab_links  # a Markdown page has no notebook to open
+    assert not wrong, "Colab links that do not open this page's notebook on the configured branch"
+
+
+def test_internal_links_resolve(reports: dict[str, PageReport]) -> None:
+    broken = {}
+    for path, report in reports.items():
+        for href in report.links:
+            url = urlparse(href)
+            if url.hostname != "127.0.0.1":
+                continue
+            target = url.path.lstrip("/")
+            target = target + "index.html" if target.endswith("/") or not target else target
+            missing_page = not (HTML / target).is_file()
+            # Anchors are checked on the pages this test visited (all HTML pages of the book).
+            missing_anchor = url.fragment and url.fragment not in reports.get(target, report).ids
+            if missing_page or (target in reports and missing_anchor):
+                broken.setdefault(path, []).append(href)
+    assert not broken
+
+
+def test_the_root_redirects_to_a_page(reports: dict[str, PageReport]) -> None:
+    stubs = redirects()
+    assert "index.html" in stubs or "index.html" in reports, "no index.html at the book's root"
+    assert all(target in reports for target in stubs.values()), stubs
+
+
+def test_navigation_lists_every_page(reports: dict[str, PageReport]) -> None:
+    start = redirects().get("index.html", "index.html")
+    special = {start, "genindex.html", "search.html"}
+    pages = {p for p in reports if p not in special}
+    navigated = {urlparse(href).path.lstrip("/") for href in reports[start].nav_links}
+    assert pages <= navigated, f"pages missing from the sidebar: {sorted(pages - navigated)}"
+
+
+def test_every_page_has_a_screenshot(reports: dict[str, PageReport]) -> None:
+    missing = [p for p in reports if not (SCREENSHOTS / screenshot_name(p)).is_file()]
+    assert not missing
+
+
+def test_search_finds_every_chapter(
+    browser: OfflineBrowser, base_url: str, reports: dict[str, PageReport]
+) -> None:
+    chapters = _notebook_pages(reports)
+    if not chapters:
+        pytest.skip("no chapter notebooks are built yet")
+    not_found = {}
+    page = browser.context.new_page()
+    for path in chapters:
+        # The chapter's longest title word ("2. The relative position index" -> "relative").
+        heading = reports[path].title.split(" — ")[0]
+        word = max(re.findall(r"[A-Za-z]{4,}", heading), key=len)
+        page.goto(f"{base_url}search.html?q={quote(word)}", wait_until="load")
+        try:
+            page.wait_for_function(
+                "(target) => Array.from(document.querySelectorAll('#search-results a'))"
+                ".some((a) => a.href.split('#')[0].endsWith(target))",
+                arg=path,
+                timeout=15_000,
+            )
+        except Exception:  # a timeout: say what the search did return
+            found = page.eval_on_selector_all("#search-results a", "(as) => as.map((a) => a.href)")
+            not_found[f"{path} (searched {word!r})"] = found
+    page.close()
+    assert not not_found, "chapters the search page did not find"

@@ -1,0 +1,344 @@
+"""Colab delivery: install cells, links, badges and GPU requests all agree with ``_config.yml``.
+
+The install cell's promise (it never reinstalls or upgrades torch, numpy or matplotlib) is checked
+with a real pip resolution in this venv, which already holds a torch that satisfies the package's
+range, while newer torch/numpy/matplotlib wheels are on offer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tomllib
+import types
+import zipfile
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+import yaml
+from packaging.requirements import Requirement
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import colab_sync  # noqa: E402 (tools/ is not a package; see sys.path above)
+
+REPO = colab_sync.load_repository(ROOT / "_config.yml")
+NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+KEPT = ("torch", "numpy", "matplotlib")
+
+
+def _load(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _source(cell: dict) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def _run_install_cell(source: str, in_colab: bool) -> list:
+    """Execute an install cell with ``subprocess.run`` replaced; return the calls it made."""
+    calls = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(subprocess, "run", lambda *args, **kwargs: calls.append((args, kwargs)))
+        if in_colab:
+            patch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+        else:
+            patch.delitem(sys.modules, "google.colab", raising=False)
+        exec(compile(source, "<install cell>", "exec"), {})
+    return calls
+
+
+# ----- the one place: _config.yml ---------------------------------------------------------------
+
+
+def test_config_names_the_repository_branch_and_colab() -> None:
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    assert config["repository"]["branch"] == REPO.ref == "main"
+    assert config["repository"]["url"] == REPO.url
+    assert "path_to_book" in config["repository"]
+    assert config["launch_buttons"]["colab_url"] == colab_sync.COLAB
+    for button in ("use_repository_button", "use_issues_button", "use_edit_page_button"):
+        assert config["html"][button] is True, button
+
+
+def _project_files() -> list[Path]:
+    """The repository's own files: no environments, builds, caches or installed packages."""
+    skip = {".git", ".venv", "node_modules", "_build", "__pycache__", ".ruff_cache"}
+    skip |= {".pytest_cache", ".hypothesis", ".ipynb_checkpoints", ".jupyter_cache"}
+    return [
+        path
+        for path in ROOT.rglob("*")
+        if path.is_file()
+        and not skip & set(path.relative_to(ROOT).parts)
+        and not any(part.endswith(".egg-info") for part in path.parts)
+    ]
+
+
+def test_the_repository_address_is_written_nowhere_else() -> None:
+    address = f"github.com/{REPO.owner}/{REPO.name}"
+    generated = {"_config.yml", "README.md"} | {p.relative_to(ROOT).as_posix() for p in NOTEBOOKS}
+    elsewhere = []
+    for path in _project_files():
+        name = path.relative_to(ROOT).as_posix()
+        if name in generated or path.stat().st_size > 5_000_000:
+            continue
+        if address in path.read_text(encoding="utf-8", errors="ignore"):
+            elsewhere.append(name)
+    assert not elsewhere, f"{address} is hard-coded; derive it from _config.yml instead"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    outside_block = re.sub(
+        re.escape(colab_sync.README_START) + ".*?" + re.escape(colab_sync.README_END),
+        "",
+        readme,
+        flags=re.DOTALL,
+    )
+    assert address not in outside_block, "README names the repository outside its generated block"
+
+
+def test_everything_generated_from_the_config_is_in_sync() -> None:
+    changed = colab_sync.sync(ROOT, check=True)
+    assert not changed, f"{changed} differ from _config.yml: run `make colab-sync`"
+
+
+# ----- every chapter's install cell -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_each_chapter_starts_with_the_configured_hidden_install_cell(path: Path) -> None:
+    first = _load(path)["cells"][0]
+    assert first["cell_type"] == "code"
+    assert "remove-input" in first["metadata"].get("tags", [])
+    assert _source(first) == colab_sync.install_cell_source(REPO)
+    assert first.get("outputs") == []  # outside Colab it does nothing, so it prints nothing
+
+
+def test_the_install_cell_installs_only_inside_colab() -> None:
+    source = colab_sync.install_cell_source(REPO)
+    assert _run_install_cell(source, in_colab=False) == []
+    [(args, kwargs)] = _run_install_cell(source, in_colab=True)
+    requirement = f"{PROJECT['name']} @ git+{REPO.url}@{REPO.ref}"
+    assert args == ([sys.executable, "-m", "pip", "install", "--quiet", requirement],)
+    assert kwargs == {"check": True}  # a failed install stops the notebook at once
+    assert Requirement(requirement).name == PROJECT["name"]  # a valid, quoted direct reference
+
+
+def test_the_package_asks_for_no_python_upper_bound() -> None:
+    # Colab moves to new Pythons; an upper bound would make the install cell fail there.
+    assert "<" not in PROJECT["requires-python"]
+
+
+def _wheel(folder: Path, name: str, version: str, requires=(), python: str | None = None) -> Path:
+    """A minimal, valid pure-Python wheel holding only metadata."""
+    dist = f"{re.sub(r'[-.]+', '_', name)}-{version}"
+    path = folder / f"{dist}-py3-none-any.whl"
+    metadata = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+    metadata += "".join(f"Requires-Dist: {r}\n" for r in requires)
+    metadata += f"Requires-Python: {python}\n" if python else ""
+    with zipfile.ZipFile(path, "w") as wheel:
+        wheel.writestr(f"{dist}.dist-info/METADATA", metadata)
+        wheel.writestr(
+            f"{dist}.dist-info/WHEEL",
+            "Wheel-Version: 1.0\nGenerator: test_colab\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        )
+        wheel.writestr(f"{dist}.dist-info/RECORD", "")
+    return path
+
+
+def _pip_would_install(tmp_path: Path, extra: tuple[str, ...] = ()) -> dict:
+    """Run the install cell's own pip arguments as a dry run in this venv; return name -> version.
+
+    The cell's git requirement is swapped for a wheel with the package's real metadata (its
+    dependencies from pyproject.toml), so no network and no build are needed. Beside it, newer
+    torch, numpy and matplotlib wheels are offered, as PyPI would offer them to Colab.
+    """
+    [(args, _)] = _run_install_cell(colab_sync.install_cell_source(REPO), in_colab=True)
+    argv = args[0]
+    assert argv[:3] == [sys.executable, "-m", "pip"]
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    package = _wheel(
+        wheels,
+        PROJECT["name"],
+        PROJECT["version"],
+        PROJECT["dependencies"],
+        PROJECT["requires-python"],
+    )
+    for name in KEPT:
+        _wheel(wheels, name, "99.0.0")
+    local = f"{PROJECT['name']} @ {package.as_uri()}"
+    pip_args = [local if a.startswith(f"{PROJECT['name']} @ ") else a for a in argv[3:]]
+    report = tmp_path / "report.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env["PIP_CONFIG_FILE"] = os.devnull  # only our wheels, whatever this machine's pip config
+    offline = ["--dry-run", "--report", str(report), "--no-index", "--find-links", str(wheels)]
+    subprocess.run(
+        [sys.executable, "-m", "pip", *pip_args, *extra, *offline],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    planned = json.loads(report.read_text(encoding="utf-8"))["install"]
+    return {item["metadata"]["name"]: item["metadata"]["version"] for item in planned}
+
+
+@pytest.mark.slow
+def test_pip_installs_the_companion_and_keeps_torch_numpy_matplotlib(tmp_path: Path) -> None:
+    dependencies = {Requirement(r).name: Requirement(r) for r in PROJECT["dependencies"]}
+    for name in KEPT:  # the premise: this venv already satisfies the package's ranges
+        assert dependencies[name].specifier.contains(version(name), prereleases=True)
+    planned = _pip_would_install(tmp_path)
+    assert planned == {PROJECT["name"]: PROJECT["version"]}
+
+
+@pytest.mark.slow
+def test_the_pip_check_would_see_an_upgrade(tmp_path: Path) -> None:
+    # The same resolution with `--upgrade --upgrade-strategy eager` picks the newer wheels: so the
+    # test above passes because the cell's arguments keep torch, not because pip missed them.
+    planned = _pip_would_install(tmp_path, ("--upgrade", "--upgrade-strategy", "eager"))
+    assert {name: planned.get(name) for name in KEPT} == dict.fromkeys(KEPT, "99.0.0")
+
+
+# ----- links, badges, images, GPU ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_colab_links_in_a_notebook_open_that_notebook(path: Path) -> None:
+    expected = REPO.colab_url(path.relative_to(ROOT).as_posix())
+    for cell in _load(path)["cells"]:
+        if cell["cell_type"] == "markdown":
+            for link in colab_sync.COLAB_LINK.findall(_source(cell)):
+                assert link == expected
+
+
+def test_readme_has_the_book_url_and_a_colab_badge_per_chapter() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert REPO.book_url in readme
+    for path in NOTEBOOKS:
+        badge = f"[![Open In Colab]({colab_sync.BADGE})]({REPO.colab_url(f'book/{path.name}')})"
+        assert badge in readme, path.name
+    assert len(colab_sync.COLAB_LINK.findall(readme)) == len(NOTEBOOKS)
+
+
+def test_the_training_chapter_asks_colab_for_a_gpu() -> None:
+    training = sorted((ROOT / "book").glob("05_*.ipynb"))
+    if not training:
+        pytest.skip("chapter 5 (book/05_*.ipynb) is not written yet")
+    for path in training:
+        assert _load(path)["metadata"].get("accelerator") == "GPU", path.name
+
+
+_MD_IMAGE = re.compile(r"!\[[^\]]*\]\(\s*<?([^)\s>]+)")
+_HTML_IMAGE = re.compile(r"<img\b[^>]*?\bsrc\s*=\s*[\"']([^\"']+)", re.IGNORECASE)
+
+
+def _relative(src: str) -> bool:
+    # Colab opens the notebook alone: a path next to it does not exist there.
+    return not re.match(r"(https?:|data:|attachment:)", src)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebooks_show_no_image_by_relative_path(path: Path) -> None:
+    found = []
+    for i, cell in enumerate(_load(path)["cells"]):
+        texts = [_source(cell)] if cell["cell_type"] == "markdown" else []
+        for output in cell.get("outputs", []):
+            html = output.get("data", {}).get("text/html", "")
+            texts.append("".join(html) if isinstance(html, list) else html)
+        for text in texts:
+            found += [(i, s) for s in _MD_IMAGE.findall(text) + _HTML_IMAGE.findall(text)]
+    assert not [(i, s) for i, s in found if _relative(s)]
+
+
+# ----- the sync tool on a scratch project -------------------------------------------------------
+
+
+def _project(root: Path, url: str, branch: str = "main") -> None:
+    (root / "book").mkdir(parents=True)
+    (root / "_config.yml").write_text(
+        f"repository:\n  url: {url}\n  branch: {branch}\n  path_to_book: ''\n", encoding="utf-8"
+    )
+    (root / "README.md").write_text("# Book\n\nIntro.\n\n## Run it\n\nmake\n", encoding="utf-8")
+
+
+def _notebook(cells: list[dict], **metadata) -> dict:
+    return {"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}
+
+
+def _markdown(text: str) -> dict:
+    return {"cell_type": "markdown", "id": "md", "metadata": {}, "source": text}
+
+
+def test_sync_rewrites_cells_links_gpu_and_readme_when_the_config_changes(tmp_path: Path) -> None:
+    _project(tmp_path, "https://github.com/old-owner/old-name")
+    old = colab_sync.load_repository(tmp_path / "_config.yml")
+    stale = {
+        "cell_type": "code",
+        "execution_count": 1,
+        "id": "install",
+        "metadata": {"tags": ["remove-input"]},
+        "outputs": [],
+        "source": colab_sync.install_cell_source(old),
+    }
+    body = _markdown(f"# 5. Train\n\n[open]({old.colab_url('book/05_train.ipynb')})")
+    (tmp_path / "book" / "05_train.ipynb").write_text(json.dumps(_notebook([stale, body])))
+    (tmp_path / "book" / "01_abs.ipynb").write_text(json.dumps(_notebook([_markdown("# 1. Abs")])))
+    assert colab_sync.sync(tmp_path, check=False) == [
+        "book/01_abs.ipynb",
+        "book/05_train.ipynb",
+        "README.md",
+    ]
+    assert colab_sync.sync(tmp_path, check=True) == []
+
+    (tmp_path / "_config.yml").write_text(
+        "repository:\n  url: https://github.com/new-owner/new-name\n  branch: v1.0\n",
+        encoding="utf-8",
+    )
+    assert colab_sync.main(["--check", "--root", str(tmp_path)]) == 1
+    assert colab_sync.main(["--root", str(tmp_path)]) == 0
+    assert colab_sync.main(["--check", "--root", str(tmp_path)]) == 0
+    new = colab_sync.load_repository(tmp_path / "_config.yml")
+    train = _load(tmp_path / "book" / "05_train.ipynb")
+    assert _source(train["cells"][0]) == colab_sync.install_cell_source(new)
+    assert "@v1.0" in _source(train["cells"][0])
+    assert train["cells"][0]["execution_count"] == 1  # only the source changed
+    assert new.colab_url("book/05_train.ipynb") in _source(train["cells"][1])
+    assert train["metadata"]["accelerator"] == "GPU"
+    abs_nb = _load(tmp_path / "book" / "01_abs.ipynb")
+    assert abs_nb["cells"][0]["metadata"]["tags"] == ["remove-input"]  # inserted
+    assert "accelerator" not in abs_nb["metadata"]
+    readme = (tmp_path / "README.md").read_text(encoding="utf-8")
+    assert readme.count(colab_sync.README_START) == 1
+    assert "https://new-owner.github.io/new-name/" in readme
+    assert f"| 1. Abs | [![Open In Colab]({colab_sync.BADGE})]" in readme
+    assert "old-owner" not in readme
+    assert readme.index(colab_sync.README_END) < readme.index("## Run it")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_rewriting_a_notebook_changes_nothing_but_its_content(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert colab_sync.dump_notebook(json.loads(text)) == text
+
+
+def test_sync_leaves_an_up_to_date_notebook_byte_for_byte(tmp_path: Path) -> None:
+    if not NOTEBOOKS:
+        pytest.skip("no chapter notebooks yet")
+    _project(tmp_path, REPO.url, REPO.ref)
+    copy = tmp_path / "book" / NOTEBOOKS[0].name
+    copy.write_bytes(NOTEBOOKS[0].read_bytes())
+    colab_sync.sync(tmp_path, check=False)
+    assert copy.read_bytes() == NOTEBOOKS[0].read_bytes()
+
+
+@pytest.mark.parametrize(
+    "url", ["https://gitlab.com/a/b", "git@github.com:a/b.git", "", "https://github.com/a"]
+)
+def test_load_repository_accepts_only_a_github_https_url(tmp_path: Path, url: str) -> None:
+    (tmp_path / "_config.yml").write_text(f"repository:\n  url: '{url}'\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"repository.url in .* must be https://github.com/"):
+        colab_sync.load_repository(tmp_path / "_config.yml")
