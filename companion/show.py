@@ -28,7 +28,10 @@ class SourceCode:
         return f"# {self.title}\n{self.source}"
 
     def _repr_html_(self) -> str:
-        formatter = HtmlFormatter(noclasses=True, style="default", nowrap=False)
+        # pre-wrap: long lines wrap instead of scrolling sideways in the book's narrow column.
+        formatter = HtmlFormatter(
+            noclasses=True, style="default", prestyles="white-space: pre-wrap; font-size: 90%"
+        )
         body = highlight(self.source, PythonLexer(), formatter)
         return (
             '<div class="companion-source" style="border-left:3px solid #4c72b0;padding-left:8px">'
