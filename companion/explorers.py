@@ -29,6 +29,8 @@ from matplotlib.patches import Rectangle
 from torch import Tensor, nn
 
 from companion._checks import to_pair
+from companion.figures.absolute import MAX_WIDTH
+from companion.figures.relative import FILL, text_width
 from companion.relative import (
     WindowSize,
     flatten_coordinates,
@@ -134,18 +136,30 @@ def relative_index_figure(window_size: WindowSize = (2, 3), query: Cell = (0, 0)
     """
     view = relative_index_view(window_size, query)
     wh, ww = view.window_size
-    # ~6.7 in wide for the book's windows: a page shows it at full size (wider ones get shrunk).
-    cell = float(np.clip(2.6 / max(wh, ww), 0.55, 0.85))
-    panel_w, panel_h = ww * cell + 0.8, wh * cell + 1.0
-    fig = Figure(figsize=(2 * panel_w, 2 * panel_h + 0.4), layout="constrained")
-    axes = fig.subplots(2, 2)
+    # Two panels across fit MAX_WIDTH, so a page shows the figure at full size.
+    cell = min(float(np.clip(2.6 / max(wh, ww), 0.55, 0.85)), (MAX_WIDTH - 1.6) / (2 * ww))
     steps = (
         (view.offsets, "1. offset = query − key\n(dy, dx)"),
         (view.shifted, f"2. shift: + ({wh - 1}, {ww - 1})\n(Wh − 1, Ww − 1)"),
         (view.multiplied, f"3. row part × (2·Ww − 1) = {2 * ww - 1}\n(row part, column part)"),
     )
+    # A pair wider than its cell (large windows) is written on two lines, first value on top.
+    size = _font_size(wh, ww)
+    widest = max(
+        text_width(f"({a},{b})", size) for p, _ in steps for a, b in p.view(-1, 2).tolist()
+    )
+    one_line = widest <= FILL * cell
+    panel_w, panel_h = ww * cell + 0.8, wh * cell + 1.15
+    # The title gets a second line (and the room for it) when the pairs are split.
+    fig = Figure(
+        figsize=(2 * panel_w, 2 * panel_h + (0.4 if one_line else 0.65)), layout="constrained"
+    )
+    axes = fig.subplots(2, 2)
     for ax, (pairs, title) in zip(axes.flat, steps, strict=False):
-        texts = [[f"({int(a)},{int(b)})" for a, b in row.tolist()] for row in pairs]
+        texts = [
+            [f"({a},{b})" if one_line else f"{a}\n{b}" for a, b in row.tolist()]
+            for row in pairs.int()
+        ]
         _draw_grid(ax, np.zeros((wh, ww)), texts, title, view.query, cmap="Greys", vmax=4.0)
     index = view.index.numpy()
     _draw_grid(
@@ -160,7 +174,8 @@ def relative_index_figure(window_size: WindowSize = (2, 3), query: Cell = (0, 0)
     )
     fig.suptitle(
         f"Query cell {view.query} (token {view.token}) of a {wh}×{ww} window: "
-        "each key cell's value",
+        "each key cell's value"
+        + ("" if one_line else "\n(pairs written one value above the other)"),
         fontsize=11,
     )
     return fig
@@ -254,15 +269,17 @@ def bias_row_figure(
     matrix = bias[head].numpy()
     bound = float(np.abs(matrix).max()) or 1.0
     fmt = _float_format(bound)
-    # The N x N matrix gets a fixed 2.2 in whatever N is; the window keeps cells wide enough for
-    # its written values. A 7 x 7 window stays within ~7 in, the width a book page shows 1:1.
-    big = 2.2
-    cell = float(np.clip(3.2 / max(wh, ww), 0.5, 0.8))
+    # The N x N matrix gets a fixed 2 in whatever N is; the window keeps cells wide enough for
+    # its written values within MAX_WIDTH, the width a book page shows at full size. The colour
+    # bar goes below, so that it takes no width from the window.
+    big = 2.0
+    cell = min(float(np.clip(3.2 / max(wh, ww), 0.5, 0.8)), (MAX_WIDTH - big - 1.2) / ww)
+    right_w = max(ww * cell, 2.0)  # at least the width of the panel's title
     fig = Figure(
-        figsize=(big + ww * cell + 1.9, max(big, wh * cell) + 1.5),
+        figsize=(big + right_w + 1.2, max(big, wh * cell) + 2.0),
         layout="constrained",
     )
-    left, right = fig.subplots(1, 2, width_ratios=[big + 0.4, ww * cell + 0.4])
+    left, right = fig.subplots(1, 2, width_ratios=[big + 0.4, right_w + 0.4])
     norm = Normalize(-bound, bound)
     image = left.imshow(matrix, cmap="RdBu_r", norm=norm)
     left.add_patch(Rectangle((-0.5, token - 0.5), n, 1, fill=False, ec="black", lw=2))
@@ -281,7 +298,9 @@ def bias_row_figure(
         vmin=-bound,
         vmax=bound,
     )
-    fig.colorbar(image, ax=[left, right], shrink=0.8, label="bias added to the logit")
+    bar = fig.colorbar(image, ax=[left, right], location="bottom", shrink=0.6, aspect=30)
+    bar.set_label("bias added to the logit", fontsize=FONT_SIZE)
+    bar.ax.tick_params(labelsize=FONT_SIZE)
     fig.suptitle(f"Relative position bias of head {head} for query cell {(row, col)}", fontsize=11)
     return fig
 
@@ -332,7 +351,7 @@ def embedding_similarity_figure(
     similarity = embedding_similarity(embedding, grid_size, patch, num_prefix_tokens).numpy()
     gh, gw = similarity.shape
     row, col = to_cell("patch", patch, (gh, gw))
-    cell = float(np.clip(4.4 / max(gh, gw), 0.3, 0.6))
+    cell = min(float(np.clip(4.4 / max(gh, gw), 0.3, 0.6)), (MAX_WIDTH - 2.2) / gw)
     fig = Figure(figsize=(gw * cell + 2.2, gh * cell + 1.5), layout="constrained")
     ax = fig.subplots()
     annotate = max(gh, gw) <= 8  # two decimals need ~0.5 in per cell to stay legible
@@ -367,6 +386,11 @@ def _float_format(bound: float) -> Callable[[float], str]:
     return fmt
 
 
+def _font_size(rows: int, cols: int) -> int:
+    """Written values are a point larger on small grids, which have the room."""
+    return FONT_SIZE if max(rows, cols) > 5 else FONT_SIZE + 1
+
+
 def _draw_grid(
     ax: Axes,
     values: np.ndarray,
@@ -385,7 +409,7 @@ def _draw_grid(
     rows, cols = values.shape
     image = ax.imshow(values, cmap=cmap, vmin=vmin, vmax=vmax)
     if texts is not None:
-        size = FONT_SIZE if max(rows, cols) > 5 else FONT_SIZE + 1
+        size = _font_size(rows, cols)
         for r in range(rows):
             for c in range(cols):
                 rgba = image.cmap(image.norm(values[r, c]))

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import pytest
 import torch
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 
 from companion.absolute import (
     AbsolutePositionEmbedding,
@@ -105,3 +107,49 @@ def test_permutation_demo_figure_states_each_verdict():
     }
     titles = _titles(plot_permutation_demo(tokens, checks))
     assert ": equivariant" in titles and "NOT equivariant" in titles
+
+
+BOOK_WIDTH = 6.8  # inches: the book's 688 px column at 100 dpi, with a little room
+
+
+def _assert_fits_the_page(fig: Figure) -> None:
+    assert round(fig.get_size_inches()[0], 6) <= BOOK_WIDTH
+    assert min(t.get_fontsize() for t in fig.findobj(Text) if t.get_text()) >= 9
+    plt.close(fig)
+
+
+def test_every_chapter_1_figure_fits_the_book_column_with_legible_text():
+    torch.manual_seed(0)
+    sincos = sincos_2d_position_embedding(14, 768)
+    tables = {"sin-cos": sincos, "learned": torch.randn(1, 196, 768) * 0.02}
+    for fig in (
+        plot_patch_grid(torch.rand(3, 224, 224), 16),
+        plot_patch_grid(torch.rand(3, 64, 64), 16),
+        plot_init_histogram(AbsolutePositionEmbedding(196, 64).pos_embed),
+        plot_broadcast_add(torch.randn(2, 4, 3), torch.randn(1, 4, 3)),
+        plot_broadcast_add(torch.randn(3, 6, 8), torch.randn(1, 6, 8)),
+        plot_class_token_orders(4),
+        plot_similarity_maps(tables, 14, [(0, 0), (7, 7), (3, 10)]),
+        plot_similarity_maps(tables, 14, [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4)]),
+        plot_similarity_mosaic(tables, 14),
+        plot_resampled_channel(
+            sincos[None], resample_position_embedding(sincos[None], 14, 24), 14, 24, 3
+        ),
+    ):
+        _assert_fits_the_page(fig)
+
+
+def test_every_chapter_0_figure_fits_the_book_column_with_legible_text():
+    torch.manual_seed(0)
+    tokens = torch.randn(1, 6, 8)
+    perm = torch.tensor([2, 4, 0, 1, 5, 3])
+    checks = {
+        "no position (rel_pos_bias=False)": permutation_equivariance_check(
+            WindowAttention(8, (2, 3), 2, rel_pos_bias=False), tokens, perm
+        ),
+        "relative position bias (rel_pos_bias=True)": permutation_equivariance_check(
+            WindowAttention(8, (2, 3), 2), tokens, perm
+        ),
+    }
+    _assert_fits_the_page(plot_permutation_demo(tokens, checks))
+    _assert_fits_the_page(plot_shuffled_patches(sample_image(224), 56, torch.randperm(16)))

@@ -13,10 +13,16 @@ import numpy as np
 import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 from torch import Tensor
 
 from companion._checks import to_pair
 from companion.absolute import cosine_similarity_map, patchify
+
+#: The widest figure the book shows at full size, in inches. Its text column is 688 px and inline
+#: figures render at 100 dpi with 0.1 in of padding on each side, so a figure wider than ~6.7 in
+#: is scaled down, and its text with it (below the 9 pt every figure keeps as its smallest font).
+MAX_WIDTH = 6.7
 
 
 def image_to_numpy(image: Tensor) -> np.ndarray:
@@ -36,8 +42,9 @@ def draw_patch_grid(
     """Show ``image`` ``(3, H, W)`` on ``ax`` with the patch borders and patch numbers.
 
     ``labels[i]`` is written in cell ``i`` (row-major); by default cell ``i`` is labelled ``i``.
-    With ``label_every=False`` only the first row, the first column and the last cell are
-    labelled, which is enough to read the row-major order on a large grid.
+    With ``label_every=False`` only every other cell of the first row and of the first column,
+    and the last cell, are labelled: enough to read the row-major order on a large grid, with
+    room between the labels.
     """
     ph, pw = to_pair("patch_size", patch_size)
     height, width = image.shape[1:]
@@ -50,12 +57,19 @@ def draw_patch_grid(
     labels = list(range(h * w)) if labels is None else list(labels)
     for i, label in enumerate(labels):
         r, c = divmod(i, w)
-        if label_every or r == 0 or c == 0 or i == h * w - 1:
+        if label_every or (r == 0 and c % 2 == 0) or (c == 0 and r % 2 == 0) or i == h * w - 1:
+            # On a large grid a label can be wider than its cell: align the ones at the image's
+            # left and right edges to that edge so that they stay inside the picture.
+            x, ha = c * pw + pw / 2 - 0.5, "center"
+            if not label_every and c == 0:
+                x, ha = c * pw, "left"
+            elif not label_every and c == w - 1:
+                x, ha = (c + 1) * pw - 1, "right"
             ax.text(
-                c * pw + pw / 2 - 0.5,
+                x,
                 r * ph + ph / 2 - 0.5,
                 str(label),
-                ha="center",
+                ha=ha,
                 va="center",
                 fontsize=9,
                 color="white",
@@ -71,17 +85,18 @@ def plot_patch_grid(image: Tensor, patch_size: int | tuple[int, int]) -> Figure:
     patches = patchify(image.unsqueeze(0), (ph, pw))[0]  # (N, 3*ph*pw)
     h, w = image.shape[1] // ph, image.shape[2] // pw
     fig, (ax_img, ax_mat) = plt.subplots(
-        1, 2, figsize=(11, 4.8), gridspec_kw={"width_ratios": [1, 1.3]}, layout="constrained"
+        1, 2, figsize=(MAX_WIDTH, 4.0), width_ratios=[1, 1.15], layout="constrained"
     )
     draw_patch_grid(ax_img, image, (ph, pw), label_every=h * w <= 64)
     ax_img.set_title(
         f"{image.shape[1]}x{image.shape[2]} image, {ph}x{pw} patches\n{h}x{w} grid, N = {h * w}",
-        fontsize=11,
+        fontsize=10,
     )
     mat = ax_mat.imshow(patches.numpy(), aspect="auto", cmap="gray", interpolation="nearest")
-    ax_mat.set_title(f"patchify: one row per patch, shape {tuple(patches.shape)}", fontsize=11)
-    ax_mat.set_xlabel(f"value index inside a flattened patch (3 x {ph} x {pw})", fontsize=10)
-    ax_mat.set_ylabel("patch number i = row * w + column", fontsize=10)
+    ax_mat.set_title(f"patchify: one row per patch\nshape {tuple(patches.shape)}", fontsize=10)
+    ax_mat.set_xlabel(f"value index inside a flattened patch\n(3 x {ph} x {pw})", fontsize=9)
+    ax_mat.set_ylabel("patch number i = row * w + column", fontsize=9)
+    ax_mat.tick_params(labelsize=9)
     for k, name in enumerate(("R", "G", "B")):
         if k:
             ax_mat.axvline(k * ph * pw - 0.5, color="tab:red", lw=1.5)
@@ -92,10 +107,12 @@ def plot_patch_grid(image: Tensor, patch_size: int | tuple[int, int]) -> Figure:
             color="white",
             ha="center",
             va="top",
-            fontsize=10,
+            fontsize=9,
             bbox={"fc": "tab:red", "lw": 0, "alpha": 0.8},
         )
-    fig.colorbar(mat, ax=ax_mat, label="pixel value")
+    bar = fig.colorbar(mat, ax=ax_mat)
+    bar.set_label("pixel value", fontsize=9)
+    bar.ax.tick_params(labelsize=9)
     return fig
 
 
@@ -105,11 +122,11 @@ def plot_init_histogram(
     """Histogram of an initialised embedding, with the truncation bounds ``[a, b]`` marked.
 
     ``trunc_normal_``'s bounds are absolute numbers, so with ``std=0.02`` they lie 100 standard
-    deviations out: the left panel shows the whole bounded range (the values form a spike near
-    0), the right panel zooms in and overlays the normal density.
+    deviations out: the top panel shows the whole bounded range (the values form a spike near
+    0), the bottom panel zooms in and overlays the normal density.
     """
     flat = values.detach().flatten().double().numpy()
-    fig, (ax_far, ax_near) = plt.subplots(1, 2, figsize=(11, 3.8), layout="constrained")
+    fig, (ax_far, ax_near) = plt.subplots(2, 1, figsize=(MAX_WIDTH, 5.6), layout="constrained")
     for ax in (ax_far, ax_near):
         ax.tick_params(labelsize=9)
         ax.set_xlabel("value", fontsize=10)
@@ -164,15 +181,21 @@ def plot_broadcast_add(x: Tensor, pos_embed: Tensor) -> Figure:
     out = x + pos_embed
     lim = float(torch.cat([x.flatten(), pos_embed.flatten(), out.flatten()]).abs().max())
     b, n, d = x.shape
+    # Cells of ~0.5 in hold a value like -1.23; wide tensors get narrower cells to stay on the page.
+    cell = min(0.55, (MAX_WIDTH - 2.1) / (3 * d))
     fig, axes = plt.subplots(
-        b, 3, figsize=(3.2 * 3 + 1, 0.55 * n * b + 1.2), layout="constrained", squeeze=False
+        b,
+        3,
+        figsize=(MAX_WIDTH, (n * cell + 0.9) * b + 0.6),
+        layout="constrained",
+        squeeze=False,
     )
     for i in range(b):
         _annotated_matrix(axes[i, 0], x[i], f"x[{i}]  ({n}, {d})", -lim, lim)
         _annotated_matrix(axes[i, 1], pos_embed[0], f"+ pos_embed[0]  ({n}, {d})", -lim, lim)
         _annotated_matrix(axes[i, 2], out[i], f"= (x + pos_embed)[{i}]", -lim, lim)
     fig.suptitle(
-        f"x {tuple(x.shape)} + pos_embed {tuple(pos_embed.shape)} -> {tuple(out.shape)}: "
+        f"x {tuple(x.shape)} + pos_embed {tuple(pos_embed.shape)} -> {tuple(out.shape)}:\n"
         "the same table is added to every image",
         fontsize=11,
     )
@@ -190,10 +213,12 @@ def plot_similarity_maps(
     embedding, one column per query cell ``(row, column)``, which is marked with a cross.
     """
     h, w = to_pair("grid_size", grid_size)
+    # Room for the row names on the left and the colour bars on the right; the maps share the rest.
+    panel = min(2.4, (MAX_WIDTH - 1.4) / len(queries))
     fig, axes = plt.subplots(
         len(embeddings),
         len(queries),
-        figsize=(2.6 * len(queries) + 1.2, 2.6 * len(embeddings)),
+        figsize=(panel * len(queries) + 1.4, (panel + 0.35) * len(embeddings)),
         layout="constrained",
         squeeze=False,
     )
@@ -211,7 +236,9 @@ def plot_similarity_maps(
             ax.set_title(f"query cell ({qr}, {qc})", fontsize=10)
             if col == 0:
                 ax.set_ylabel(name, fontsize=10)
-        fig.colorbar(im, ax=axes[row, :].tolist(), shrink=0.9, label="cosine similarity")
+        bar = fig.colorbar(im, ax=axes[row, :].tolist(), shrink=0.9)
+        bar.set_label("cosine similarity", fontsize=9)
+        bar.ax.tick_params(labelsize=9)
     return fig
 
 
@@ -222,17 +249,18 @@ def plot_similarity_mosaic(
 
     Tile ``(r, c)`` is the ``h x w`` map of cosine similarities between cell ``(r, c)`` and
     every cell; thin gaps separate the tiles. Each panel has its own colour scale, from its
-    lowest similarity to 1.
+    lowest similarity to 1. The panels are stacked, so that each is wide enough to show the
+    pattern inside its tiles.
     """
     h, w = to_pair("grid_size", grid_size)
     fig, axes = plt.subplots(
-        1,
         len(embeddings),
-        figsize=(5 * len(embeddings) + 1, 5),
+        1,
+        figsize=(5.6, 4.7 * len(embeddings)),
         layout="constrained",
         squeeze=False,
     )
-    for ax, (name, table) in zip(axes[0], embeddings.items(), strict=True):
+    for ax, (name, table) in zip(axes[:, 0], embeddings.items(), strict=True):
         sim = cosine_similarity_map(table, (h, w)).numpy()
         gap = 1
         mosaic = np.full((h * (h + gap) - gap, w * (w + gap) - gap), np.nan)
@@ -242,7 +270,9 @@ def plot_similarity_mosaic(
                     r, c
                 ]
         im = ax.imshow(mosaic, cmap="viridis", vmin=float(sim.min()), vmax=1)
-        fig.colorbar(im, ax=ax, shrink=0.8, label="cosine similarity")
+        bar = fig.colorbar(im, ax=ax, shrink=0.8)
+        bar.set_label("cosine similarity", fontsize=9)
+        bar.ax.tick_params(labelsize=9)
         ax.set_title(name, fontsize=11)
         ax.set_xticks([(c + 0.5) * (w + gap) - 1 for c in range(w)], [str(c) for c in range(w)])
         ax.set_yticks([(r + 0.5) * (h + gap) - 1 for r in range(h)], [str(r) for r in range(h)])
@@ -271,21 +301,25 @@ def plot_resampled_channel(
     old = before[0, p:, channel].detach().reshape(oh, ow).numpy()
     new = after[0, p:, channel].detach().reshape(nh, nw).numpy()
     lim = float(max(np.abs(old).max(), np.abs(new).max()))
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.6), layout="constrained")
+    fig, axes = plt.subplots(1, 2, figsize=(MAX_WIDTH, 3.3), layout="constrained")
     for ax, data, (gh, gw) in zip(axes, (old, new), ((oh, ow), (nh, nw)), strict=True):
         im = ax.imshow(data, cmap="coolwarm", vmin=-lim, vmax=lim)
-        ax.set_title(f"channel {channel} on the {gh}x{gw} grid", fontsize=11)
+        ax.set_title(f"channel {channel} on the {gh}x{gw} grid", fontsize=10)
         ax.set_xlabel("column", fontsize=10)
         ax.set_ylabel("row", fontsize=10)
         ax.tick_params(labelsize=9)
-    fig.colorbar(im, ax=axes.tolist(), shrink=0.85, label="value")
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_locator(MaxNLocator(integer=True))  # rows and columns are whole numbers
+    bar = fig.colorbar(im, ax=axes.tolist(), shrink=0.85)
+    bar.set_label("value", fontsize=9)
+    bar.ax.tick_params(labelsize=9)
     return fig
 
 
 def plot_class_token_orders(num_patches: int = 4) -> Figure:
     """Schematic of the two class-token orders: which rows of the sequence get a position."""
     fig, axes = plt.subplots(
-        1, 2, figsize=(11, 0.55 * (num_patches + 1) + 1.6), layout="constrained"
+        1, 2, figsize=(MAX_WIDTH, 0.5 * (num_patches + 1) + 1.3), layout="constrained"
     )
     specs = {
         'ViT: order="concat-then-add"': ("pos[0]", [f"pos[{i + 1}]" for i in range(num_patches)]),

@@ -7,20 +7,34 @@ hand-built table whose pictures are easy to read; it is an illustration, not a l
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.image import AxesImage
+from matplotlib.ticker import MaxNLocator
 from torch import Tensor
 
 from companion._checks import to_pair
-from companion.figures.relative import _cell_size, _check_query, draw_matrix, float_fmt
+from companion.figures.relative import (
+    FILL,
+    MAX_WIDTH,
+    _check_query,
+    draw_matrix,
+    float_fmt,
+    text_width,
+)
 from companion.relative import WindowSize, bias_table_size, lookup_bias
 
 #: Bias values are written in the cells of grids up to this many cells wide.
 ANNOTATED_SIDE = 5
+#: Inches a panel needs around its matrix: tick and axis labels, title, its colour bar.
+PANEL_MARGIN = (1.25, 0.95)
+#: Tick labels need about this many inches each; narrower cells get a label every other cell.
+TICK_SPACING = 0.2
 
 
 def _check_table(table: object, window_size: WindowSize) -> tuple[Tensor, int, int]:
@@ -55,21 +69,57 @@ def illustrative_distance_table(window_size: WindowSize, slopes: Sequence[float]
     return -distance[:, None] * torch.tensor(slopes, dtype=torch.float32)[None, :]
 
 
-def _heads_figure(num_heads: int, rows: int, cols: int) -> tuple[Figure, list]:
-    """A grid of panels, one per head, two per row so each stays large enough to read."""
-    ncols = min(num_heads, 2)
-    nrows = math.ceil(num_heads / ncols)
-    cell = _cell_size(rows, cols, target=3.0)
+def _panels_figure(
+    num_panels: int, rows: int, cols: int, min_cell: float = 0.0, colorbars: bool = True
+) -> tuple[Figure, list[Axes], float]:
+    """A grid of panels for ``(rows, cols)`` matrices, at most ``MAX_WIDTH`` wide.
+
+    Two panels per row when cells of at least ``min_cell`` inches (the room written values need)
+    fit across the page that way, else one. Returns the figure, its ``num_panels`` axes and the
+    cell size in inches.
+    """
+    margin_w, margin_h = PANEL_MARGIN
+    if not colorbars:  # one shared colour bar below the panels instead of one beside each
+        margin_w, margin_h = margin_w - 0.55, margin_h + 0.55
+    ncols = min(num_panels, 2)
+    cell = min(3.0 / max(rows, cols), (MAX_WIDTH / ncols - margin_w) / cols)
+    if cell < min_cell and ncols == 2:
+        ncols = 1
+        cell = min(3.0 / max(rows, cols), (MAX_WIDTH - margin_w) / cols)
+    cell = max(cell, min(min_cell, (MAX_WIDTH - margin_w) / cols))
+    nrows = math.ceil(num_panels / ncols)
     fig, axes = plt.subplots(
         nrows,
         ncols,
         layout="constrained",
-        figsize=(ncols * (cols * cell + 1.6), nrows * (rows * cell + 1.3)),
+        figsize=(ncols * (cols * cell + margin_w), nrows * (rows * cell + margin_h) + 0.4),
         squeeze=False,
     )
-    for ax in axes.flat[num_heads:]:
+    for ax in axes.flat[num_panels:]:
         ax.set_visible(False)
-    return fig, list(axes.flat[:num_heads])
+    return fig, list(axes.flat[:num_panels]), cell
+
+
+def _values_cell(values: Tensor, fmt: Callable[[float], str] | None = None) -> float:
+    """The cell width in inches that the widest written value needs.
+
+    ``values`` ``(P, ...)``: one entry per panel. Without ``fmt`` each panel gets its own
+    ``float_fmt``, as ``draw_matrix`` gives it.
+    """
+    return max(
+        text_width((fmt or float_fmt(panel))(v)) / FILL
+        for panel in values
+        for v in panel.flatten().tolist()
+    )
+
+
+def _thin_ticks(ax: Axes, cell: float, centre: tuple[int, int] = (0, 0)) -> None:
+    """On cells too narrow for a label each, keep every other tick label, ``centre`` included."""
+    if cell >= TICK_SPACING:
+        return
+    for labels, keep in ((ax.get_yticklabels(), centre[0]), (ax.get_xticklabels(), centre[1])):
+        for i, label in enumerate(labels):
+            label.set_visible((i - keep) % 2 == 0)
 
 
 def plot_bias_table(
@@ -86,7 +136,8 @@ def plot_bias_table(
         annotate = max(rows, cols) <= ANNOTATED_SIDE
     centre = np.zeros((rows, cols), dtype=bool)
     centre[wh - 1, ww - 1] = True
-    fig, axes = _heads_figure(table.shape[1], rows, cols)
+    min_cell = _values_cell(table.T) if annotate else 0.0
+    fig, axes, cell = _panels_figure(table.shape[1], rows, cols, min_cell)
     for h, ax in enumerate(axes):
         image = draw_matrix(
             ax,
@@ -100,9 +151,15 @@ def plot_bias_table(
             symmetric=True,
             highlight=centre,
         )
-        fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
-    fig.suptitle(title, fontsize=12)
+        _thin_ticks(ax, cell, (wh - 1, ww - 1))
+        _colorbar(fig, image, ax)
+    fig.suptitle(title, fontsize=11)
     return fig
+
+
+def _colorbar(fig: Figure, image: AxesImage, ax: Axes) -> None:
+    bar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    bar.ax.tick_params(labelsize=9)
 
 
 def plot_query_bias(
@@ -131,7 +188,8 @@ def plot_query_bias(
     own = np.zeros((wh, ww), dtype=bool)
     own[divmod(query, ww)] = True
     bias = bias.detach().cpu()
-    fig, axes = _heads_figure(bias.shape[0], wh, ww)
+    min_cell = _values_cell(bias[:, query]) if annotate else 0.0
+    fig, axes, cell = _panels_figure(bias.shape[0], wh, ww, min_cell)
     for h, ax in enumerate(axes):
         image = draw_matrix(
             ax,
@@ -143,8 +201,9 @@ def plot_query_bias(
             symmetric=True,
             highlight=own,
         )
-        fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
-    fig.suptitle(title, fontsize=12)
+        _thin_ticks(ax, cell)
+        _colorbar(fig, image, ax)
+    fig.suptitle(title, fontsize=11)
     return fig
 
 
@@ -171,13 +230,16 @@ def plot_lookup(index: Tensor, table: Tensor, head: int = 0) -> Figure:
     limits = (float(table[:, head].min()), float(table[:, head].max()))
     fmt = float_fmt(table[:, head])
     n, rows = index.shape[0], table.shape[0]
-    cell = _cell_size(max(n, rows), max(n, rows), target=5.0)
+    # Three panels of 2n + 1 columns of cells share the page after their labels (~2.3 in); the
+    # cells are as wide as the written values need when that fits.
+    fit = (MAX_WIDTH - 2.3) / (2 * n + 1)
+    cell = min(max(_values_cell(table[None, :, head], fmt), 0.45), fit)
     fig, axes = plt.subplots(
         1,
         3,
         layout="constrained",
-        figsize=(2 * n * cell + cell + 5.0, rows * cell + 1.6),
-        gridspec_kw={"width_ratios": [n, 1.6, n]},
+        figsize=((2 * n + 1) * cell + 2.3, max(rows, n) * cell + 1.4),
+        width_ratios=[n, 1, n],
     )
     draw_matrix(axes[0], index, title="index[q, k]")
     draw_matrix(
@@ -200,7 +262,7 @@ def plot_lookup(index: Tensor, table: Tensor, head: int = 0) -> Figure:
         limits=limits,
         symmetric=True,
     )
-    fig.suptitle(f"B[{head}, q, k] = table[index[q, k], {head}]", fontsize=12)
+    fig.suptitle(f"B[{head}, q, k] = table[index[q, k], {head}]", fontsize=11)
     return fig
 
 
@@ -235,16 +297,11 @@ def plot_query_attention(
     own = np.zeros((wh, ww), dtype=bool)
     own[divmod(query, ww)] = True
     vmax = max(float(w.max()) for w in maps.values())
-    fmt = float_fmt(torch.stack(list(maps.values())))  # one number format for every panel
-    cell = _cell_size(wh, ww, target=3.6)
-    fig, axes = plt.subplots(
-        1,
-        len(maps),
-        layout="constrained",
-        figsize=(len(maps) * (ww * cell + 1.0) + 1.2, wh * cell + 1.4),
-        squeeze=False,
-    )
-    for ax, (label, weights) in zip(axes[0], maps.items(), strict=True):
+    stacked = torch.stack(list(maps.values()))
+    fmt = float_fmt(stacked)  # one number format for every panel
+    min_cell = _values_cell(stacked, fmt) if annotate else 0.0
+    fig, axes, cell = _panels_figure(len(maps), wh, ww, min_cell, colorbars=False)
+    for ax, (label, weights) in zip(axes, maps.items(), strict=True):
         image = draw_matrix(
             ax,
             weights.view(wh, ww),
@@ -257,6 +314,11 @@ def plot_query_attention(
             limits=(0.0, vmax),
             highlight=own,
         )
-    fig.colorbar(image, ax=list(axes[0]), fraction=0.046, pad=0.04, label="attention weight")
-    fig.suptitle(title, fontsize=12)
+        _thin_ticks(ax, cell)
+    # Below the panels, so that the panels get the page's whole width.
+    bar = fig.colorbar(image, ax=axes, location="bottom", shrink=0.6, aspect=30)
+    bar.set_label("attention weight", fontsize=9)
+    bar.ax.tick_params(labelsize=9)
+    bar.ax.xaxis.set_major_locator(MaxNLocator(5))  # room between the tick labels
+    fig.suptitle(title, fontsize=11)
     return fig

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 
 import matplotlib.cbook as cbook
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
-from matplotlib.figure import Figure
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure, SubFigure
+from matplotlib.image import AxesImage
 from torch import Tensor
 
 from companion._checks import check_positive_int
-from companion.figures.absolute import draw_patch_grid
+from companion.figures.absolute import MAX_WIDTH, draw_patch_grid
 from companion.permutation import PermutationCheck, shuffle_patches
 
 
@@ -42,58 +45,96 @@ def plot_shuffled_patches(image: Tensor, patch_size: int, perm: Tensor) -> Figur
     Cell ``i`` of the right panel holds patch ``perm[i]`` of the left one.
     """
     shuffled = shuffle_patches(image, patch_size, perm)
-    fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(10, 5.2), layout="constrained")
+    fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(MAX_WIDTH, 3.75), layout="constrained")
     draw_patch_grid(ax_a, image, patch_size)
     draw_patch_grid(ax_b, shuffled, patch_size, labels=perm.tolist())
-    ax_a.set_title("image: patch i in cell i", fontsize=11)
-    ax_b.set_title("shuffled: cell i holds patch perm[i]", fontsize=11)
+    ax_a.set_title("image: patch i in cell i", fontsize=10)
+    ax_b.set_title("shuffled: cell i holds patch perm[i]", fontsize=10)
     return fig
+
+
+def _token_matrix(
+    ax: Axes, data: Tensor, title: str, ids: list[int], cmap: str, lim: float
+) -> AxesImage:
+    """``data`` ``(N, C)`` as a heatmap, its rows labelled with the token each one holds."""
+    image = ax.imshow(data.numpy(), cmap=cmap, vmin=0 if cmap == "Greys" else -lim, vmax=lim)
+    ax.set_title(title, fontsize=9)
+    ax.set_yticks(range(len(ids)), [str(i) for i in ids])
+    ax.set_ylabel("token", fontsize=9)
+    ax.set_xlabel("channel", fontsize=9)
+    ax.tick_params(labelsize=9)
+    return image
+
+
+def _colorbar(fig: SubFigure, image: AxesImage, ax: Axes) -> None:
+    bar = fig.colorbar(image, ax=ax, shrink=0.9)
+    bar.ax.tick_params(labelsize=9)
 
 
 def plot_permutation_demo(tokens: Tensor, checks: Mapping[str, PermutationCheck]) -> Figure:
     """Both sides of ``f(x[:, perm]) == f(x)[:, perm]`` for each module, and their difference.
 
     ``tokens``: ``(B, N, C)``; the first image (batch index 0) is drawn. Top row: the
-    permutation matrix, ``x`` and ``x[:, perm]``. Then one row per entry of ``checks``:
-    ``f(x[:, perm])``, ``f(x)[:, perm]`` and ``|difference|`` on its own colour scale.
+    permutation matrix, ``x`` and ``x[:, perm]``. Then one row per entry of ``checks``, titled
+    with its name: ``f(x[:, perm])``, ``f(x)[:, perm]`` and ``|difference|`` on one colour scale
+    shared by every row. Each matrix row is labelled with the token it holds.
     """
     first = next(iter(checks.values()))
     perm = first.perm
     n = tokens.shape[1]
-    fig, axes = plt.subplots(
-        1 + len(checks), 3, figsize=(12, 2.9 * (1 + len(checks))), layout="constrained"
-    )
+    fig = plt.figure(figsize=(MAX_WIDTH, 2.5 * (1 + len(checks))), layout="constrained")
+    rows = fig.subfigures(1 + len(checks), 1, hspace=0.02)
     matrix = torch.zeros(n, n)
     matrix[torch.arange(n), perm] = 1.0  # row i picks token perm[i]: (P x)[i] = x[perm[i]]
-    top = [
-        (matrix, "permutation P: row i has a 1 in column perm[i]", range(n), "Greys"),
-        (tokens[0], "tokens x (one row per token)", range(n), "coolwarm"),
-        (tokens[0, perm], "shuffled x[:, perm] = P x", perm.tolist(), "coolwarm"),
-    ]
-    for ax, (data, title, ids, cmap) in zip(axes[0], top, strict=True):
-        lim = float(data.abs().max())
-        ax.imshow(data.numpy(), cmap=cmap, vmin=-lim if cmap != "Greys" else 0, vmax=lim)
-        ax.set_title(title, fontsize=10)
-        ax.set_yticks(range(n), [f"token {i}" for i in ids])
-        ax.tick_params(labelsize=9)
+    lim = float(tokens[0].abs().max())
+    axes = rows[0].subplots(1, 3)
+    rows[0].suptitle("input: the tokens x and the shuffle perm", fontsize=10, weight="bold")
+    _token_matrix(
+        axes[0],
+        matrix,
+        "permutation P:\nrow i has a 1\nin column perm[i]",
+        list(range(n)),
+        "Greys",
+        1.0,
+    )
+    axes[0].set_xlabel("column", fontsize=9)
+    axes[0].set_ylabel("row", fontsize=9)
+    _token_matrix(
+        axes[1], tokens[0], "tokens x\n(one row per token)", list(range(n)), "coolwarm", lim
+    )
+    image = _token_matrix(
+        axes[2], tokens[0, perm], "shuffled\nx[:, perm] = P x", perm.tolist(), "coolwarm", lim
+    )
+    _colorbar(rows[0], image, axes[2])
     diff_max = max(max(c.max_abs_diff for c in checks.values()), 1e-6)
-    for row, (name, check) in enumerate(checks.items(), start=1):
+    for row, (name, check) in zip(rows[1:], checks.items(), strict=True):
+        axes = row.subplots(1, 3)
+        row.suptitle(name, fontsize=10, weight="bold")
         lim = float(max(check.output_of_shuffled.abs().max(), check.shuffled_output.abs().max()))
-        panels = (
-            (check.output_of_shuffled[0], f"{name}\nf(x[:, perm]): shuffle, then attend"),
-            (check.shuffled_output[0], f"{name}\nf(x)[:, perm]: attend, then shuffle"),
+        ids = perm.tolist()
+        _token_matrix(
+            axes[0],
+            check.output_of_shuffled[0],
+            "f(x[:, perm])\nshuffle, then attend",
+            ids,
+            "coolwarm",
+            lim,
         )
-        for ax, (data, title) in zip(axes[row, :2], panels, strict=True):
-            ax.imshow(data.numpy(), cmap="coolwarm", vmin=-lim, vmax=lim)
-            ax.set_title(title, fontsize=10)
-            ax.set_yticks(range(n), [f"token {i}" for i in perm.tolist()])
-            ax.tick_params(labelsize=9)
+        _token_matrix(
+            axes[1],
+            check.shuffled_output[0],
+            "f(x)[:, perm]\nattend, then shuffle",
+            ids,
+            "coolwarm",
+            lim,
+        )
         diff = (check.output_of_shuffled[0] - check.shuffled_output[0]).abs()
         # One scale for every row, so float rounding (~1e-7) stays black next to a real gap.
-        im = axes[row, 2].imshow(diff.numpy(), cmap="magma", vmin=0, vmax=diff_max)
-        axes[row, 2].set_title(f"|difference|\n{check.summary()}", fontsize=10)
-        axes[row, 2].tick_params(labelsize=9)
-        fig.colorbar(im, ax=axes[row, 2], shrink=0.9)
-    for ax in axes[:, :].flat:
-        ax.set_xlabel("channel", fontsize=9)
+        summary = textwrap.fill(check.summary(), 30, break_on_hyphens=False)
+        image = axes[2].imshow(diff.numpy(), cmap="magma", vmin=0, vmax=diff_max)
+        axes[2].set_title(f"|difference|\n{summary}", fontsize=9)
+        axes[2].set_yticks(range(n), [str(i) for i in ids])
+        axes[2].set_xlabel("channel", fontsize=9)
+        axes[2].tick_params(labelsize=9)
+        _colorbar(row, image, axes[2])
     return fig

@@ -15,9 +15,11 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 from matplotlib.patches import Rectangle
+from matplotlib.textpath import TextPath
 from torch import Tensor
 
 from companion._checks import to_pair
+from companion.figures.absolute import MAX_WIDTH
 from companion.relative import WindowSize, offset_to_index, relative_position_index
 
 #: Annotations are written in cells only up to this many rows/columns; beyond, they are unreadable.
@@ -26,6 +28,8 @@ MAX_ANNOTATED = 16
 SPELLED_OFFSETS = 9
 #: Matrix values are written at this size (the book's minimum for legible figures).
 FONT_SIZE = 10
+#: A written value fills at most this fraction of its cell's width, so neighbours stay apart.
+FILL = 0.8
 
 
 def _as_2d(name: str, matrix: object) -> np.ndarray:
@@ -60,6 +64,11 @@ def _cell_size(rows: int, cols: int, target: float = 5.5) -> float:
     if max(rows, cols) > MAX_ANNOTATED:
         return target / max(rows, cols)
     return float(np.clip(target / max(rows, cols), 0.35, 0.9))
+
+
+def text_width(text: str, fontsize: float = FONT_SIZE) -> float:
+    """The width of ``text`` drawn at ``fontsize`` points, in inches (from its glyph outlines)."""
+    return TextPath((0, 0), text, size=fontsize).get_extents().width / 72
 
 
 def _text_color(rgba: Sequence[float]) -> str:
@@ -205,7 +214,8 @@ def plot_int_matrix(
 ) -> Figure:
     """One annotated matrix (see ``draw_matrix`` for the options) in a figure of its own."""
     rows, cols = _as_2d("matrix", matrix).shape
-    cell = _cell_size(rows, cols)
+    # Tick labels, axis labels and the colour bar take ~1.8 in (+1 in); the cells share the rest.
+    cell = min(_cell_size(rows, cols, target=4.5), (MAX_WIDTH - 1.8 - colorbar) / cols)
     fig, ax = plt.subplots(
         layout="constrained", figsize=(cols * cell + 1.8 + colorbar, rows * cell + 1.3)
     )
@@ -232,19 +242,32 @@ def plot_offset_components(
     parts: tuple[str, str] = ("row part dy", "column part dx"),
     block_size: int | None = None,
 ) -> Figure:
-    """An ``(N, N, 2)`` step of the index drawn as its two ``(N, N)`` matrices side by side.
+    """An ``(N, N, 2)`` step of the index drawn as its two ``(N, N)`` matrices.
 
     ``pairs[..., 0]`` is the row part of each (query, key) pair, ``pairs[..., 1]`` the column part.
+    The two are side by side, or one above the other when side by side their cells would be too
+    narrow for the values written in them.
     """
     if not isinstance(pairs, Tensor) or pairs.dim() != 3 or pairs.shape[-1] != 2:
         shape = tuple(pairs.shape) if isinstance(pairs, Tensor) else type(pairs).__name__
         raise ValueError(f"pairs must be a tensor of shape (N, N, 2), got {shape}")
     n = pairs.shape[0]
-    cell = _cell_size(n, n, target=4.0)
+    # Each panel needs ~1.2 in for its tick and axis labels; the matrices share the rest.
+    margin = 1.2
+    widest = max(text_width(str(v)) for v in pairs.unique().tolist())
+    cell = min(0.6, (MAX_WIDTH - 2 * margin) / (2 * n))
+    side_by_side = n > MAX_ANNOTATED or cell >= widest / FILL
+    if not side_by_side:
+        cell = min(0.6, (MAX_WIDTH - margin) / n)
+    ncols = 2 if side_by_side else 1
     fig, axes = plt.subplots(
-        1, 2, layout="constrained", figsize=(2 * n * cell + 2.6, n * cell + 2.0)
+        3 - ncols,
+        ncols,
+        layout="constrained",
+        figsize=(ncols * (n * cell + margin), (3 - ncols) * (n * cell + 1.3) + 0.5),
+        squeeze=False,
     )
-    for ax, part, label in zip(axes, pairs.unbind(-1), parts, strict=True):
+    for ax, part, label in zip(axes.flat, pairs.unbind(-1), parts, strict=True):
         draw_matrix(ax, part, title=label, block_size=block_size)
     fig.suptitle(title, fontsize=12)
     return fig
@@ -270,7 +293,7 @@ def plot_window_grid(window_size: WindowSize) -> Figure:
     The token number is the position after flattening row by row: ``row * Ww + col``.
     """
     wh, ww = to_pair("window_size", window_size)
-    cell = _cell_size(wh, ww, target=4.5)
+    cell = min(_cell_size(wh, ww, target=4.5), (MAX_WIDTH - 1.4) / ww)
     fig, ax = plt.subplots(layout="constrained", figsize=(ww * cell + 1.4, wh * cell + 1.2))
     _draw_window(ax, wh, ww)
     for r in range(wh):
@@ -297,7 +320,7 @@ def plot_offsets_on_window(
     qy, qx = divmod(query, ww)
     shade = np.zeros((wh, ww))
     shade[qy, qx] = 1.6
-    cell = _cell_size(wh, ww, target=5.0)
+    cell = min(_cell_size(wh, ww, target=5.0), (MAX_WIDTH - 1.4) / ww)
     fig, ax = plt.subplots(layout="constrained", figsize=(ww * cell + 1.4, wh * cell + 1.3))
     _draw_window(ax, wh, ww, shade)
     for ky in range(wh):
@@ -374,7 +397,7 @@ def plot_offset_grid(
         _, inverse, counts = np.unique(grid, return_inverse=True, return_counts=True)
         highlight = counts[inverse.reshape(grid.shape)] > 1
     rows, cols = grid.shape
-    cell = _cell_size(rows, cols, target=6.5)
+    cell = min(_cell_size(rows, cols, target=5.0), (MAX_WIDTH - 1.8) / cols)
     fig, ax = plt.subplots(layout="constrained", figsize=(cols * cell + 1.8, rows * cell + 1.4))
     image = draw_matrix(
         ax,
