@@ -20,6 +20,8 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[BinaryIO], None]
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp creates the file 0600; give it the permissions an ordinary open() would.
+        os.chmod(tmp, 0o666 & ~_current_umask())
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
@@ -29,6 +31,12 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[BinaryIO], None]
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:

@@ -46,6 +46,15 @@ def test_atomic_write_replaces_the_file_in_one_step(tmp_path):
     assert os.listdir(target.parent) == ["metrics.json"]
 
 
+def test_atomic_write_gives_ordinary_file_permissions(tmp_path):
+    mask = os.umask(0o022)
+    try:
+        target = _io.atomic_write_text(tmp_path / "results.md", "x")
+    finally:
+        os.umask(mask)
+    assert target.stat().st_mode & 0o777 == 0o644
+
+
 def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path):
     target = tmp_path / "checkpoint.bin"
     target.write_bytes(b"good")

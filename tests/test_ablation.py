@@ -1,0 +1,241 @@
+"""The ablation runner on a minuscule budget: files, provenance, table, resumability."""
+
+import json
+
+import pytest
+import torch
+
+from companion import ablation
+from companion.ablation import (
+    AblationPlan,
+    bias_tables,
+    find_results,
+    load_bias_tables,
+    load_curves,
+    load_results,
+    main,
+    results_table,
+    run_ablation,
+    summarize,
+)
+from companion.figures.training import (
+    bias_grid,
+    plot_ablation_bars,
+    plot_ablation_curves,
+    plot_bias_tables,
+)
+from companion.relative import relative_position_index
+from companion.swin import swin_from_config
+from companion.train import TrainConfig
+
+
+def tiny_plan(tmp_path, **kw) -> AblationPlan:
+    base = TrainConfig(
+        epochs=1,
+        batch_size=16,
+        train_size=32,
+        test_size=16,
+        device="cpu",
+        progress=False,
+        warmup_epochs=0.5,
+    )
+    defaults = {
+        "name": "mini",
+        "datasets": ("relation",),
+        "pos": ("none", "rel"),
+        "seeds": (0, 1),
+        "base": base,
+        "results_dir": str(tmp_path / "results"),
+        "work_dir": str(tmp_path / "work"),
+    }
+    return AblationPlan(**{**defaults, **kw})
+
+
+@pytest.fixture(scope="module")
+def mini(tmp_path_factory):
+    """One minuscule ablation (relation; none and rel; seeds 0 and 1), shared by the tests."""
+    tmp_path = tmp_path_factory.mktemp("ablation")
+    results = run_ablation(tiny_plan(tmp_path), command="python -m companion.ablation --name mini")
+    return results, tmp_path / "results" / "mini"
+
+
+def test_runner_writes_results_curves_table_and_bias_tables(mini):
+    results, folder = mini
+    saved = json.loads((folder / "results.json").read_text())
+    assert saved == json.loads(json.dumps(results))
+    assert len(saved["runs"]) == 4
+    assert {(r["pos"], r["seed"]) for r in saved["runs"]} == {
+        ("none", 0),
+        ("none", 1),
+        ("rel", 0),
+        ("rel", 1),
+    }
+    header = saved["header"]
+    for key in ("cpu", "gpu", "torch", "git", "command", "date_utc", "wall_s"):
+        assert key in header
+    assert header["command"] == "python -m companion.ablation --name mini"
+    assert set(header["git"]) == {"commit", "dirty"}
+    assert len(list((folder / "curves").glob("*.json"))) == 4
+    table = (folder / "results.md").read_text()
+    assert "| none |" in table and "| rel |" in table and "±" in table
+    bias = torch.load(folder / "bias" / "relation__rel.pt", weights_only=True)
+    assert len(bias) == 4  # tiny-cpu: 2 stages x 2 blocks
+    assert not (folder / "bias" / "relation__none.pt").exists()
+
+
+def test_a_second_call_reuses_finished_runs(tmp_path, monkeypatch):
+    plan = tiny_plan(tmp_path, pos=("rel",), seeds=(0,))
+    first = run_ablation(plan)
+    monkeypatch.setattr(ablation, "train", lambda *a, **k: pytest.fail("should not train"))
+    second = run_ablation(plan)
+    assert second["runs"] == first["runs"]
+
+
+def test_summary_is_mean_and_sample_std_over_seeds():
+    runs = [
+        {"dataset": "d", "pos": "rel", "seed": s, "final": {"test_acc": a}}
+        for s, a in enumerate([0.5, 0.6, 0.7])
+    ]
+    (row,) = summarize(runs)
+    assert row["mean"] == pytest.approx(0.6) and row["std"] == pytest.approx(0.1)
+    assert row["n"] == 3
+
+
+def test_table_shows_percent_mean_plus_minus_std_and_chance():
+    summary = [
+        {"dataset": "grid-cell", "pos": "abs", "n": 3, "mean": 0.5, "std": 0.01},
+        {"dataset": "grid-cell", "pos": "rel", "n": 3, "mean": 0.25, "std": 0.125},
+    ]
+    table = results_table(summary, {"grid-cell": 1 / 16})
+    assert "grid-cell (chance 6.2)" in table
+    assert "| abs | 50.0 ± 1.0 |" in table and "| rel | 25.0 ± 12.5 |" in table
+
+
+def test_bias_tables_finds_every_block_with_its_window():
+    model = swin_from_config("tiny-cpu", pos="abs+rel")
+    tables = bias_tables(model)
+    assert list(tables) == [
+        "layers.0.blocks.0.attn",
+        "layers.0.blocks.1.attn",
+        "layers.1.blocks.0.attn",
+        "layers.1.blocks.1.attn",
+    ]
+    assert tables["layers.1.blocks.0.attn"]["table"].shape == (49, 4)
+    assert tables["layers.0.blocks.0.attn"]["window_size"] == [4, 4]
+    assert bias_tables(swin_from_config("tiny-cpu", pos="abs")) == {}
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"name": "a/b"}, "name must be a plain folder name"),
+        ({"datasets": ("mnist",)}, "datasets must be in"),
+        ({"pos": ("sincos",)}, "pos must be in"),
+        ({"seeds": ()}, "must each be non-empty"),
+        ({"jobs": 0}, "jobs must be an int >= 1, got 0"),
+    ],
+)
+def test_bad_plans_are_rejected_naming_the_field(tmp_path, kw, message):
+    with pytest.raises(ValueError, match=message):
+        tiny_plan(tmp_path, **kw)
+
+
+def test_command_line_rejects_bad_flags(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--name", "x", "--epochs", "0"])
+    assert info.value.code == 2 and "epochs must be an int >= 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--name", "x", "--pos", "sincos"])
+
+
+def test_command_line_runs_and_records_its_exact_command(tmp_path, capsys):
+    argv = ["--name", "cli", "--datasets", "grid-cell", "--pos", "abs", "--seeds", "3"]
+    argv += ["--epochs", "1", "--train-size", "16", "--test-size", "8", "--batch-size", "16"]
+    argv += ["--results-dir", str(tmp_path / "r"), "--work-dir", str(tmp_path / "w")]
+    assert main(argv) == 0
+    saved = json.loads((tmp_path / "r" / "cli" / "results.json").read_text())
+    assert saved["header"]["command"].startswith("python -m companion.ablation --name cli")
+    assert saved["runs"][0]["seed"] == 3
+    assert "| abs |" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- reading results back
+
+
+def test_results_read_back_with_curves_and_bias_tables(mini):
+    results, folder = mini
+    assert load_results(folder) == json.loads(json.dumps(results))
+    curves = load_curves(folder)
+    assert set(curves) == {("relation", p, s) for p in ("none", "rel") for s in (0, 1)}
+    assert [r["epoch"] for r in curves[("relation", "rel", 0)]] == [1]
+    tables = load_bias_tables(folder, "relation", "rel")
+    assert tables["layers.0.blocks.0.attn"]["table"].shape == (49, 2)
+    with pytest.raises(FileNotFoundError, match="pos='none'"):
+        load_bias_tables(folder, "relation", "none")
+
+
+def test_find_results_looks_in_the_given_places_first(mini):
+    _, folder = mini
+    assert find_results("mini", search=[folder.parent]) == folder
+
+
+def test_find_results_downloads_a_missing_folder(mini, tmp_path, monkeypatch):
+    import io
+    import urllib.request
+
+    _, folder = mini
+    served = []
+
+    def fake_urlopen(url, timeout):
+        relative = url.split("/mini/", 1)[1]
+        served.append(relative)
+        return io.BytesIO((folder / relative).read_bytes())
+
+    monkeypatch.setattr(urllib.request, "urlopen", fake_urlopen)
+    monkeypatch.setattr("companion.data.DEFAULT_DATA_DIR", tmp_path)
+    got = find_results("mini", search=[tmp_path / "nowhere"])
+    assert got == tmp_path / "results" / "mini"
+    assert load_curves(got) == load_curves(folder)
+    assert "bias/relation__rel.pt" in served and "bias/relation__none.pt" not in served
+
+
+def test_find_results_offline_says_what_to_do(tmp_path, monkeypatch):
+    import urllib.request
+
+    def offline(url, timeout):
+        raise OSError("network is unreachable")
+
+    monkeypatch.setattr(urllib.request, "urlopen", offline)
+    with pytest.raises(FileNotFoundError, match="could not be downloaded"):
+        find_results("nothing-here", search=[tmp_path])
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def test_bias_grid_puts_each_offset_at_its_place():
+    window = (3, 4)
+    index = relative_position_index(window)
+    table = torch.arange(5 * 7 * 2, dtype=torch.float32).view(35, 2)
+    grid = bias_grid(table.numpy(), window)
+    assert grid.shape == (2, 5, 7)
+    # query (2, 3), key (0, 1): offset (2, 2) -> grid cell (2 + 2, 2 + 3)
+    q, k = 2 * 4 + 3, 0 * 4 + 1
+    assert grid[1, 4, 5] == table[index[q, k], 1]
+
+
+def test_ablation_figures_draw_one_panel_per_dataset(mini):
+    results, folder = mini
+    fig = plot_ablation_curves(load_curves(folder), results["chance"])
+    assert len(fig.axes) == 1
+    fig = plot_ablation_bars(
+        results["summary"], results["chance"], paper={"none": 80.1, "rel": 81.3}
+    )
+    assert len(fig.axes) == 2
+
+
+def test_bias_table_figure_has_a_panel_per_head_and_block(mini):
+    _, folder = mini
+    fig = plot_bias_tables(load_bias_tables(folder, "relation", "rel"))
+    heat_maps = [ax for ax in fig.axes if ax.images]
+    assert len(heat_maps) == 2 + 2 + 4 + 4

@@ -1,0 +1,284 @@
+"""The generated position tasks, the batch loader, augmentation and the CIFAR-10 reader."""
+
+import hashlib
+import pickle
+import urllib.error
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import RandomSampler
+
+from companion import data
+from companion.data import (
+    CELL,
+    RELATIONS,
+    ImageClassificationData,
+    batch_loader,
+    load_cifar10,
+    make_dataset,
+    random_crop_flip,
+    shape_mask,
+)
+
+# --------------------------------------------------------------------------- generated tasks
+
+
+@pytest.mark.parametrize(("name", "classes"), [("grid-cell", 16), ("relation", 4)])
+def test_generated_task_has_uint8_images_and_labels_of_every_class(name, classes):
+    ds = make_dataset(name, "train", 400, seed=0)
+    assert ds.images.shape == (400, 3, 32, 32) and ds.images.dtype == torch.uint8
+    assert ds.labels.dtype == torch.int64 and ds.num_classes == classes
+    assert set(ds.labels.tolist()) == set(range(classes))
+
+
+@pytest.mark.parametrize("name", ["grid-cell", "relation"])
+def test_same_seed_gives_identical_images_and_another_seed_different_ones(name):
+    a, b = make_dataset(name, "train", 20, seed=3), make_dataset(name, "train", 20, seed=3)
+    assert torch.equal(a.images, b.images) and torch.equal(a.labels, b.labels)
+    assert not torch.equal(a.images, make_dataset(name, "train", 20, seed=4).images)
+
+
+@pytest.mark.parametrize("name", ["grid-cell", "relation"])
+def test_image_i_does_not_depend_on_how_many_are_generated(name):
+    small, large = make_dataset(name, "test", 5), make_dataset(name, "test", 12)
+    assert torch.equal(small.images, large.images[:5])
+
+
+@pytest.mark.parametrize("name", ["grid-cell", "relation"])
+def test_train_and_test_splits_share_no_image(name):
+    train = make_dataset(name, "train", 300).images.flatten(1)
+    test = make_dataset(name, "test", 300).images.flatten(1)
+    same = (train[:, None, :] == test[None, :, :]).all(-1)
+    assert not same.any()
+
+
+def test_grid_cell_label_is_the_cell_that_holds_every_object_pixel():
+    ds = make_dataset("grid-cell", "train", 200)
+    for image, label, centre in zip(ds.images, ds.labels, ds.meta["centres"], strict=True):
+        row, col = divmod(int(label), 4)
+        assert (int(centre[0]) // CELL, int(centre[1]) // CELL) == (row, col)
+        # The object is the only bright thing: some channel is at full brightness.
+        ys, xs = np.nonzero((image.max(0).values == 255).numpy())
+        assert len(ys) > 0
+        assert (ys // CELL == row).all() and (xs // CELL == col).all()
+
+
+def test_relation_label_matches_where_the_red_object_is_seen_from_the_blue_one():
+    ds = make_dataset("relation", "train", 200)
+    for image, label, centres in zip(ds.images, ds.labels, ds.meta["centres"], strict=True):
+        img = image.int()
+        red = (img[0] > 180) & (img[1] < 100) & (img[2] < 100)
+        blue = (img[2] > 190) & (img[0] < 100)
+        ya, xa = (c.float().mean().item() for c in torch.nonzero(red, as_tuple=True))
+        yb, xb = (c.float().mean().item() for c in torch.nonzero(blue, as_tuple=True))
+        dy, dx = yb - ya, xb - xa  # from A to B
+        expected = (0 if dx > 0 else 1) if abs(dx) > abs(dy) else (2 if dy > 0 else 3)
+        assert RELATIONS[int(label)] == RELATIONS[expected]
+        (cay, cax), (cby, cbx) = centres.tolist()
+        assert max(abs(cay - ya), abs(cax - xa), abs(cby - yb), abs(cbx - xb)) < 1.5
+
+
+def test_relation_pairs_are_placed_all_over_the_frame():
+    centres = make_dataset("relation", "train", 1000).meta["centres"]
+    a = centres[:, 0]
+    assert a.min() < 5 and a.max() > 26  # A reaches every border region
+
+
+@pytest.mark.parametrize("shape", data.SHAPES)
+def test_shape_mask_is_centred_and_bounded_by_its_radius(shape):
+    mask = shape_mask(shape, 10.0, 20.0, 2.5)
+    ys, xs = np.nonzero(mask)
+    assert mask[10, 20] and ys.min() >= 7 and ys.max() <= 13 and xs.min() >= 17 and xs.max() <= 23
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"name": "mnist", "split": "train"}, "name must be one of"),
+        ({"name": "relation", "split": "val"}, "split must be one of"),
+        ({"name": "relation", "split": "train", "n": 0}, "n must be an int >= 1"),
+    ],
+)
+def test_make_dataset_rejects_bad_arguments_naming_them(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        make_dataset(**kwargs)
+
+
+def test_make_dataset_rejects_a_non_int_size_and_a_negative_seed():
+    with pytest.raises(TypeError, match="n must be an int"):
+        make_dataset("relation", "train", n="10")
+    with pytest.raises(ValueError, match="seed must be an int >= 0, got -1"):
+        make_dataset("relation", "train", n=2, seed=-1)
+
+
+def test_shape_mask_rejects_an_unknown_shape():
+    with pytest.raises(ValueError, match="shape must be one of"):
+        shape_mask("star", 5, 5, 2)
+
+
+def test_examples_figure_shows_n_images_with_their_class_names():
+    from companion.figures.training import plot_examples
+
+    ds = make_dataset("relation", "train", 6)
+    fig = plot_examples(ds, 6)
+    titles = [ax.get_title() for ax in fig.axes if ax.images]
+    assert titles == [ds.classes[int(y)] for y in ds.labels]
+
+
+def test_dataset_rejects_images_that_are_not_uint8_nchw():
+    with pytest.raises(ValueError, match="images must be a uint8 tensor"):
+        ImageClassificationData(
+            "x", torch.zeros(2, 3, 4, 4), torch.zeros(2), ["a"], [0] * 3, [1] * 3
+        )
+    with pytest.raises(ValueError, match="labels must have shape"):
+        images = torch.zeros(2, 3, 4, 4, dtype=torch.uint8)
+        ImageClassificationData("x", images, torch.zeros(3), ["a"], [0] * 3, [1] * 3)
+
+
+def test_indexing_with_a_list_returns_a_whole_batch_and_normalize_uses_mean_and_std():
+    ds = make_dataset("grid-cell", "train", 10)
+    images, labels = ds[[3, 1, 4]]
+    assert images.shape == (3, 3, 32, 32) and torch.equal(labels, ds.labels[[3, 1, 4]])
+    image, label = ds[2]
+    assert image.shape == (3, 32, 32) and int(label) == int(ds.labels[2])
+    x = ds.normalize(torch.full((1, 3, 1, 1), 51, dtype=torch.uint8))  # 51/255 = 0.2 = mean
+    assert torch.allclose(x, torch.zeros_like(x), atol=1e-6)
+
+
+# --------------------------------------------------------------------------- loading, augmentation
+
+
+def test_batch_loader_visits_every_image_once_per_epoch_in_a_seeded_order():
+    ds = make_dataset("relation", "train", 50)
+
+    def order(seed):
+        loader = batch_loader(
+            ds, RandomSampler(ds, generator=torch.Generator().manual_seed(seed)), 8
+        )
+        return torch.cat([labels for _, labels in loader])
+
+    first = order(0)
+    assert len(first) == 50 and torch.equal(first.sort().values, ds.labels.sort().values)
+    assert torch.equal(first, order(0))
+    assert not torch.equal(first, order(1))
+
+
+def test_batch_loader_drop_last_yields_only_full_batches():
+    ds = make_dataset("relation", "train", 50)
+    loader = batch_loader(ds, list(range(50)), 16, drop_last=True)
+    assert [len(y) for _, y in loader] == [16, 16, 16]
+
+
+def test_random_crop_flip_keeps_the_shape_and_is_reproducible():
+    images = torch.randint(0, 256, (6, 3, 8, 8), dtype=torch.uint8)
+    a = random_crop_flip(images, 2, torch.Generator().manual_seed(0))
+    b = random_crop_flip(images, 2, torch.Generator().manual_seed(0))
+    assert a.shape == images.shape and a.dtype == torch.uint8 and torch.equal(a, b)
+
+
+def test_random_crop_flip_without_padding_only_flips():
+    images = torch.randint(0, 256, (16, 3, 5, 5), dtype=torch.uint8)
+    out = random_crop_flip(images, 0, torch.Generator().manual_seed(0))
+    same = [torch.equal(o, i) for o, i in zip(out, images, strict=True)]
+    flipped = [torch.equal(o, i.flip(-1)) for o, i in zip(out, images, strict=True)]
+    assert all(s or f for s, f in zip(same, flipped, strict=True))
+    assert any(same) and any(flipped)
+
+
+def test_random_crop_flip_shifts_content_by_the_padding_offset():
+    image = torch.zeros(1, 1, 6, 6, dtype=torch.uint8)
+    image[0, 0, 2, 3] = 200
+    gen = torch.Generator().manual_seed(5)
+    outs = [random_crop_flip(image, 1, gen) for _ in range(40)]
+    positions = {tuple(torch.nonzero(o[0, 0]).flatten().tolist()) for o in outs}
+    # Each output is the pixel moved by at most 1 (and maybe mirrored), or cropped away.
+    for pos in positions:
+        if pos:
+            y, x = pos
+            assert abs(y - 2) <= 1 and (abs(x - 3) <= 1 or abs(x - (5 - 3)) <= 1)
+    assert len(positions) > 3
+
+
+# --------------------------------------------------------------------------- CIFAR-10 (fake folder)
+
+
+def write_fake_cifar(root, per_batch=4, seed=0):
+    """A small folder in the genuine ``cifar-10-batches-py`` format; returns the files' MD5s."""
+    rng = np.random.default_rng(seed)
+    folder = root / "cifar-10-batches-py"
+    folder.mkdir(parents=True)
+    names = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]
+    for name in names:
+        batch = {
+            b"batch_label": name.encode(),
+            b"labels": rng.integers(0, 10, per_batch).tolist(),
+            b"data": rng.integers(0, 256, (per_batch, 3072), dtype=np.uint8),
+            b"filenames": [f"{i}.png".encode() for i in range(per_batch)],
+        }
+        (folder / name).write_bytes(pickle.dumps(batch, protocol=2))
+    meta = {b"label_names": [c.encode() for c in data.CIFAR10_CLASSES]}
+    (folder / "batches.meta").write_bytes(pickle.dumps(meta, protocol=2))
+    return {p.name: hashlib.md5(p.read_bytes()).hexdigest() for p in folder.iterdir()}
+
+
+def test_fake_cifar_folder_loads_with_its_own_checksums(tmp_path):
+    md5s = write_fake_cifar(tmp_path)
+    train = load_cifar10("train", tmp_path, md5s=md5s)
+    test = load_cifar10("test", tmp_path, md5s=md5s)
+    assert train.images.shape == (20, 3, 32, 32) and test.images.shape == (4, 3, 32, 32)
+    assert train.augment and not test.augment and train.classes[0] == "airplane"
+    raw = pickle.loads((tmp_path / "cifar-10-batches-py" / "test_batch").read_bytes())
+    assert torch.equal(test.images[1].flatten(), torch.from_numpy(raw[b"data"][1]))
+
+
+def test_a_flipped_byte_fails_the_checksum_naming_the_file(tmp_path):
+    md5s = write_fake_cifar(tmp_path)
+    path = tmp_path / "cifar-10-batches-py" / "data_batch_3"
+    raw = bytearray(path.read_bytes())
+    raw[-10] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    with pytest.raises(RuntimeError, match="data_batch_3 is corrupt"):
+        load_cifar10("train", tmp_path, md5s=md5s)
+
+
+def test_the_published_checksums_reject_a_fake_folder(tmp_path):
+    write_fake_cifar(tmp_path)
+    assert data.cifar10_md5s()["test_batch"] == "40351d587109b95175f43aff81a1287e"
+    with pytest.raises(RuntimeError, match="not the genuine file"):
+        load_cifar10("test", tmp_path)
+
+
+def test_a_batch_with_the_wrong_structure_is_rejected(tmp_path):
+    write_fake_cifar(tmp_path)
+    path = tmp_path / "cifar-10-batches-py" / "test_batch"
+    path.write_bytes(pickle.dumps({b"data": np.zeros((2, 100), np.uint8), b"labels": [0, 1]}))
+    md5s = {"test_batch": hashlib.md5(path.read_bytes()).hexdigest()}
+    with pytest.raises(RuntimeError, match=r"must be uint8 of shape \(2, 3072\)"):
+        load_cifar10("test", tmp_path, md5s=md5s)
+
+
+def test_missing_cifar_offline_names_the_generated_fallback(tmp_path):
+    with pytest.raises(RuntimeError, match="--dataset grid-cell") as info:
+        make_dataset("cifar10", "train", data_dir=tmp_path)
+    assert "download" in str(info.value)
+
+
+def test_failed_download_names_the_generated_fallback(tmp_path, monkeypatch):
+    import torchvision.datasets
+
+    class Offline:
+        def __init__(self, *args, **kwargs):
+            raise urllib.error.URLError("no network")
+
+    monkeypatch.setattr(torchvision.datasets, "CIFAR10", Offline)
+    with pytest.raises(RuntimeError, match=r"could not download CIFAR-10.*--dataset relation"):
+        make_dataset("cifar10", "test", data_dir=tmp_path, download=True)
+
+
+def test_make_dataset_takes_the_first_n_cifar_images(tmp_path, monkeypatch):
+    md5s = write_fake_cifar(tmp_path)
+    monkeypatch.setattr(data, "cifar10_md5s", lambda: md5s)
+    full = make_dataset("cifar10", "train", data_dir=tmp_path)
+    first = make_dataset("cifar10", "train", n=7, data_dir=tmp_path)
+    assert len(first) == 7 and torch.equal(first.images, full.images[:7])

@@ -1,0 +1,340 @@
+"""The trainer: exact resume, divergence stop, files, checks, command line."""
+
+import csv
+import itertools
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from companion import data as data_module
+from companion import train as train_module
+from companion.figures.training import plot_learning_curves, plot_lr_schedule
+from companion.paper import POS_TO_TABLE4_ROW
+from companion.train import (
+    CHECKPOINT,
+    METRIC_COLUMNS,
+    POS_CHOICES,
+    TrainConfig,
+    demo_config,
+    main,
+    param_groups,
+    pick_device,
+    resolve_precision,
+    train,
+    train_demo,
+    validate_config,
+    warmup_cosine,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class StandIn(nn.Module):
+    """A very small convnet with dropout (so that resuming must restore the torch RNG)."""
+
+    def __init__(self, num_classes: int) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 4, stride=4)
+        self.drop = nn.Dropout(0.3)
+        self.fc = nn.Linear(8 * 8 * 8, num_classes)
+
+    def forward(self, x):
+        return self.fc(self.drop(torch.relu(self.conv(x))).flatten(1))
+
+
+def stand_in(num_classes, pos):
+    return StandIn(num_classes)
+
+
+def tiny(tmp_path, **kw) -> TrainConfig:
+    base = {
+        "dataset": "grid-cell",
+        "epochs": 2,
+        "batch_size": 16,
+        "train_size": 64,
+        "test_size": 32,
+        "out": str(tmp_path / "run"),
+        "progress": False,
+        "device": "cpu",
+        "warmup_epochs": 0.5,
+    }
+    return TrainConfig(**{**base, **kw})
+
+
+def same_weights(a: nn.Module, b: nn.Module) -> bool:
+    sa, sb = a.state_dict(), b.state_dict()
+    return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+def without_timing(history):
+    return [
+        {k: v for k, v in r.items() if k not in ("epoch_time_s", "images_per_s")} for r in history
+    ]
+
+
+# --------------------------------------------------------------------------- resume
+
+
+def test_one_epoch_then_resume_equals_two_epochs_exactly(tmp_path):
+    straight = train(tiny(tmp_path / "a"), stand_in)
+    train(tiny(tmp_path / "b", stop_after_epochs=1), stand_in)
+    resumed = train(tiny(tmp_path / "b", resume=True), stand_in)
+    assert same_weights(straight.model, resumed.model)
+    assert without_timing(straight.history) == without_timing(resumed.history)
+
+
+def test_swin_with_stochastic_depth_resumes_exactly(tmp_path):
+    kw = {"config": "tiny-cpu", "pos": "abs+rel", "drop_path_rate": 0.2, "train_size": 48}
+    straight = train(tiny(tmp_path / "a", **kw))
+    train(tiny(tmp_path / "b", stop_after_epochs=1, **kw))
+    resumed = train(tiny(tmp_path / "b", resume=True, **kw))
+    assert same_weights(straight.model, resumed.model)
+
+
+def test_checkpoint_loads_with_weights_only_and_holds_every_state(tmp_path):
+    train(tiny(tmp_path, epochs=1), stand_in)
+    ckpt = torch.load(tmp_path / "run" / CHECKPOINT, weights_only=True)
+    assert ckpt["epoch"] == 1
+    for key in ("model", "optimizer", "scheduler", "scaler", "rng", "history", "config"):
+        assert key in ckpt
+    assert set(ckpt["rng"]) == {"torch", "cuda", "python", "numpy", "data_order", "augment"}
+    assert not list((tmp_path / "run").glob("*.tmp"))  # atomic writes leave no temp files
+
+
+def test_resume_without_a_checkpoint_says_where_it_looked(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"no checkpoint at .*checkpoint\.pt"):
+        train(tiny(tmp_path, resume=True), stand_in)
+
+
+def test_a_second_run_into_the_same_folder_must_say_resume(tmp_path):
+    train(tiny(tmp_path, epochs=1), stand_in)
+    with pytest.raises(FileExistsError, match="pass --resume"):
+        train(tiny(tmp_path, epochs=1), stand_in)
+
+
+def test_resume_with_other_settings_names_what_differs(tmp_path):
+    train(tiny(tmp_path, stop_after_epochs=1), stand_in)
+    with pytest.raises(ValueError, match=r"lr: checkpoint 0.001 vs now 0.002"):
+        train(tiny(tmp_path, resume=True, lr=2e-3), stand_in)
+
+
+# --------------------------------------------------------------------------- divergence
+
+
+def test_a_diverging_loss_stops_with_the_step_named(tmp_path):
+    with pytest.raises(FloatingPointError, match=r"loss is (nan|inf) at step \d+ \(epoch 1"):
+        train(tiny(tmp_path, lr=1e30, clip_grad=None, warmup_epochs=0.0), stand_in)
+
+
+def test_a_diverging_loss_from_the_command_line_is_one_clear_line(tmp_path, capsys):
+    args = "--dataset relation --train-size 32 --test-size 16 --batch-size 16 --lr 1e30"
+    args += " --clip-grad 0 --warmup-epochs 0 --epochs 1 --no-progress --device cpu"
+    code = main([*args.split(), "--out", str(tmp_path)])
+    assert code == 1
+    assert "error: loss is" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def test_metrics_json_and_csv_hold_one_row_per_epoch(tmp_path):
+    result = train(tiny(tmp_path), stand_in)
+    out = tmp_path / "run"
+    saved = json.loads((out / "metrics.json").read_text())
+    assert [r["epoch"] for r in saved["epochs"]] == [1, 2]
+    assert saved["config"]["dataset"] == "grid-cell" and saved["precision"] == "fp32"
+    rows = list(csv.DictReader((out / "metrics.csv").open()))
+    assert tuple(rows[0]) == METRIC_COLUMNS and len(rows) == 2
+    last = result.history[-1]
+    assert 0 <= last["test_acc"] <= 1 and last["images_per_s"] > 0
+    assert last["lr"] == pytest.approx(0.0, abs=1e-12)  # cosine ends at 0
+
+
+def test_progress_bars_do_not_change_the_result(tmp_path):
+    quiet = train(tiny(tmp_path / "a", epochs=1), stand_in)
+    loud = train(tiny(tmp_path / "b", epochs=1, progress=True), stand_in)
+    assert same_weights(quiet.model, loud.model)
+
+
+def test_training_learns_the_grid_cell_task_above_chance(tmp_path):
+    cfg = tiny(tmp_path, epochs=4, train_size=512, test_size=128, lr=3e-3, batch_size=32)
+    result = train(cfg, stand_in)
+    assert result.history[-1]["test_acc"] > 3 / 16  # chance is 1/16
+
+
+def test_cifar_training_reads_the_folder_and_augments(tmp_path, monkeypatch):
+    from test_data import write_fake_cifar
+
+    md5s = write_fake_cifar(tmp_path / "data", per_batch=8)
+    monkeypatch.setattr(data_module, "cifar10_md5s", lambda: md5s)
+    cfg = tiny(tmp_path, dataset="cifar10", data_dir=str(tmp_path / "data"), epochs=1)
+    cfg.train_size, cfg.test_size = None, None
+    result = train(cfg, stand_in)
+    assert len(result.history) == 1
+
+
+def test_compile_flag_compiles_the_model(tmp_path, monkeypatch):
+    compiled = []
+
+    def fake_compile(module, *args, **kwargs):
+        compiled.append(module)
+        return module
+
+    monkeypatch.setattr(torch, "compile", fake_compile)
+    train(tiny(tmp_path, epochs=1, compile=True), stand_in)
+    assert len(compiled) == 1
+
+
+# --------------------------------------------------------------------------- pieces
+
+
+def test_warmup_rises_linearly_then_cosine_falls_to_zero():
+    f = warmup_cosine(total_steps=110, warmup_steps=10)
+    assert [f(s) for s in (0, 4, 9)] == pytest.approx([0.1, 0.5, 1.0])
+    assert f(10) == pytest.approx(1.0) and f(60) == pytest.approx(0.5)
+    assert f(109) == pytest.approx(0.5 * (1 + math.cos(math.pi * 99 / 100)))
+    values = [f(s) for s in range(10, 110)]
+    assert all(a >= b for a, b in itertools.pairwise(values))
+
+
+def test_warmup_cosine_rejects_a_warmup_longer_than_training():
+    with pytest.raises(ValueError, match="warmup_steps=5"):
+        warmup_cosine(total_steps=4, warmup_steps=5)
+
+
+def test_position_tables_norms_and_biases_get_no_weight_decay():
+    from companion.swin import swin_from_config
+
+    model = swin_from_config("tiny-cpu", pos="abs+rel")
+    decay, no_decay = param_groups(model, 0.05)
+    names = {id(p): n for n, p in model.named_parameters()}
+    skipped = {names[id(p)] for p in no_decay["params"]}
+    assert "absolute_pos_embed" in skipped
+    assert any(n.endswith("relative_position_bias_table") for n in skipped)
+    assert all(p.dim() >= 2 for p in decay["params"]) and no_decay["weight_decay"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("requested", "device", "bf16", "expected"),
+    [
+        ("auto", "cuda", True, "bf16"),
+        ("auto", "cuda", False, "fp16"),
+        ("auto", "cpu", False, "fp32"),
+        ("auto", "mps", False, "fp32"),
+        ("fp16", "cuda", True, "fp16"),
+        ("fp32", "cuda", True, "fp32"),
+    ],
+)
+def test_precision_auto_is_bf16_then_fp16_on_gpus_and_fp32_elsewhere(
+    requested, device, bf16, expected
+):
+    assert resolve_precision(requested, device, bf16) == expected
+
+
+@pytest.mark.parametrize(
+    ("requested", "device", "bf16", "message"),
+    [
+        ("fp16", "cpu", False, "precision='fp16' needs a CUDA device"),
+        ("bf16", "cuda", False, "precision='bf16' is not supported"),
+        ("fp8", "cuda", True, "precision must be one of"),
+    ],
+)
+def test_precision_rejects_what_the_device_cannot_do(requested, device, bf16, message):
+    with pytest.raises(ValueError, match=message):
+        resolve_precision(requested, device, bf16)
+
+
+def test_auto_device_falls_back_to_the_cpu_here():
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    assert pick_device("auto").type in ("cpu", "mps")
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        pick_device("cuda")
+
+
+def test_the_pos_choices_are_the_rows_of_the_paper_table():
+    from companion.swin import POS_CHOICES as SWIN_POS
+
+    assert set(POS_CHOICES) == set(POS_TO_TABLE4_ROW) == set(SWIN_POS)
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "message"),
+    [
+        ({"epochs": 0}, ValueError, "epochs must be an int >= 1, got 0"),
+        ({"batch_size": 2.5}, TypeError, "batch_size must be an int"),
+        ({"lr": -1.0}, ValueError, "lr must be a number"),
+        ({"pos": "sincos"}, ValueError, "pos must be one of"),
+        ({"dataset": "mnist"}, ValueError, "dataset must be one of"),
+        ({"config": "huge"}, ValueError, "config must be one of"),
+        ({"device": "gpu"}, ValueError, "device must be one of auto, cpu"),
+        ({"label_smoothing": 1.5}, ValueError, "label_smoothing must be a number in"),
+        ({"warmup_epochs": 20.0}, ValueError, "warmup_epochs must be a number in"),
+        ({"precision": "fp8"}, ValueError, "precision must be one of"),
+    ],
+)
+def test_bad_settings_are_rejected_naming_the_setting(change, error, message):
+    with pytest.raises(error, match=message):
+        validate_config(TrainConfig(**change))
+
+
+def test_a_batch_larger_than_the_data_is_rejected(tmp_path):
+    with pytest.raises(ValueError, match="batch_size must be at most"):
+        train(tiny(tmp_path, batch_size=128), stand_in)
+
+
+def test_bad_flags_exit_with_status_2_and_a_message(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--epochs", "0"])
+    assert info.value.code == 2
+    assert "epochs must be an int >= 1, got 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--pos", "sincos"])
+    assert "invalid choice: 'sincos'" in capsys.readouterr().err
+
+
+def test_the_module_runs_from_the_command_line(tmp_path):
+    out = tmp_path / "cli"
+    cmd = [sys.executable, "-m", "companion.train", "--dataset", "relation", "--epochs", "1"]
+    cmd += ["--train-size", "32", "--test-size", "16", "--batch-size", "16", "--threads", "1"]
+    cmd += ["--out", str(out), "--no-progress"]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "epoch 1/1" in proc.stdout and (out / "metrics.csv").is_file()
+
+
+def test_train_module_exposes_main_for_the_console_script():
+    assert callable(train_module.main)
+
+
+def test_demo_trains_cifar10_on_a_gpu_and_a_short_task_on_a_cpu(tmp_path):
+    gpu, cpu = demo_config(tmp_path, cuda=True), demo_config(tmp_path, cuda=False)
+    assert (gpu.config, gpu.dataset, gpu.download) == ("cifar", "cifar10", True)
+    assert (cpu.config, cpu.dataset, cpu.device) == ("tiny-cpu", "grid-cell", "cpu")
+    validate_config(gpu)
+    validate_config(cpu)
+
+
+def test_train_demo_trains_the_demo_config(tmp_path, monkeypatch):
+    seen = []
+    monkeypatch.setattr(train_module, "train", lambda cfg: seen.append(cfg) or "done")
+    assert train_demo(tmp_path) == "done"
+    assert seen == [demo_config(tmp_path)]
+
+
+def test_learning_curves_figure_has_a_panel_per_metric(tmp_path):
+    history = train(tiny(tmp_path, epochs=1), stand_in).history
+    fig = plot_learning_curves({"stand-in": history}, metrics=("train_loss", "test_acc", "lr"))
+    assert len(fig.axes) == 3
+
+
+def test_lr_schedule_figure_draws_every_step():
+    fig = plot_lr_schedule(total_steps=50, warmup_steps=5, peak_lr=1e-3)
+    (line,) = fig.axes[0].get_lines()[:1]
+    assert len(line.get_xdata()) == 50 and max(line.get_ydata()) == pytest.approx(1e-3)
