@@ -137,14 +137,14 @@ class WindowAttention(nn.Module):
             out = self._eager_probs(q, k, mask) @ v
         else:
             extra = self._additive_terms(mask)
-            if mask is not None:
-                # Give SDPA a (batch, nW, H, N, d) layout so the (nW, H, N, N) term broadcasts.
-                nw = mask.shape[0]
-                q, k, v = (t.view(-1, nw, *t.shape[1:]) for t in (q, k, v))
             if extra is not None:
                 extra = extra.to(q.dtype)
+            if mask is not None:
+                # Repeat the (nW, H|1, N, N) term once per image: SDPA's fused kernels take only
+                # 4-D inputs (a 5-D (batch, nW, H, N, d) layout falls back to the unfused path).
+                nw = mask.shape[0]
+                extra = extra.expand(b // nw, *extra.shape).reshape(b, -1, n, n)
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=extra)
-            out = out.reshape(b, self.num_heads, n, self.head_dim)
         return self.proj(out.transpose(1, 2).reshape(b, n, c))
 
     def extra_repr(self) -> str:

@@ -1,0 +1,494 @@
+"""Swin Transformer: shifted-window attention, patch merging and a choice of position code.
+
+The model is built from four parts, each a module below:
+
+    PatchEmbed   (B, 3, H, W)   -> (B, H/p, W/p, C)        cut into p x p patches, project, norm
+    SwinStage    (B, h, w, C_i) -> (B, h', w', C_{i+1})    [PatchMerging] then SwinBlocks
+    final norm, global average pooling, PoolingHead -> (B, num_classes)
+
+Feature maps stay channels-last ``(B, H, W, C)`` throughout, so windows are a reshape away
+(``companion.window``). ``pos`` chooses the position information: ``"rel"`` (the paper's default,
+a relative position bias in every window attention), ``"abs"`` (a learnable absolute embedding
+added once after the patch embedding, as in ViT), ``"abs+rel"`` (both) or ``"none"``.
+
+Parameter and buffer names, shapes and the layout (patch merging at the *start* of stages 1, 2, ...)
+follow ``timm.models.swin_transformer.SwinTransformer`` of timm 1.0, so with ``pos="rel"``
+``model.load_state_dict(timm_model.state_dict())`` works and gives the same logits.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import torch
+from torch import Tensor, nn
+
+from companion._checks import check_choice, check_positive_int, to_pair
+from companion.attention import AttnImpl, WindowAttention
+from companion.layers import DropPath, Mlp
+from companion.relative import WindowSize
+from companion.window import (
+    cyclic_shift,
+    pad_to_windows,
+    shifted_window_mask,
+    window_partition,
+    window_reverse,
+)
+
+Pos = Literal["none", "abs", "rel", "abs+rel"]
+POS_CHOICES: tuple[str, ...] = ("none", "abs", "rel", "abs+rel")
+
+
+def fit_window(
+    resolution: tuple[int, int], window_size: tuple[int, int]
+) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The window and shift a block uses on a ``resolution = (H, W)`` feature map.
+
+    Returns ``((Wh, Ww), (sh, sw))``. On an axis where the map is no larger than the window, the
+    window is clamped to the map (one window covers the axis) and the shift is 0: shifting a single
+    window would only move tokens around inside it. Otherwise the shift is half the window.
+    """
+    window = tuple(min(r, w) for r, w in zip(resolution, window_size, strict=True))
+    shift = tuple(0 if r <= w else w // 2 for r, w in zip(resolution, window_size, strict=True))
+    return window, shift  # type: ignore[return-value]
+
+
+class PatchEmbed(nn.Module):
+    """Cut the image into ``p x p`` patches and project each to ``embed_dim`` channels.
+
+    ``(B, in_chans, H, W)`` -> ``(B, H/p, W/p, embed_dim)``. A convolution with kernel = stride = p
+    is exactly "flatten each patch and apply one shared linear layer", done in one call.
+    """
+
+    def __init__(self, patch_size: tuple[int, int], in_chans: int, embed_dim: int) -> None:
+        super().__init__()
+        self.proj = nn.Conv2d(in_chans, embed_dim, kernel_size=patch_size, stride=patch_size)
+        self.norm = nn.LayerNorm(embed_dim)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.norm(self.proj(x).permute(0, 2, 3, 1))
+
+
+def merge_groups(x: Tensor) -> Tensor:
+    """Concatenate each 2 x 2 group of neighbours: ``(B, H, W, C)`` -> ``(B, ⌈H/2⌉, ⌈W/2⌉, 4C)``.
+
+    The order is top-left, bottom-left, top-right, bottom-right (the reference order: pretrained
+    weights depend on it). An odd side is zero-padded at the bottom/right first.
+    """
+    x = pad_to_windows(x, 2)
+    b, h, w, c = x.shape
+    # (B, H/2, row-in-group, W/2, col-in-group, C) -> (B, H/2, W/2, col, row, C) -> 4C channels
+    return x.view(b, h // 2, 2, w // 2, 2, c).permute(0, 1, 3, 4, 2, 5).flatten(3)
+
+
+class PatchMerging(nn.Module):
+    """Halve the resolution and double the channels: ``(B, H, W, C)`` -> ``(B, ⌈H/2⌉, ⌈W/2⌉, 2C)``.
+
+    ``merge_groups`` stacks each 2 x 2 group into one ``4C`` vector, which is normalised and
+    projected to ``2C`` channels: the resolution halves, as in a CNN's strided stage.
+    """
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.dim = check_positive_int("dim", dim)
+        self.norm = nn.LayerNorm(4 * dim)
+        self.reduction = nn.Linear(4 * dim, 2 * dim, bias=False)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.reduction(self.norm(merge_groups(x)))
+
+
+class SwinBlock(nn.Module):
+    """One Swin block: (shifted-)window attention then an MLP, each with a residual connection.
+
+    ``(B, H, W, C)`` -> ``(B, H, W, C)`` for the ``input_resolution = (H, W)`` it was built for.
+
+    With ``shifted=True`` the map is rolled by half a window before partitioning (and back after),
+    and the buffer ``attn_mask`` ``(nW, N, N)`` keeps tokens that the roll brought together from
+    attending to each other. When ``H`` or ``W`` is not a multiple of the window the map is
+    zero-padded at the bottom/right after the roll and cropped before rolling back, the order
+    timm 1.0 uses (so its weights give the same outputs).
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        input_resolution: tuple[int, int],
+        num_heads: int,
+        window_size: tuple[int, int],
+        shifted: bool,
+        mlp_ratio: float = 4.0,
+        qkv_bias: bool = True,
+        drop_path: float = 0.0,
+        rel_pos_bias: bool = True,
+        attn_impl: AttnImpl = "sdpa",
+    ) -> None:
+        super().__init__()
+        self.input_resolution = tuple(input_resolution)
+        self.window_size, shift = fit_window(self.input_resolution, window_size)
+        self.shift_size = shift if shifted else (0, 0)
+        self.norm1 = nn.LayerNorm(dim)
+        self.attn = WindowAttention(
+            dim,
+            self.window_size,
+            num_heads,
+            qkv_bias=qkv_bias,
+            rel_pos_bias=rel_pos_bias,
+            attn_impl=attn_impl,
+        )
+        self.drop_path1 = DropPath(drop_path)
+        self.norm2 = nn.LayerNorm(dim)
+        self.mlp = Mlp(dim, int(dim * mlp_ratio))
+        self.drop_path2 = DropPath(drop_path)
+        mask = None
+        if any(self.shift_size):
+            # The mask is built for the padded map that window_attention partitions.
+            padded = [
+                math.ceil(r / w) * w
+                for r, w in zip(self.input_resolution, self.window_size, strict=True)
+            ]
+            mask = shifted_window_mask(*padded, self.window_size, self.shift_size)
+        # Non-persistent: it is a function of the configuration, not a learned weight.
+        self.register_buffer("attn_mask", mask, persistent=False)
+
+    def window_attention(self, x: Tensor) -> Tensor:
+        """(Shifted-)window attention over a ``(B, H, W, C)`` map; returns the same shape."""
+        _, h, w, c = x.shape
+        shifted = any(self.shift_size)
+        if shifted:
+            x = cyclic_shift(x, self.shift_size)
+        x = pad_to_windows(x, self.window_size)
+        hp, wp = x.shape[1:3]
+        windows = window_partition(x, self.window_size).view(-1, self.attn.num_tokens, c)
+        windows = self.attn(windows, mask=self.attn_mask)
+        x = window_reverse(windows.view(-1, *self.window_size, c), self.window_size, hp, wp)
+        x = x[:, :h, :w]
+        return cyclic_shift(x, self.shift_size, inverse=True) if shifted else x
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x + attention(norm1(x))``, then ``+ mlp(norm2(x))``; ``(B, H, W, C)`` in and out."""
+        if x.dim() != 4 or tuple(x.shape[1:3]) != self.input_resolution:
+            raise ValueError(
+                f"x must have shape (B, {self.input_resolution[0]}, {self.input_resolution[1]}, C)"
+                f" for this block, got {tuple(x.shape)}"
+            )
+        x = x + self.drop_path1(self.window_attention(self.norm1(x)))
+        return x + self.drop_path2(self.mlp(self.norm2(x)))
+
+    def extra_repr(self) -> str:
+        return (
+            f"input_resolution={self.input_resolution}, window_size={self.window_size}, "
+            f"shift_size={self.shift_size}"
+        )
+
+
+class SwinStage(nn.Module):
+    """An optional ``PatchMerging`` (``downsample``) followed by ``depth`` Swin blocks.
+
+    Blocks alternate regular windows (even index) and shifted windows (odd index).
+    ``input_resolution`` is the stage's input; with ``downsample`` the blocks see half of it.
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        input_resolution: tuple[int, int],
+        depth: int,
+        num_heads: int,
+        window_size: tuple[int, int],
+        downsample: bool,
+        mlp_ratio: float = 4.0,
+        qkv_bias: bool = True,
+        drop_path: Sequence[float] = (),
+        rel_pos_bias: bool = True,
+        attn_impl: AttnImpl = "sdpa",
+    ) -> None:
+        super().__init__()
+        if downsample:
+            self.downsample: nn.Module = PatchMerging(dim // 2)
+            resolution = tuple((r + 1) // 2 for r in input_resolution)
+        else:
+            self.downsample = nn.Identity()
+            resolution = tuple(input_resolution)
+        self.output_resolution: tuple[int, int] = resolution  # type: ignore[assignment]
+        self.blocks = nn.Sequential(
+            *(
+                SwinBlock(
+                    dim,
+                    self.output_resolution,
+                    num_heads,
+                    window_size,
+                    shifted=i % 2 == 1,
+                    mlp_ratio=mlp_ratio,
+                    qkv_bias=qkv_bias,
+                    drop_path=drop_path[i] if drop_path else 0.0,
+                    rel_pos_bias=rel_pos_bias,
+                    attn_impl=attn_impl,
+                )
+                for i in range(depth)
+            )
+        )
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``(B, h, w, C_in)`` -> ``(B, h', w', C)`` (``C_in = C / 2`` with downsampling)."""
+        return self.blocks(self.downsample(x))
+
+
+class PoolingHead(nn.Module):
+    """Global average pooling then a linear classifier: ``(B, h, w, C)`` -> ``(B, num_classes)``."""
+
+    def __init__(self, num_features: int, num_classes: int) -> None:
+        super().__init__()
+        self.fc = nn.Linear(num_features, num_classes)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.fc(x.mean(dim=(1, 2)))
+
+
+def _check_stage_ints(name: str, value: object) -> tuple[int, ...]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) == 0:
+        raise TypeError(
+            f"{name} must be a non-empty sequence of ints >= 1 (one per stage), got {value!r}"
+        )
+    return tuple(check_positive_int(f"{name}[{i}]", v) for i, v in enumerate(value))
+
+
+def _check_fraction(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a float in [0, 1), got {value!r} ({type(value).__name__})")
+    if not 0.0 <= value < 1.0:
+        raise ValueError(f"{name} must be a float in [0, 1), got {value!r}")
+    return float(value)
+
+
+class SwinTransformer(nn.Module):
+    """Swin Transformer for image classification.
+
+    Args:
+        img_size: input ``H`` or ``(H, W)``, a multiple of ``patch_size`` on each axis.
+        patch_size: side ``p`` (or ``(ph, pw)``) of the square patches of the patch embedding.
+        in_chans: image channels.
+        num_classes: classifier outputs.
+        embed_dim: channels ``C`` of stage 0; stage ``i`` has ``C * 2**i``.
+        depths: blocks per stage.
+        num_heads: attention heads per stage; stage ``i``'s channels must divide by them.
+        window_size: ``M`` or ``(Wh, Ww)``; clamped per stage to the feature map (see
+            ``fit_window``).
+        mlp_ratio: MLP hidden channels / channels.
+        qkv_bias: learn a bias in the query/key/value projections.
+        drop_path_rate: stochastic depth of the last block; it grows linearly from 0 over blocks.
+        pos: ``"none"``, ``"abs"``, ``"rel"`` or ``"abs+rel"`` (see the module docstring).
+        attn_impl: ``"sdpa"`` (fused kernels) or ``"eager"`` (the formula spelled out).
+
+    ``forward``: ``(B, in_chans, H, W)`` -> logits ``(B, num_classes)``.
+    """
+
+    def __init__(
+        self,
+        img_size: WindowSize,
+        patch_size: WindowSize = 4,
+        in_chans: int = 3,
+        num_classes: int = 1000,
+        embed_dim: int = 96,
+        depths: Sequence[int] = (2, 2, 6, 2),
+        num_heads: Sequence[int] = (3, 6, 12, 24),
+        window_size: WindowSize = 7,
+        mlp_ratio: float = 4.0,
+        qkv_bias: bool = True,
+        drop_path_rate: float = 0.0,
+        pos: Pos = "rel",
+        attn_impl: AttnImpl = "sdpa",
+    ) -> None:
+        super().__init__()
+        self.img_size = to_pair("img_size", img_size)
+        self.patch_size = to_pair("patch_size", patch_size)
+        for axis, (size, patch) in enumerate(zip(self.img_size, self.patch_size, strict=True)):
+            if size % patch:
+                raise ValueError(
+                    f"img_size must be a multiple of patch_size on each axis, got "
+                    f"img_size={self.img_size}, patch_size={self.patch_size} (axis {axis})"
+                )
+        self.in_chans = check_positive_int("in_chans", in_chans)
+        self.num_classes = check_positive_int("num_classes", num_classes)
+        self.embed_dim = check_positive_int("embed_dim", embed_dim)
+        self.depths = _check_stage_ints("depths", depths)
+        self.num_heads = _check_stage_ints("num_heads", num_heads)
+        if len(self.depths) != len(self.num_heads):
+            raise ValueError(
+                f"depths and num_heads must have one entry per stage (the same length), got "
+                f"depths={self.depths} and num_heads={self.num_heads}"
+            )
+        dims = [embed_dim * 2**i for i in range(len(self.depths))]
+        for i, (dim, heads) in enumerate(zip(dims, self.num_heads, strict=True)):
+            if dim % heads:
+                raise ValueError(
+                    f"embed_dim * 2**i must be divisible by num_heads[i] in every stage i, got "
+                    f"embed_dim={embed_dim}: stage {i} has {dim} channels, num_heads[{i}]={heads}"
+                )
+        self.window_size = to_pair("window_size", window_size)
+        if isinstance(mlp_ratio, bool) or not isinstance(mlp_ratio, (int, float)):
+            raise TypeError(f"mlp_ratio must be a positive number, got {mlp_ratio!r}")
+        if int(embed_dim * mlp_ratio) < 1:
+            raise ValueError(
+                f"mlp_ratio must give at least 1 hidden channel, got mlp_ratio={mlp_ratio!r}"
+            )
+        self.mlp_ratio = float(mlp_ratio)
+        drop_path_rate = _check_fraction("drop_path_rate", drop_path_rate)
+        self.pos: Pos = check_choice("pos", pos, POS_CHOICES)  # type: ignore[assignment]
+        self.attn_impl: AttnImpl = check_choice("attn_impl", attn_impl, ("sdpa", "eager"))  # type: ignore[assignment]
+        use_rel = pos in ("rel", "abs+rel")
+
+        self.patch_embed = PatchEmbed(self.patch_size, in_chans, embed_dim)
+        self.grid_size = (
+            self.img_size[0] // self.patch_size[0],
+            self.img_size[1] // self.patch_size[1],
+        )
+        if pos in ("abs", "abs+rel"):
+            # One learnable vector per patch position, added once before the first stage.
+            self.absolute_pos_embed = nn.Parameter(torch.zeros(1, *self.grid_size, embed_dim))
+            nn.init.trunc_normal_(self.absolute_pos_embed, std=0.02)
+
+        # Stochastic depth grows linearly with the block's depth in the whole network.
+        rates = torch.linspace(0.0, drop_path_rate, sum(self.depths)).tolist()
+        stages = []
+        resolution = self.grid_size
+        for i, depth in enumerate(self.depths):
+            start = sum(self.depths[:i])
+            stage = SwinStage(
+                dims[i],
+                resolution,
+                depth,
+                self.num_heads[i],
+                self.window_size,
+                downsample=i > 0,
+                mlp_ratio=mlp_ratio,
+                qkv_bias=qkv_bias,
+                drop_path=rates[start : start + depth],
+                rel_pos_bias=use_rel,
+                attn_impl=attn_impl,
+            )
+            stages.append(stage)
+            resolution = stage.output_resolution
+        self.layers = nn.Sequential(*stages)
+        self.num_features = dims[-1]
+        self.norm = nn.LayerNorm(self.num_features)
+        self.head = PoolingHead(self.num_features, num_classes)
+        self.apply(_init_linear)
+
+    def forward_features(self, x: Tensor) -> Tensor:
+        """``(B, in_chans, H, W)`` -> normalised last-stage features ``(B, h, w, num_features)``."""
+        if x.dim() != 4 or tuple(x.shape[1:]) != (self.in_chans, *self.img_size):
+            raise ValueError(
+                f"x must have shape (B, {self.in_chans}, {self.img_size[0]}, {self.img_size[1]}), "
+                f"got {tuple(x.shape)}"
+            )
+        x = self.patch_embed(x)
+        if self.pos in ("abs", "abs+rel"):
+            x = x + self.absolute_pos_embed
+        return self.norm(self.layers(x))
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``(B, in_chans, H, W)`` -> logits ``(B, num_classes)``."""
+        return self.head(self.forward_features(x))
+
+    def no_weight_decay(self) -> set[str]:
+        """Names of parameters that an optimiser should not decay: the position tables."""
+        return {
+            name
+            for name, _ in self.named_parameters()
+            if name.endswith(("relative_position_bias_table", "absolute_pos_embed"))
+        }
+
+
+def _init_linear(module: nn.Module) -> None:
+    # The ViT/Swin recipe: small truncated-normal weights, zero biases; LayerNorm keeps (1, 0).
+    if isinstance(module, nn.Linear):
+        nn.init.trunc_normal_(module.weight, std=0.02)
+        if module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+
+def stage_summary(model: SwinTransformer) -> list[dict[str, Any]]:
+    """One row per stage: resolution, channels, heads, blocks, window, shift and parameters."""
+    rows = []
+    for i, stage in enumerate(model.layers):
+        first = stage.blocks[0]
+        shifted = [b.shift_size for b in stage.blocks if any(b.shift_size)]
+        rows.append(
+            {
+                "stage": i,
+                "resolution": first.input_resolution,
+                "channels": first.attn.dim,
+                "heads": first.attn.num_heads,
+                "blocks": len(stage.blocks),
+                "window": first.window_size,
+                "shift": shifted[0] if shifted else (0, 0),
+                "params": sum(p.numel() for p in stage.parameters()),
+            }
+        )
+    return rows
+
+
+def format_stage_summary(rows: Sequence[dict[str, Any]]) -> str:
+    """``stage_summary`` as an aligned text table."""
+    columns = ("stage", "resolution", "channels", "heads", "blocks", "window", "shift", "params")
+    cells = [[_format_cell(row[c]) for c in columns] for row in rows]
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(columns, widths, strict=True))]
+    lines += ["  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
+    return "\n".join(lines)
+
+
+def _format_cell(value: Any) -> str:
+    if isinstance(value, tuple):
+        return " x ".join(map(str, value))
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+CONFIGS: dict[str, dict[str, Any]] = {
+    # Small enough for CI and the book's live cells: two stages on an 8 x 8 patch grid.
+    "tiny-cpu": {
+        "img_size": 32,
+        "patch_size": 4,
+        "num_classes": 10,
+        "embed_dim": 32,
+        "depths": (2, 2),
+        "num_heads": (2, 4),
+        "window_size": 4,
+    },
+    # CIFAR-10 sized: 2 x 2 patches give a 16 x 16 grid, then 8 x 8 and 4 x 4 (window clamped).
+    "cifar": {
+        "img_size": 32,
+        "patch_size": 2,
+        "num_classes": 10,
+        "embed_dim": 96,
+        "depths": (2, 2, 2),
+        "num_heads": (3, 6, 12),
+        "window_size": 4,
+        "drop_path_rate": 0.1,
+    },
+    # Swin-T of the paper (ImageNet-1K, 224 x 224); drop_path_rate as in the paper's recipe.
+    "swin_tiny_patch4_window7_224": {
+        "img_size": 224,
+        "patch_size": 4,
+        "num_classes": 1000,
+        "embed_dim": 96,
+        "depths": (2, 2, 6, 2),
+        "num_heads": (3, 6, 12, 24),
+        "window_size": 7,
+        "drop_path_rate": 0.2,
+    },
+}
+
+
+def swin_from_config(name: str, **overrides: Any) -> SwinTransformer:
+    """Build the ``SwinTransformer`` of ``CONFIGS[name]``; keyword ``overrides`` replace entries.
+
+    >>> swin_from_config("tiny-cpu", pos="abs").pos
+    'abs'
+    """
+    if name not in CONFIGS:
+        raise ValueError(f"name must be one of {sorted(CONFIGS)}, got {name!r}")
+    return SwinTransformer(**{**CONFIGS[name], **overrides})
