@@ -37,7 +37,7 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 
 unit: setup
-	$(PY) -m pytest tests -q -m "not browser"
+	$(PY) -m pytest tests -q -p no:cacheprovider -m "not browser"
 
 nbval: setup
 	$(PY) -m pytest -q --nbval --nbval-current-env \

@@ -110,3 +110,15 @@ def test_ignored_outputs_say_why(nb):
         if "nbval-ignore-output" in cell.get("metadata", {}).get("tags", []):
             first_line = _source(cell).lstrip().splitlines()[0]
             assert first_line.startswith("#"), f"cell {i} is nbval-ignore-output without a reason"
+
+
+def test_a_plain_install_ships_every_companion_subpackage():
+    from setuptools import find_packages
+
+    include = PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]
+    found = set(find_packages(where=str(ROOT), include=include))
+    on_disk = {
+        ".".join(p.parent.relative_to(ROOT).parts)
+        for p in (ROOT / "companion").rglob("__init__.py")
+    }
+    assert on_disk <= found and {"companion.figures", "companion.exercises"} <= found
