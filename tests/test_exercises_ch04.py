@@ -1,8 +1,12 @@
 """Chapter 4 exercise solutions (companion.exercises.ch04) and the chapter's figures."""
 
+import itertools
+
 import matplotlib.pyplot as plt
 import pytest
 import torch
+from matplotlib.text import Text
+from matplotlib.transforms import Bbox
 
 from companion.exercises.ch04 import (
     bias_table_parameters,
@@ -121,3 +125,79 @@ def test_patch_merging_figure_writes_the_concatenation_order():
 def test_bad_arguments_raise_naming_the_parameter(draw, error, match):
     with pytest.raises(error, match=match):
         draw()
+
+
+BOOK_WIDTH = 6.8  # inches: the book's 688 px column at 100 dpi, with a little room
+
+#: Every call chapter 4 makes, and larger maps that need the stacked layouts.
+CHAPTER_4_FIGURES = {
+    "partition 4x6": lambda: plot_window_partition(4, 6, (2, 3)),
+    "partition 5x7": lambda: plot_window_partition(5, 7, (3, 4)),
+    "partition 6x9": lambda: plot_window_partition(6, 9, 3),
+    "cyclic shift 8x8": lambda: plot_cyclic_shift(8, 8, 4, 2),
+    "cyclic shift 6x12": lambda: plot_cyclic_shift(6, 12, (3, 4), (1, 2)),
+    "cyclic shift 14x14": lambda: plot_cyclic_shift(14, 14, 7, 3),
+    "masks 8x8": lambda: plot_shifted_window_masks(8, 8, 4, 2),
+    "masks 6x12": lambda: plot_shifted_window_masks(6, 12, (3, 4), (1, 2)),
+    "merging 4x4": lambda: plot_patch_merging(4, 4),
+    "merging 5x3": lambda: plot_patch_merging(5, 3),
+    "merging 6x8": lambda: plot_patch_merging(6, 8),
+}
+
+
+def drawn_texts(fig, monkeypatch) -> list:
+    """Draw ``fig``; return the window extents of the non-empty texts actually drawn.
+
+    Recording at draw time skips the tick labels outside the view and the texts of hidden axes,
+    which exist as objects but never reach the page.
+    """
+    boxes = []
+    draw = Text.draw
+
+    def record(text, renderer):
+        if text.get_visible() and text.get_text():
+            boxes.append(text.get_window_extent(renderer))
+        return draw(text, renderer)
+
+    monkeypatch.setattr(Text, "draw", record)
+    fig.canvas.draw()
+    monkeypatch.undo()
+    return boxes
+
+
+@pytest.mark.parametrize("name", list(CHAPTER_4_FIGURES))
+def test_every_chapter_4_figure_fits_the_book_column_with_legible_text(name, monkeypatch):
+    fig = CHAPTER_4_FIGURES[name]()
+    assert fig.get_size_inches()[0] <= BOOK_WIDTH
+    assert min(t.get_fontsize() for t in fig.findobj(Text) if t.get_text()) >= 9
+    boxes = drawn_texts(fig, monkeypatch)
+    # What the page shows is the tight box around everything drawn: nothing may stick out.
+    tight = fig.get_tightbbox(fig.canvas.get_renderer())
+    assert tight.width <= BOOK_WIDTH
+    for a, b in itertools.combinations(boxes, 2):
+        overlap = Bbox.intersection(a, b)
+        assert overlap is None or min(overlap.width, overlap.height) < 1  # pixels
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("name", list(CHAPTER_4_FIGURES))
+def test_written_numbers_fit_inside_their_cells(name):
+    fig = CHAPTER_4_FIGURES[name]()
+    fig.canvas.draw()
+    for ax in fig.axes:
+        if not ax.texts:
+            continue
+        left, right = ax.transData.transform([[0, 0], [1, 0]])[:, 0]  # one cell is one unit
+        widest = max(t.get_window_extent().width for t in ax.texts)
+        assert widest <= 0.85 * abs(right - left)
+    plt.close(fig)
+
+
+def test_two_grids_that_do_not_fit_side_by_side_are_stacked():
+    side_by_side = plot_window_partition(4, 6, (2, 3))
+    stacked = plot_window_partition(5, 7, (3, 4))
+    (map_ax, list_ax), (map_below, list_below) = side_by_side.axes, stacked.axes
+    assert list_ax.get_position().x0 > map_ax.get_position().x1
+    assert list_below.get_position().y1 < map_below.get_position().y0
+    plt.close(side_by_side)
+    plt.close(stacked)

@@ -1,8 +1,15 @@
-"""The solutions of chapter 5's exercises."""
+"""The solutions of chapter 5's exercises, and the chapter's figures."""
+
+import itertools
+import math
+from pathlib import Path
 
 import pytest
 import torch
+from matplotlib.text import Text
+from matplotlib.transforms import Bbox
 
+from companion.ablation import find_results, load_bias_tables, load_curves, load_results
 from companion.data import make_dataset
 from companion.exercises.ch05 import (
     favourite_offsets,
@@ -10,6 +17,15 @@ from companion.exercises.ch05 import (
     position_only_baseline,
     position_parameter_count,
 )
+from companion.figures.training import (
+    plot_ablation_bars,
+    plot_ablation_curves,
+    plot_bias_tables,
+    plot_examples,
+    plot_learning_curves,
+    plot_lr_schedule,
+)
+from companion.paper import POS_TO_TABLE4_ROW, SWIN_TABLE4
 from companion.relative import bias_table_size, relative_position_index
 from companion.swin import swin_from_config
 from companion.train import warmup_cosine
@@ -56,3 +72,156 @@ def test_favourite_offsets_inverts_the_relative_index():
     table[index[q, k], 0] = 1.0
     table[index[0, 5], 1] = 1.0  # head 1: query (0, 0), key (1, 1) -> offset (-1, -1)
     assert favourite_offsets(table, window) == [(1, 2), (-1, -1)]
+
+
+# --------------------------------------------------------------------------- figures
+
+BOOK_WIDTH = 6.8  # inches: the book's 688 px column at 100 dpi, with a little room
+POS = ("none", "abs", "rel", "abs+rel")
+
+
+def committed_results() -> Path:
+    """The CPU ablation the chapter shows, from the repository (never downloaded)."""
+    return find_results("cpu-tiny", search=[Path(__file__).resolve().parents[1] / "results"])
+
+
+def made_up_results(datasets: list[str], epochs: int = 6) -> tuple[list, dict, dict]:
+    """A summary, chance levels and curves of the shapes ``companion.ablation`` produces."""
+    summary = [
+        {"dataset": d, "pos": p, "mean": 0.2 + 0.2 * i, "std": 0.05, "n": 3}
+        for d in datasets
+        for i, p in enumerate(POS)
+    ]
+    chance = {d: 1 / 16 for d in datasets}
+    curves = {
+        (d, p, seed): [
+            {"epoch": e, "test_acc": 1 - math.exp(-e / (2 + i + seed))} for e in range(1, epochs)
+        ]
+        for d in datasets
+        for i, p in enumerate(POS)
+        for seed in range(3)
+    }
+    return summary, chance, curves
+
+
+def made_up_bias_tables(heads: tuple[int, ...], window: int) -> dict:
+    """``companion.ablation.bias_tables``'s layout: two blocks per stage, ``heads[s]`` each."""
+    torch.manual_seed(0)
+    return {
+        f"layers.{stage}.blocks.{block}.attn": {
+            "table": torch.randn(bias_table_size(window), h),
+            "window_size": [window, window],
+        }
+        for stage, h in enumerate(heads)
+        for block in range(2)
+    }
+
+
+def _book_figures() -> dict:
+    folder = committed_results()
+    results = load_results(folder)
+    paper = {pos: SWIN_TABLE4[row]["imagenet_top1"] for pos, row in POS_TO_TABLE4_ROW.items()}
+    curves = load_curves(folder)
+    return {
+        "examples grid-cell": lambda: plot_examples(make_dataset("grid-cell", "train", 16), 16),
+        "examples relation": lambda: plot_examples(make_dataset("relation", "train", 16), 16),
+        "lr schedule": lambda: plot_lr_schedule(2500, 250, 1e-3),
+        "learning curves": lambda: plot_learning_curves(
+            {"live run": curves["relation", "rel", 0]}, metrics=("train_loss", "test_acc")
+        ),
+        "ablation bars": lambda: plot_ablation_bars(
+            results["summary"], results["chance"], paper=paper, title="final test accuracy"
+        ),
+        "ablation curves": lambda: plot_ablation_curves(
+            curves, results["chance"], title="test accuracy per epoch"
+        ),
+        "bias tables relation": lambda: plot_bias_tables(
+            load_bias_tables(folder, "relation", "rel"), title="relation task, pos=rel"
+        ),
+        "bias tables grid-cell": lambda: plot_bias_tables(
+            load_bias_tables(folder, "grid-cell", "rel"), title="grid-cell task, pos=rel"
+        ),
+    }
+
+
+def _other_figures() -> dict:
+    one, three = made_up_results(["a"]), made_up_results(["a", "b", "c"])
+    return {
+        "examples 5": lambda: plot_examples(make_dataset("relation", "train", 5), 5),
+        "learning curves, 3 metrics": lambda: plot_learning_curves(
+            {"x": three[2]["a", "rel", 0], "y": three[2]["b", "abs", 1]},
+            metrics=("test_acc", "test_acc", "test_acc"),
+        ),
+        "bars, 1 dataset": lambda: plot_ablation_bars(one[0], one[1]),
+        "bars, 3 datasets + paper": lambda: plot_ablation_bars(
+            three[0], three[1], paper={"none": 80.1, "rel": 81.3}
+        ),
+        "curves, 3 datasets": lambda: plot_ablation_curves(three[2], three[1]),
+        # The GPU ablation's cifar Swin: 3, 6 and 12 heads.
+        "bias tables, 12 heads": lambda: plot_bias_tables(made_up_bias_tables((3, 6, 12), 4)),
+        "bias tables, window 7": lambda: plot_bias_tables(made_up_bias_tables((2, 4), 7)),
+    }
+
+
+FIGURES = {**_book_figures(), **_other_figures()}
+
+
+def drawn_texts(fig, monkeypatch) -> list:
+    """Draw ``fig``; return the window extents of the non-empty texts actually drawn.
+
+    Recording at draw time skips the tick labels outside the view and the texts of hidden axes,
+    which exist as objects but never reach the page.
+    """
+    boxes = []
+    draw = Text.draw
+
+    def record(text, renderer):
+        if text.get_visible() and text.get_text():
+            boxes.append(text.get_window_extent(renderer))
+        return draw(text, renderer)
+
+    monkeypatch.setattr(Text, "draw", record)
+    fig.canvas.draw()
+    monkeypatch.undo()
+    return boxes
+
+
+@pytest.mark.parametrize("name", list(FIGURES))
+def test_every_chapter_5_figure_fits_the_book_column_with_legible_text(name, monkeypatch):
+    fig = FIGURES[name]()
+    assert fig.get_size_inches()[0] <= BOOK_WIDTH
+    assert min(t.get_fontsize() for t in fig.findobj(Text) if t.get_text()) >= 9
+    boxes = drawn_texts(fig, monkeypatch)
+    # What the page shows is the tight box around everything drawn: nothing may stick out.
+    assert fig.get_tightbbox(fig.canvas.get_renderer()).width <= BOOK_WIDTH
+    for a, b in itertools.combinations(boxes, 2):
+        overlap = Bbox.intersection(a, b)
+        assert overlap is None or min(overlap.width, overlap.height) < 1  # pixels
+
+
+def test_line_figures_put_two_panels_in_a_row_and_create_no_spare_axes():
+    _, chance, curves = made_up_results(["a", "b", "c"])
+    fig = plot_ablation_curves(curves, chance)
+    assert len(fig.axes) == 3
+    top_left, top_right, bottom = (ax.get_position() for ax in fig.axes)
+    assert top_left.y0 == pytest.approx(top_right.y0) and bottom.y1 < top_left.y0
+    # The odd panel of the last row is centred.
+    assert (bottom.x0 + bottom.x1) / 2 == pytest.approx(0.5, abs=0.05)
+
+
+def test_ablation_bars_write_each_mean_above_its_error_bar():
+    summary, chance, _ = made_up_results(["a"])
+    fig = plot_ablation_bars(summary, chance)
+    labels = {t.get_text(): t.get_position()[1] for t in fig.axes[0].texts}
+    for row in summary:
+        assert labels[f"{100 * row['mean']:.1f}"] > 100 * (row["mean"] + row["std"])
+
+
+def test_bias_tables_wrap_a_block_with_many_heads_onto_more_rows():
+    fig = plot_bias_tables(made_up_bias_tables((3, 12), 4))
+    heat_maps = [ax for ax in fig.axes if ax.images]
+    assert len(heat_maps) == 2 * 3 + 2 * 12
+    titles = [ax.get_title() for ax in heat_maps]
+    assert titles.count("head 11") == 2 and titles.count("head 6") == 2
+    across = {round(ax.get_position().x0, 3) for ax in heat_maps}
+    assert len(across) == 6  # HEADS_ACROSS columns

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from companion.data import ImageClassificationData
+from companion.figures.absolute import MAX_WIDTH
+from companion.figures.relative import text_width
 
 #: One colour per position encoding, the same in every figure of the chapter.
 POS_COLORS = {"none": "#7f7f7f", "abs": "#1f77b4", "rel": "#d62728", "abs+rel": "#9467bd"}
@@ -21,13 +25,50 @@ METRIC_LABELS = {
     "test_acc": "test accuracy",
     "lr": "learning rate",
 }
+#: Line plots get at most this many panels across the book's column; more go on further rows.
+PANELS_ACROSS = 2
+#: Inches of free space between two neighbouring image titles.
+TITLE_GAP = 0.12
+#: Bias heat maps per row; a block with more heads continues on the next row.
+HEADS_ACROSS = 6
+
+
+def _panel_grid(num_panels: int, height: float) -> tuple[Figure, list[Axes]]:
+    """``num_panels`` axes, ``PANELS_ACROSS`` to a row, in a figure ``MAX_WIDTH`` wide.
+
+    ``height``: inches per row. Only the axes asked for are created (a short last row is
+    centred on a grid of half-width columns), so ``fig.axes`` holds exactly the panels.
+    """
+    across = min(num_panels, PANELS_ACROSS)
+    rows = math.ceil(num_panels / across)
+    fig = plt.figure(figsize=(MAX_WIDTH, height * rows), layout="constrained")
+    # Two grid columns per panel, so that the odd panel of a last row can sit in the middle.
+    grid = fig.add_gridspec(rows, 2 * across)
+    axes = []
+    for i in range(num_panels):
+        row, col = divmod(i, across)
+        left_over = num_panels - row * across
+        start = 2 * col + (across - left_over if left_over < across else 0)
+        axes.append(fig.add_subplot(grid[row, start : start + 2]))
+    return fig, axes
 
 
 def plot_examples(dataset: ImageClassificationData, n: int = 8, title: str = "") -> Figure:
-    """The first ``n`` images of ``dataset`` with their class names."""
-    cols = min(n, 8)
+    """The first ``n`` images of ``dataset`` with their class names.
+
+    As many images to a row as their names fit across the book's column at 9 pt (at most 8).
+    """
+    widest = max(text_width(dataset.classes[int(label)], 9) for label in dataset.labels[:n])
+    cols = max(1, min(n, 8, int(MAX_WIDTH // (widest + TITLE_GAP))))
     rows = -(-n // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(1.6 * cols, 1.9 * rows), squeeze=False)
+    size = MAX_WIDTH / cols  # one image and its title
+    fig, axes = plt.subplots(
+        rows,
+        cols,
+        figsize=(MAX_WIDTH, (size + 0.1) * rows + 0.4),
+        squeeze=False,
+        layout="constrained",
+    )
     for i, ax in enumerate(axes.flat):
         ax.axis("off")
         if i < n:
@@ -35,7 +76,6 @@ def plot_examples(dataset: ImageClassificationData, n: int = 8, title: str = "")
             ax.imshow(image.permute(1, 2, 0).numpy(), interpolation="nearest")
             ax.set_title(dataset.classes[int(label)], fontsize=9)
     fig.suptitle(title or f"{dataset.name}: first {n} training images", fontsize=11)
-    fig.tight_layout()
     return fig
 
 
@@ -45,7 +85,7 @@ def plot_lr_schedule(total_steps: int, warmup_steps: int, peak_lr: float) -> Fig
 
     factor = warmup_cosine(total_steps, warmup_steps)
     steps = np.arange(total_steps)
-    fig, ax = plt.subplots(figsize=(6.4, 3.0))
+    fig, ax = plt.subplots(figsize=(MAX_WIDTH, 3.0), layout="constrained")
     ax.plot(steps, [peak_lr * factor(int(s)) for s in steps], color="#1f77b4")
     ax.axvline(warmup_steps, color="k", ls=":", lw=1)
     ax.text(warmup_steps, peak_lr * 0.5, "  end of warm-up", fontsize=9)
@@ -53,7 +93,6 @@ def plot_lr_schedule(total_steps: int, warmup_steps: int, peak_lr: float) -> Fig
     ax.set_ylabel("learning rate", fontsize=10)
     ax.set_title(f"linear warm-up ({warmup_steps} steps), then cosine to 0", fontsize=11)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
     return fig
 
 
@@ -63,20 +102,25 @@ def plot_learning_curves(
     title: str = "",
 ) -> Figure:
     """One panel per metric, one line per run: ``runs`` maps a label to its per-epoch records
-    (``TrainResult.history`` or a ``metrics.json``'s ``"epochs"``)."""
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4.6 * len(metrics), 3.4), squeeze=False)
-    for ax, metric in zip(axes[0], metrics, strict=True):
+    (``TrainResult.history`` or a ``metrics.json``'s ``"epochs"``).
+
+    Two panels to a row; the legend goes below them, where it hides no curve.
+    """
+    fig, axes = _panel_grid(len(metrics), 3.0)
+    for ax, metric in zip(axes, metrics, strict=True):
         for label, history in runs.items():
             epochs = [r["epoch"] for r in history]
             ax.plot(epochs, [r[metric] for r in history], marker="o", ms=3, label=label)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("epoch", fontsize=10)
         ax.set_ylabel(METRIC_LABELS.get(metric, metric), fontsize=10)
+        ax.tick_params(labelsize=9)
         ax.grid(alpha=0.3)
-    axes[0, -1].legend(fontsize=9)
+    fig.legend(
+        *axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=4, fontsize=9
+    )
     if title:
         fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
     return fig
 
 
@@ -89,11 +133,12 @@ def plot_ablation_curves(
     """One panel per dataset: every run's ``metric`` per epoch (thin, one per seed) and the mean
     over seeds (thick), coloured by position encoding; dotted line: chance level.
 
-    ``curves`` maps ``(dataset, pos, seed)`` to that run's per-epoch records.
+    ``curves`` maps ``(dataset, pos, seed)`` to that run's per-epoch records. Two panels to a
+    row; one legend below them all, where it hides no curve.
     """
     datasets = list(dict.fromkeys(k[0] for k in curves))
-    fig, axes = plt.subplots(1, len(datasets), figsize=(5.2 * len(datasets), 3.8), squeeze=False)
-    for ax, dataset in zip(axes[0], datasets, strict=True):
+    fig, axes = _panel_grid(len(datasets), 3.0)
+    for ax, dataset in zip(axes, datasets, strict=True):
         for pos in POS_COLORS:
             runs = [h for (d, p, _), h in curves.items() if d == dataset and p == pos]
             if not runs:
@@ -116,11 +161,18 @@ def plot_ablation_curves(
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("epoch", fontsize=10)
         ax.set_ylabel(METRIC_LABELS.get(metric, metric), fontsize=10)
+        ax.tick_params(labelsize=9)
         ax.grid(alpha=0.3)
-    axes[0, 0].legend(fontsize=9)
+    # One entry per label, whichever panels it appears in.
+    entries: dict[str, Any] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            entries.setdefault(label, handle)
+    fig.legend(
+        list(entries.values()), list(entries), loc="outside lower center", ncols=5, fontsize=9
+    )
     if title:
         fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
     return fig
 
 
@@ -134,40 +186,35 @@ def plot_ablation_bars(
 
     ``paper`` (optional) maps ``pos`` to the Swin paper's ImageNet-1K top-1 (Table 4), drawn in an
     extra panel on its own scale: a different model, dataset and budget, shown for the ordering.
+    Two panels to a row.
     """
     datasets = list(dict.fromkeys(r["dataset"] for r in summary))
-    panels = len(datasets) + (paper is not None)
-    fig, axes = plt.subplots(1, panels, figsize=(3.9 * panels, 3.6), squeeze=False)
-    for ax, dataset in zip(axes[0], datasets, strict=False):
+    fig, axes = _panel_grid(len(datasets) + (paper is not None), 3.0)
+    for ax, dataset in zip(axes, datasets, strict=False):
         rows = [r for p in POS_COLORS for r in summary if r["dataset"] == dataset and r["pos"] == p]
         x = np.arange(len(rows))
         means = [100 * r["mean"] for r in rows]
-        ax.bar(
-            x,
-            means,
-            yerr=[100 * r["std"] for r in rows],
-            capsize=4,
-            color=[POS_COLORS[r["pos"]] for r in rows],
-        )
-        for xi, m in zip(x, means, strict=True):
-            # Inside the bar, clear of the error bar; above it when the bar is too short.
-            inside = m > 12
+        stds = [100 * r["std"] for r in rows]
+        ax.bar(x, means, yerr=stds, capsize=4, color=[POS_COLORS[r["pos"]] for r in rows])
+        for xi, m, sd in zip(x, means, stds, strict=True):
+            # Above the error bar: clear of it and of the chance line, whatever the values.
             ax.text(
                 xi,
-                3 if inside else m + 1,
+                m + sd + 2.5,
                 f"{m:.1f}",
                 ha="center",
+                va="bottom",
                 fontsize=9,
-                color="white" if inside else "black",
                 fontweight="bold",
             )
         ax.axhline(100 * chance[dataset], color="k", ls=":", lw=1)
         ax.set_xticks(x, [r["pos"] for r in rows], fontsize=10)
-        ax.set_ylim(0, 105)
+        ax.set_ylim(0, 114)  # room for a label above a bar at 100 %
+        ax.set_yticks(range(0, 101, 20))
         ax.set_ylabel("final test accuracy (%)", fontsize=10)
         ax.set_title(f"{dataset} (dotted: chance)", fontsize=11)
     if paper is not None:
-        ax = axes[0, -1]
+        ax = axes[-1]
         order = [p for p in POS_COLORS if p in paper]
         values = [paper[p] for p in order]
         ax.bar(range(len(order)), values, color=[POS_COLORS[p] for p in order])
@@ -177,9 +224,10 @@ def plot_ablation_bars(
         ax.set_ylim(min(values) - 1.5, max(values) + 0.8)
         ax.set_ylabel("ImageNet-1K top-1 (%)", fontsize=10)
         ax.set_title("Swin-T, paper's Table 4", fontsize=11)
+    for ax in axes:
+        ax.tick_params(axis="y", labelsize=9)
     if title:
         fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
     return fig
 
 
@@ -198,29 +246,35 @@ def plot_bias_tables(tables: Mapping[str, Mapping[str, Any]], title: str = "") -
     """Every block's learned bias, one small heat map per head.
 
     ``tables`` is what ``companion.ablation.bias_tables`` returns (block name -> table and
-    window size). Rows are blocks, columns heads. Colour: the bias added to the attention logit
-    of a key at offset ``(dy, dx)`` from the query; red raises attention, blue lowers it; each
-    row has its own symmetric colour scale. The cross marks the zero offset (the query itself).
+    window size). Each block takes a row of heads (more rows when it has more than
+    ``HEADS_ACROSS`` heads). Colour: the bias added to the attention logit of a key at offset
+    ``(dy, dx)`` from the query; red raises attention, blue lowers it; each block has its own
+    symmetric colour scale, in the colour bar at its right. The cross marks the zero offset (the
+    query itself).
     """
     names = list(tables)
     grids = [bias_grid(tables[n]["table"], tables[n]["window_size"]) for n in names]
-    heads = max(g.shape[0] for g in grids)
+    across = min(max(g.shape[0] for g in grids), HEADS_ACROSS)
+    lines = [math.ceil(g.shape[0] / across) for g in grids]  # rows of panels per block
+    # The block names and colour bars take ~1.5 in of the column; the heads share the rest.
+    panel = min(2.0, (MAX_WIDTH - 1.5) / across)
     fig, axes = plt.subplots(
-        len(names),
-        heads,
-        figsize=(2.1 * heads + 1.0, 2.1 * len(names)),
+        sum(lines),
+        across,
+        figsize=(MAX_WIDTH, (panel + 0.15) * sum(lines) + 0.6),
         squeeze=False,
         layout="constrained",
     )
-    for row, (name, grid) in enumerate(zip(names, grids, strict=True)):
+    first = 0
+    for name, grid, count in zip(names, grids, lines, strict=True):
+        block = axes[first : first + count]
         lim = float(np.abs(grid).max()) or 1.0
-        wh, ww = (s // 2 for s in grid.shape[1:])
-        for h in range(heads):
-            ax = axes[row, h]
+        wh, ww = (side // 2 for side in grid.shape[1:])
+        for h, ax in enumerate(block.flat):
             if h >= grid.shape[0]:
                 ax.axis("off")
                 continue
-            im = ax.imshow(
+            image = ax.imshow(
                 grid[h],
                 cmap="RdBu_r",
                 vmin=-lim,
@@ -230,13 +284,18 @@ def plot_bias_tables(tables: Mapping[str, Mapping[str, Any]], title: str = "") -
             ax.plot(0, 0, "k+", ms=7)
             ax.set_xticks(range(-ww, ww + 1, max(1, ww)))
             ax.set_yticks(range(-wh, wh + 1, max(1, wh)))
-            ax.tick_params(labelsize=9)
+            # The row's heads share one offset grid: its dy labels once, at the left, are enough.
+            ax.tick_params(labelsize=9, labelleft=h % across == 0)
             ax.set_title(f"head {h}", fontsize=9)
-            if h == 0:
+            if h % across == 0:
                 ax.set_ylabel(f"{_short(name)}\ndy", fontsize=9)
-            if row == len(names) - 1:
-                ax.set_xlabel("dx", fontsize=9)
-        fig.colorbar(im, ax=list(axes[row, : grid.shape[0]]), shrink=0.8, pad=0.02)
+        # At the right end of the block's rows even when a row has fewer heads: a colour bar
+        # between two panels would push the columns of every other row apart.
+        bar = fig.colorbar(image, ax=list(block.flat), shrink=0.8, pad=0.02)
+        bar.ax.tick_params(labelsize=9)
+        first += count
+    for ax in axes[-1]:
+        ax.set_xlabel("dx", fontsize=9)
     if title:
         fig.suptitle(title, fontsize=11)
     return fig
