@@ -38,6 +38,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from companion import _repository
 from companion._io import atomic_write, atomic_write_json, atomic_write_text
 from companion.data import DATASETS, num_classes
 from companion.train import (
@@ -300,7 +301,7 @@ def run_ablation(
 
 #: Where the book's repository publishes its results (for readers who installed only the package,
 #: e.g. on Colab, and so have no ``results/`` folder beside them).
-RESULTS_URL = "https://raw.githubusercontent.com/where-is-this-patch/vit-position-book/main/results"
+RESULTS_URL = f"https://raw.githubusercontent.com/{_repository.OWNER}/{_repository.NAME}/{_repository.REF}/results"
 
 
 def find_results(name: str, search: Sequence[Path] | None = None) -> Path:

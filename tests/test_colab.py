@@ -81,7 +81,9 @@ def _project_files() -> list[Path]:
 
 def test_the_repository_address_is_written_nowhere_else() -> None:
     address = f"github.com/{REPO.owner}/{REPO.name}"
-    generated = {"_config.yml", "README.md"} | {p.relative_to(ROOT).as_posix() for p in NOTEBOOKS}
+    generated = {"_config.yml", "README.md", colab_sync.REPOSITORY_MODULE.as_posix()} | {
+        p.relative_to(ROOT).as_posix() for p in NOTEBOOKS
+    }
     elsewhere = []
     for path in _project_files():
         name = path.relative_to(ROOT).as_posix()
@@ -290,6 +292,7 @@ def test_sync_rewrites_cells_links_gpu_and_readme_when_the_config_changes(tmp_pa
     assert colab_sync.sync(tmp_path, check=False) == [
         "book/01_abs.ipynb",
         "book/05_train.ipynb",
+        "companion/_repository.py",
         "README.md",
     ]
     assert colab_sync.sync(tmp_path, check=True) == []
@@ -317,6 +320,8 @@ def test_sync_rewrites_cells_links_gpu_and_readme_when_the_config_changes(tmp_pa
     assert f"| 1. Abs | [![Open In Colab]({colab_sync.BADGE})]" in readme
     assert "old-owner" not in readme
     assert readme.index(colab_sync.README_END) < readme.index("## Run it")
+    module = (tmp_path / "companion" / "_repository.py").read_text(encoding="utf-8")
+    assert 'OWNER = "new-owner"' in module and 'REF = "v1.0"' in module
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

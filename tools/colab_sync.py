@@ -8,6 +8,8 @@ that says where the book lives. From it this tool writes:
 - every Colab link in the notebooks' Markdown, pointing at that notebook on ``branch``;
 - ``metadata.accelerator = "GPU"`` on the training chapter (``book/05_*.ipynb``), so Colab opens it
   on a GPU runtime;
+- ``companion/_repository.py``: the same owner, name and ref as constants, for code that fetches
+  from the repository at run time (``companion.ablation`` downloads published results on Colab);
 - the README block between ``<!-- colab-sync:start -->`` and ``<!-- colab-sync:end -->``: the
   book's URL (GitHub Pages of the repository) and a Colab badge per chapter.
 
@@ -41,6 +43,7 @@ BADGE = f"{COLAB}/assets/colab-badge.svg"
 COLAB_LINK = re.compile(re.escape(COLAB) + r"/github/[^\s)\"'<>\]]+")
 #: Notebooks (by file-name prefix) that ask Colab for a GPU runtime: the training chapter.
 GPU_PREFIXES = ("05_",)
+REPOSITORY_MODULE = Path("companion") / "_repository.py"
 README_START = "<!-- colab-sync:start -->"
 README_END = "<!-- colab-sync:end -->"
 
@@ -194,6 +197,14 @@ def dump_notebook(nb: dict[str, Any]) -> str:
     return nbformat.writes(nbformat.from_dict(nb)) + "\n"
 
 
+def repository_module(repo: Repository) -> str:
+    """The source of ``companion/_repository.py`` for ``repo``."""
+    return (
+        '"""Where the book lives. Written by `make colab-sync` from _config.yml; do not edit."""\n'
+        f'\nOWNER = "{repo.owner}"\nNAME = "{repo.name}"\nREF = "{repo.ref}"\n'
+    )
+
+
 def sync(root: Path, check: bool) -> list[str]:
     """Sync every notebook under ``root/book`` and ``root/README.md``; return what differed.
 
@@ -211,6 +222,12 @@ def sync(root: Path, check: bool) -> list[str]:
             changed.append(rel)
             if not check:
                 atomic_write_text(path, dump_notebook(synced))
+    module = root / REPOSITORY_MODULE
+    source = repository_module(repo)
+    if not module.is_file() or module.read_text(encoding="utf-8") != source:
+        changed.append(REPOSITORY_MODULE.as_posix())
+        if not check:
+            atomic_write_text(module, source)
     readme = root / "README.md"
     text = readme.read_text(encoding="utf-8")
     new = sync_readme(text, readme_block(repo, chapters))
