@@ -126,8 +126,9 @@ class PatchEmbed(nn.Module):
             in_chans, embed_dim, kernel_size=self.patch_size, stride=self.patch_size
         )
 
-    def forward(self, x: Tensor) -> Tensor:
-        """``(B, C, H, W)`` -> ``(B, N, D)``; ``(H, W)`` must equal ``img_size``."""
+    def project(self, x: Tensor) -> Tensor:
+        """``(B, C, H, W)`` -> the grid of patch vectors ``(B, D, h, w)``; ``(H, W)`` must equal
+        ``img_size``."""
         if x.dim() != 4 or x.shape[1] != self.in_chans:
             raise ValueError(
                 f"x must have shape (B, in_chans={self.in_chans}, H, W), got {tuple(x.shape)}"
@@ -141,7 +142,11 @@ class PatchEmbed(nn.Module):
                 f"build PatchEmbed with that img_size (a multiple of patch_size) and resample the "
                 f"position embedding with resample_position_embedding"
             )
-        return flatten_patch_grid(self.proj(x))
+        return self.proj(x)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``(B, C, H, W)`` -> ``(B, N, D)``: the grid flattened into a token sequence."""
+        return flatten_patch_grid(self.project(x))
 
     def extra_repr(self) -> str:
         return (

@@ -25,6 +25,7 @@ from typing import Any, Literal
 import torch
 from torch import Tensor, nn
 
+from companion import absolute
 from companion._checks import check_choice, check_positive_int, to_pair
 from companion.attention import AttnImpl, WindowAttention
 from companion.layers import DropPath, Mlp
@@ -55,20 +56,21 @@ def fit_window(
     return window, shift  # type: ignore[return-value]
 
 
-class PatchEmbed(nn.Module):
-    """Cut the image into ``p x p`` patches and project each to ``embed_dim`` channels.
+class PatchEmbed(absolute.PatchEmbed):
+    """ViT's patch embedding (``companion.absolute.PatchEmbed``), kept as a grid and normalised.
 
-    ``(B, in_chans, H, W)`` -> ``(B, H/p, W/p, embed_dim)``. A convolution with kernel = stride = p
-    is exactly "flatten each patch and apply one shared linear layer", done in one call.
+    ``(B, in_chans, H, W)`` -> ``(B, H/p, W/p, embed_dim)``: Swin works on the 2-D map (windows
+    are cut from it), and normalises the tokens right after the projection.
     """
 
-    def __init__(self, patch_size: tuple[int, int], in_chans: int, embed_dim: int) -> None:
-        super().__init__()
-        self.proj = nn.Conv2d(in_chans, embed_dim, kernel_size=patch_size, stride=patch_size)
+    def __init__(
+        self, img_size: WindowSize, patch_size: WindowSize, in_chans: int, embed_dim: int
+    ) -> None:
+        super().__init__(img_size, patch_size, in_chans, embed_dim)
         self.norm = nn.LayerNorm(embed_dim)
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.norm(self.proj(x).permute(0, 2, 3, 1))
+        return self.norm(self.project(x).permute(0, 2, 3, 1))
 
 
 def merge_groups(x: Tensor) -> Tensor:
@@ -304,12 +306,6 @@ class SwinTransformer(nn.Module):
         super().__init__()
         self.img_size = to_pair("img_size", img_size)
         self.patch_size = to_pair("patch_size", patch_size)
-        for axis, (size, patch) in enumerate(zip(self.img_size, self.patch_size, strict=True)):
-            if size % patch:
-                raise ValueError(
-                    f"img_size must be a multiple of patch_size on each axis, got "
-                    f"img_size={self.img_size}, patch_size={self.patch_size} (axis {axis})"
-                )
         self.in_chans = check_positive_int("in_chans", in_chans)
         self.num_classes = check_positive_int("num_classes", num_classes)
         self.embed_dim = check_positive_int("embed_dim", embed_dim)
@@ -340,15 +336,13 @@ class SwinTransformer(nn.Module):
         self.attn_impl: AttnImpl = check_choice("attn_impl", attn_impl, ("sdpa", "eager"))  # type: ignore[assignment]
         use_rel = pos in ("rel", "abs+rel")
 
-        self.patch_embed = PatchEmbed(self.patch_size, in_chans, embed_dim)
-        self.grid_size = (
-            self.img_size[0] // self.patch_size[0],
-            self.img_size[1] // self.patch_size[1],
-        )
+        self.patch_embed = PatchEmbed(self.img_size, self.patch_size, in_chans, embed_dim)
+        self.grid_size = self.patch_embed.grid_size
         if pos in ("abs", "abs+rel"):
-            # One learnable vector per patch position, added once before the first stage.
+            # One learnable vector per patch position, added once before the first stage; kept
+            # as a (1, h, w, C) grid (timm's layout) rather than chapter 1's (1, N, C) sequence.
             self.absolute_pos_embed = nn.Parameter(torch.zeros(1, *self.grid_size, embed_dim))
-            nn.init.trunc_normal_(self.absolute_pos_embed, std=0.02)
+            absolute.init_embedding_(self.absolute_pos_embed)
 
         # Stochastic depth grows linearly with the block's depth in the whole network.
         rates = torch.linspace(0.0, drop_path_rate, sum(self.depths)).tolist()
