@@ -1,12 +1,9 @@
 """Chapter 4 exercise solutions (companion.exercises.ch04) and the chapter's figures."""
 
-import itertools
-
 import matplotlib.pyplot as plt
 import pytest
 import torch
-from matplotlib.text import Text
-from matplotlib.transforms import Bbox
+from book_figures import assert_fits_the_page, assert_nothing_sticks_out_or_overlaps
 
 from companion.exercises.ch04 import (
     bias_table_parameters,
@@ -127,8 +124,6 @@ def test_bad_arguments_raise_naming_the_parameter(draw, error, match):
         draw()
 
 
-BOOK_WIDTH = 6.8  # inches: the book's 688 px column at 100 dpi, with a little room
-
 #: Every call chapter 4 makes, and larger maps that need the stacked layouts.
 CHAPTER_4_FIGURES = {
     "partition 4x6": lambda: plot_window_partition(4, 6, (2, 3)),
@@ -145,39 +140,11 @@ CHAPTER_4_FIGURES = {
 }
 
 
-def drawn_texts(fig, monkeypatch) -> list:
-    """Draw ``fig``; return the window extents of the non-empty texts actually drawn.
-
-    Recording at draw time skips the tick labels outside the view and the texts of hidden axes,
-    which exist as objects but never reach the page.
-    """
-    boxes = []
-    draw = Text.draw
-
-    def record(text, renderer):
-        if text.get_visible() and text.get_text():
-            boxes.append(text.get_window_extent(renderer))
-        return draw(text, renderer)
-
-    monkeypatch.setattr(Text, "draw", record)
-    fig.canvas.draw()
-    monkeypatch.undo()
-    return boxes
-
-
 @pytest.mark.parametrize("name", list(CHAPTER_4_FIGURES))
-def test_every_chapter_4_figure_fits_the_book_column_with_legible_text(name, monkeypatch):
+def test_every_chapter_4_figure_fits_the_book_column_with_legible_text(name):
     fig = CHAPTER_4_FIGURES[name]()
-    assert fig.get_size_inches()[0] <= BOOK_WIDTH
-    assert min(t.get_fontsize() for t in fig.findobj(Text) if t.get_text()) >= 9
-    boxes = drawn_texts(fig, monkeypatch)
-    # What the page shows is the tight box around everything drawn: nothing may stick out.
-    tight = fig.get_tightbbox(fig.canvas.get_renderer())
-    assert tight.width <= BOOK_WIDTH
-    for a, b in itertools.combinations(boxes, 2):
-        overlap = Bbox.intersection(a, b)
-        assert overlap is None or min(overlap.width, overlap.height) < 1  # pixels
-    plt.close(fig)
+    assert_fits_the_page(fig)
+    assert_nothing_sticks_out_or_overlaps(fig)
 
 
 @pytest.mark.parametrize("name", list(CHAPTER_4_FIGURES))

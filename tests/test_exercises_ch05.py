@@ -1,13 +1,11 @@
 """The solutions of chapter 5's exercises, and the chapter's figures."""
 
-import itertools
 import math
 from pathlib import Path
 
 import pytest
 import torch
-from matplotlib.text import Text
-from matplotlib.transforms import Bbox
+from book_figures import assert_fits_the_page, assert_nothing_sticks_out_or_overlaps
 
 from companion.ablation import find_results, load_bias_tables, load_curves, load_results
 from companion.data import make_dataset
@@ -76,7 +74,6 @@ def test_favourite_offsets_inverts_the_relative_index():
 
 # --------------------------------------------------------------------------- figures
 
-BOOK_WIDTH = 6.8  # inches: the book's 688 px column at 100 dpi, with a little room
 POS = ("none", "abs", "rel", "abs+rel")
 
 
@@ -166,37 +163,11 @@ def _other_figures() -> dict:
 FIGURES = {**_book_figures(), **_other_figures()}
 
 
-def drawn_texts(fig, monkeypatch) -> list:
-    """Draw ``fig``; return the window extents of the non-empty texts actually drawn.
-
-    Recording at draw time skips the tick labels outside the view and the texts of hidden axes,
-    which exist as objects but never reach the page.
-    """
-    boxes = []
-    draw = Text.draw
-
-    def record(text, renderer):
-        if text.get_visible() and text.get_text():
-            boxes.append(text.get_window_extent(renderer))
-        return draw(text, renderer)
-
-    monkeypatch.setattr(Text, "draw", record)
-    fig.canvas.draw()
-    monkeypatch.undo()
-    return boxes
-
-
 @pytest.mark.parametrize("name", list(FIGURES))
-def test_every_chapter_5_figure_fits_the_book_column_with_legible_text(name, monkeypatch):
+def test_every_chapter_5_figure_fits_the_book_column_with_legible_text(name):
     fig = FIGURES[name]()
-    assert fig.get_size_inches()[0] <= BOOK_WIDTH
-    assert min(t.get_fontsize() for t in fig.findobj(Text) if t.get_text()) >= 9
-    boxes = drawn_texts(fig, monkeypatch)
-    # What the page shows is the tight box around everything drawn: nothing may stick out.
-    assert fig.get_tightbbox(fig.canvas.get_renderer()).width <= BOOK_WIDTH
-    for a, b in itertools.combinations(boxes, 2):
-        overlap = Bbox.intersection(a, b)
-        assert overlap is None or min(overlap.width, overlap.height) < 1  # pixels
+    assert_fits_the_page(fig)
+    assert_nothing_sticks_out_or_overlaps(fig)
 
 
 def test_line_figures_put_two_panels_in_a_row_and_create_no_spare_axes():

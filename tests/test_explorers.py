@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from book_figures import assert_fits_the_page
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from matplotlib.figure import Figure
-from matplotlib.text import Text
 
 from companion.attention import WindowAttention
 from companion.explorers import (
@@ -277,23 +277,16 @@ def test_embedding_similarity_figure_marks_the_patch_and_writes_small_grids() ->
 
 # ----- page width -------------------------------------------------------------------------------
 
-BOOK_WIDTH = 6.8  # inches: the book's 688 px column at 100 dpi, with a little room
-
-
-def _assert_fits_the_page(fig: Figure) -> None:
-    assert round(fig.get_size_inches()[0], 6) <= BOOK_WIDTH
-    assert min(t.get_fontsize() for t in fig.findobj(Text) if t.get_text()) >= 9
-
 
 @pytest.mark.parametrize("window", [(1, 1), (2, 3), (3, 3), (5, 5), (7, 1), (1, 7), (7, 7)])
 def test_every_explorer_figure_fits_the_book_column_with_legible_text(window) -> None:
     torch.manual_seed(0)
     wh, ww = window
-    _assert_fits_the_page(relative_index_figure(window, (wh - 1, ww - 1)))
+    assert_fits_the_page(relative_index_figure(window, (wh - 1, ww - 1)))
     table = torch.randn((2 * wh - 1) * (2 * ww - 1), 2)
-    _assert_fits_the_page(bias_row_figure(table, 1, (0, 0), window))
-    _assert_fits_the_page(embedding_similarity_figure(torch.randn(wh * ww, 8), window))
-    _assert_fits_the_page(embedding_similarity_figure(torch.randn(1, 1 + 14 * 14, 8), 14, 0, 1))
+    assert_fits_the_page(bias_row_figure(table, 1, (0, 0), window))
+    assert_fits_the_page(embedding_similarity_figure(torch.randn(wh * ww, 8), window))
+    assert_fits_the_page(embedding_similarity_figure(torch.randn(1, 1 + 14 * 14, 8), 14, 0, 1))
 
 
 def test_relative_index_figure_writes_pairs_on_two_lines_when_cells_are_narrow() -> None:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import pytest
 import torch
+from book_figures import assert_fits_the_page
 from matplotlib.figure import Figure
-from matplotlib.text import Text
 
 from companion.absolute import (
     AbsolutePositionEmbedding,
@@ -109,15 +108,6 @@ def test_permutation_demo_figure_states_each_verdict():
     assert ": equivariant" in titles and "NOT equivariant" in titles
 
 
-BOOK_WIDTH = 6.8  # inches: the book's 688 px column at 100 dpi, with a little room
-
-
-def _assert_fits_the_page(fig: Figure) -> None:
-    assert round(fig.get_size_inches()[0], 6) <= BOOK_WIDTH
-    assert min(t.get_fontsize() for t in fig.findobj(Text) if t.get_text()) >= 9
-    plt.close(fig)
-
-
 def test_every_chapter_1_figure_fits_the_book_column_with_legible_text():
     torch.manual_seed(0)
     sincos = sincos_2d_position_embedding(14, 768)
@@ -136,7 +126,7 @@ def test_every_chapter_1_figure_fits_the_book_column_with_legible_text():
             sincos[None], resample_position_embedding(sincos[None], 14, 24), 14, 24, 3
         ),
     ):
-        _assert_fits_the_page(fig)
+        assert_fits_the_page(fig)
 
 
 def test_every_chapter_0_figure_fits_the_book_column_with_legible_text():
@@ -151,5 +141,5 @@ def test_every_chapter_0_figure_fits_the_book_column_with_legible_text():
             WindowAttention(8, (2, 3), 2), tokens, perm
         ),
     }
-    _assert_fits_the_page(plot_permutation_demo(tokens, checks))
-    _assert_fits_the_page(plot_shuffled_patches(sample_image(224), 56, torch.randperm(16)))
+    assert_fits_the_page(plot_permutation_demo(tokens, checks))
+    assert_fits_the_page(plot_shuffled_patches(sample_image(224), 56, torch.randperm(16)))

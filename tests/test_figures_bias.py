@@ -2,12 +2,11 @@
 
 import math
 
-import matplotlib.pyplot as plt
 import pytest
 import torch
+from book_figures import assert_fits_the_page
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
-from matplotlib.text import Text
 
 from companion.figures.bias import (
     illustrative_distance_table,
@@ -138,15 +137,6 @@ def test_attention_maps_reject_bad_input():
         plot_query_attention({"a": torch.zeros(4)}, 3, 0, title="")
 
 
-BOOK_WIDTH = 6.8  # inches: the book's 688 px column at 100 dpi, with a little room
-
-
-def _assert_fits_the_page(fig: Figure) -> None:
-    assert round(fig.get_size_inches()[0], 6) <= BOOK_WIDTH
-    assert min(t.get_fontsize() for t in fig.findobj(Text) if t.get_text()) >= 9
-    plt.close(fig)
-
-
 @pytest.mark.parametrize(("window", "heads"), [(2, 3), (3, 4), ((2, 3), 2), (7, 4), (7, 1)])
 def test_every_chapter_3_figure_fits_the_book_column_with_legible_text(window, heads):
     torch.manual_seed(0)
@@ -154,12 +144,12 @@ def test_every_chapter_3_figure_fits_the_book_column_with_legible_text(window, h
     index = relative_position_index(window)
     bias = lookup_bias(table, index).detach()
     n = index.shape[0]
-    _assert_fits_the_page(plot_bias_table(table, window, title="a fresh table"))
-    _assert_fits_the_page(plot_query_bias(bias, window, query=n // 2, title="one query"))
+    assert_fits_the_page(plot_bias_table(table, window, title="a fresh table"))
+    assert_fits_the_page(plot_query_bias(bias, window, query=n // 2, title="one query"))
     maps = {"uniform": torch.full((n,), 1 / n), "softmax(B)": bias[0, n // 2].softmax(-1)}
-    _assert_fits_the_page(plot_query_attention(maps, window, n // 2, title="attention"))
+    assert_fits_the_page(plot_query_attention(maps, window, n // 2, title="attention"))
     if n <= 9:  # the lookup figure writes every value: it is meant for small windows
-        _assert_fits_the_page(plot_lookup(index, table, head=heads - 1))
+        assert_fits_the_page(plot_lookup(index, table, head=heads - 1))
 
 
 def test_annotated_tables_get_cells_wide_enough_for_their_values():

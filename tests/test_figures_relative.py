@@ -1,12 +1,12 @@
 """Chapter 2 figures: each returns a Figure that shows the values it claims to show."""
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
+from book_figures import assert_fits_the_page
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
-from matplotlib.text import Annotation, Text
+from matplotlib.text import Annotation
 
 from companion.figures.relative import (
     draw_matrix,
@@ -190,29 +190,20 @@ def test_window_figures_reject_a_bad_window_size():
         plot_window_grid(0)
 
 
-BOOK_WIDTH = 6.8  # inches: the book's 688 px column at 100 dpi, with a little room
-
-
-def _assert_fits_the_page(fig: Figure) -> None:
-    assert round(fig.get_size_inches()[0], 6) <= BOOK_WIDTH
-    assert min(t.get_fontsize() for t in fig.findobj(Text) if t.get_text()) >= 9
-    plt.close(fig)
-
-
 @pytest.mark.parametrize("window", [2, 3, (2, 3), 7])
 def test_every_chapter_2_figure_fits_the_book_column_with_legible_text(window):
     wh, ww = (window, window) if isinstance(window, int) else window
     flat = flatten_coordinates(grid_coordinates(window))
-    _assert_fits_the_page(plot_window_grid(window))
-    _assert_fits_the_page(plot_int_matrix(flat, row_labels=["row", "col"]))
-    _assert_fits_the_page(
+    assert_fits_the_page(plot_window_grid(window))
+    assert_fits_the_page(plot_int_matrix(flat, row_labels=["row", "col"]))
+    assert_fits_the_page(
         plot_offset_components(pairwise_offsets(flat), title="offsets", block_size=ww)
     )
-    _assert_fits_the_page(plot_offsets_on_window(window, 0))
-    _assert_fits_the_page(plot_relative_index(window))
-    _assert_fits_the_page(plot_offset_bijection(window))
+    assert_fits_the_page(plot_offsets_on_window(window, 0))
+    assert_fits_the_page(plot_relative_index(window))
+    assert_fits_the_page(plot_offset_bijection(window))
     grid = torch.zeros(2 * wh - 1, 2 * ww - 1)
-    _assert_fits_the_page(plot_offset_grid(grid, window, title="", highlight_repeats=True))
+    assert_fits_the_page(plot_offset_grid(grid, window, title="", highlight_repeats=True))
 
 
 def test_offset_components_stack_when_side_by_side_cells_would_be_too_narrow():

@@ -1,0 +1,45 @@
+"""Checks shared by the figure tests: every figure must fit the book's text column, legibly."""
+
+import itertools
+from unittest import mock
+
+from matplotlib.figure import Figure
+from matplotlib.text import Text
+from matplotlib.transforms import Bbox
+
+BOOK_WIDTH = 6.8  # inches: the book's 688 px column at 100 dpi, with a little room
+
+
+def assert_fits_the_page(fig: Figure) -> None:
+    """No wider than the column, and no text smaller than 9 pt."""
+    assert round(fig.get_size_inches()[0], 6) <= BOOK_WIDTH
+    assert min(t.get_fontsize() for t in fig.findobj(Text) if t.get_text()) >= 9
+
+
+def drawn_text_boxes(fig: Figure) -> list[Bbox]:
+    """Draw ``fig``; return the window extents of the non-empty texts actually drawn.
+
+    Recording at draw time skips the tick labels outside the view and the texts of hidden axes,
+    which exist as objects but never reach the page.
+    """
+    boxes = []
+    draw = Text.draw
+
+    def record(text, renderer):
+        if text.get_visible() and text.get_text():
+            boxes.append(text.get_window_extent(renderer))
+        return draw(text, renderer)
+
+    with mock.patch.object(Text, "draw", record):
+        fig.canvas.draw()
+    return boxes
+
+
+def assert_nothing_sticks_out_or_overlaps(fig: Figure) -> None:
+    """What the page shows is the tight box around everything drawn: it must fit the column,
+    and no two drawn texts may overlap (by a pixel or more in both directions)."""
+    boxes = drawn_text_boxes(fig)
+    assert fig.get_tightbbox(fig.canvas.get_renderer()).width <= BOOK_WIDTH
+    for a, b in itertools.combinations(boxes, 2):
+        overlap = Bbox.intersection(a, b)
+        assert overlap is None or min(overlap.width, overlap.height) < 1  # pixels
