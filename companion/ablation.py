@@ -234,6 +234,30 @@ def summarize(runs: Sequence[dict[str, Any]], metric: str = "test_acc") -> list[
     return rows
 
 
+#: The differences between position encodings that chapter 5 discusses: ``(a, b)`` reads "a - b".
+DISCUSSED_GAPS: tuple[tuple[str, str], ...] = (("abs", "rel"), ("abs+rel", "abs"), ("rel", "none"))
+
+
+def gaps_table(
+    summary: Sequence[dict[str, Any]],
+    chance: dict[str, float],
+    pairs: Sequence[tuple[str, str]] = DISCUSSED_GAPS,
+) -> str:
+    """Gaps between mean final accuracies, in percentage points, one line per dataset: first each
+    ``pos`` above chance, then each pair ``(a, b)`` of ``pairs`` as ``a - b``."""
+    mean = {(r["dataset"], r["pos"]): 100 * r["mean"] for r in summary}
+    datasets = list(dict.fromkeys(r["dataset"] for r in summary))
+    pos_order = list(dict.fromkeys(r["pos"] for r in summary))
+    lines = []
+    for d in datasets:
+        row = "  ".join(f"{p}: {mean[d, p] - 100 * chance[d]:+5.1f}" for p in pos_order)
+        lines.append(f"{d:9}  above chance ->  {row}")
+    for d in datasets:
+        row = "   ".join(f"{a} - {b} = {mean[d, a] - mean[d, b]:+5.1f}" for a, b in pairs)
+        lines.append(f"{d:9}  {row}")
+    return "\n".join(lines)
+
+
 def results_table(summary: Sequence[dict[str, Any]], chance: dict[str, float]) -> str:
     """Markdown: one row per ``pos``, one column per dataset, cells ``mean ± std`` in percent."""
     datasets = list(dict.fromkeys(r["dataset"] for r in summary))

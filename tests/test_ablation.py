@@ -239,3 +239,19 @@ def test_bias_table_figure_has_a_panel_per_head_and_block(mini):
     fig = plot_bias_tables(load_bias_tables(folder, "relation", "rel"))
     heat_maps = [ax for ax in fig.axes if ax.images]
     assert len(heat_maps) == 2 + 2 + 4 + 4
+
+
+def test_gaps_table_reports_each_pos_above_chance_and_the_discussed_differences():
+    from companion.ablation import gaps_table
+
+    summary = [
+        {"dataset": "grid-cell", "pos": "none", "mean": 0.25},
+        {"dataset": "grid-cell", "pos": "abs", "mean": 0.75},
+        {"dataset": "grid-cell", "pos": "rel", "mean": 0.5},
+        {"dataset": "grid-cell", "pos": "abs+rel", "mean": 1.0},
+    ]
+    text = gaps_table(summary, {"grid-cell": 0.0625})
+    assert text.splitlines() == [
+        "grid-cell  above chance ->  none: +18.8  abs: +68.8  rel: +43.8  abs+rel: +93.8",
+        "grid-cell  abs - rel = +25.0   abs+rel - abs = +25.0   rel - none = +25.0",
+    ]
