@@ -30,7 +30,7 @@ from torch import Tensor, nn
 
 from companion._checks import to_pair
 from companion.figures.absolute import MAX_WIDTH
-from companion.figures.relative import FILL, text_width
+from companion.figures.relative import FILL, draw_cell_grid, text_width
 from companion.relative import (
     WindowSize,
     flatten_coordinates,
@@ -426,12 +426,7 @@ def _draw_grid(
                 )
     row, col = marked
     ax.add_patch(Rectangle((col - 0.5, row - 0.5), 1, 1, fill=False, ec="#d62728", lw=3))
-    ax.set_xticks(range(cols))
-    ax.set_yticks(range(rows))
-    ax.set_xticks(np.arange(-0.5, cols), minor=True)
-    ax.set_yticks(np.arange(-0.5, rows), minor=True)
-    ax.grid(which="minor", color="0.6", lw=0.8)
-    ax.tick_params(which="minor", length=0)
+    draw_cell_grid(ax, rows, cols, color="0.6", lw=0.8)
     ax.tick_params(labelsize=FONT_SIZE)
     ax.set_xlabel("column", fontsize=FONT_SIZE)
     ax.set_ylabel("row", fontsize=FONT_SIZE)

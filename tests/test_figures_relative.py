@@ -215,3 +215,10 @@ def test_offset_components_stack_when_side_by_side_cells_would_be_too_narrow():
         pairwise_offsets(flatten_coordinates(grid_coordinates(4))), title=""
     )
     assert [ax.get_subplotspec().get_geometry()[:2] for ax in wide.axes] == [(2, 1)] * 2
+
+
+def test_offset_labels_run_from_minus_to_plus_window_minus_one():
+    from companion.figures.relative import offset_labels
+
+    assert offset_labels((2, 3)) == (["-1", "0", "1"], ["-2", "-1", "0", "1", "2"])
+    assert offset_labels(1) == (["0"], ["0"])

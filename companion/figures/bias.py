@@ -25,6 +25,7 @@ from companion.figures.relative import (
     _check_query,
     draw_matrix,
     float_fmt,
+    offset_labels,
     text_width,
 )
 from companion.relative import WindowSize, bias_table_size, lookup_bias
@@ -145,8 +146,8 @@ def plot_bias_table(
             title=f"head {h}",
             xlabel="column offset dx",
             ylabel="row offset dy",
-            row_labels=[str(i - (wh - 1)) for i in range(rows)],
-            col_labels=[str(j - (ww - 1)) for j in range(cols)],
+            row_labels=offset_labels((wh, ww))[0],
+            col_labels=offset_labels((wh, ww))[1],
             annotate=annotate,
             symmetric=True,
             highlight=centre,

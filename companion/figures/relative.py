@@ -273,16 +273,27 @@ def plot_offset_components(
     return fig
 
 
+def draw_cell_grid(ax: Axes, rows: int, cols: int, *, color: str, lw: float) -> None:
+    """Tick every cell of a ``rows x cols`` image and draw the lines between cells."""
+    ax.set_xticks(range(cols))
+    ax.set_yticks(range(rows))
+    ax.set_xticks(np.arange(-0.5, cols), minor=True)
+    ax.set_yticks(np.arange(-0.5, rows), minor=True)
+    ax.grid(which="minor", color=color, lw=lw)
+    ax.tick_params(which="minor", length=0)
+
+
+def offset_labels(window_size: WindowSize) -> tuple[list[str], list[str]]:
+    """Tick labels of the ``(2Wh-1) x (2Ww-1)`` offset grid: row offsets ``dy``, column ``dx``."""
+    wh, ww = to_pair("window_size", window_size)
+    return [str(i) for i in range(1 - wh, wh)], [str(j) for j in range(1 - ww, ww)]
+
+
 def _draw_window(ax: Axes, wh: int, ww: int, shade: np.ndarray | None = None) -> None:
     """Empty ``wh x ww`` grid, row 0 at the top, optionally shading cells."""
     background = np.zeros((wh, ww)) if shade is None else shade
     ax.imshow(background, cmap="Blues", vmin=0, vmax=3)
-    ax.set_xticks(range(ww))
-    ax.set_yticks(range(wh))
-    ax.set_xticks(np.arange(-0.5, ww), minor=True)
-    ax.set_yticks(np.arange(-0.5, wh), minor=True)
-    ax.grid(which="minor", color="black", lw=1)
-    ax.tick_params(which="minor", length=0)
+    draw_cell_grid(ax, wh, ww, color="black", lw=1)
     ax.set_xlabel("column", fontsize=FONT_SIZE)
     ax.set_ylabel("row", fontsize=FONT_SIZE)
 
@@ -405,8 +416,8 @@ def plot_offset_grid(
         title=title,
         xlabel="column offset dx",
         ylabel="row offset dy",
-        row_labels=[str(i - (wh - 1)) for i in range(rows)],
-        col_labels=[str(j - (ww - 1)) for j in range(cols)],
+        row_labels=offset_labels((wh, ww))[0],
+        col_labels=offset_labels((wh, ww))[1],
         annotate=False,
         highlight=highlight,
         cmap="viridis",
