@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 
@@ -52,3 +53,24 @@ def check_choice(name: str, value: object, allowed: Sequence[str]) -> str:
     if value not in allowed:
         raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
     return value  # type: ignore[return-value]
+
+
+def _memory_bytes() -> int:
+    """This machine's physical memory (``2**40`` where the OS does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return 2**40
+
+
+def check_pairs_fit_in_memory(name: str, window_size: object) -> None:
+    """Raise if a window's token pairs cannot be held: ``N = Wh * Ww`` tokens make ``N * N``
+    pairs, and a pairwise ``(N, N, 2)`` int64 offset tensor takes ``16 N^2`` bytes."""
+    h, w = to_pair(name, window_size)
+    nbytes, memory = 16 * (h * w) ** 2, _memory_bytes()
+    if nbytes > memory:
+        raise ValueError(
+            f"{name}={window_size!r} is too large: its (N, N, 2) pairwise offsets (N = {h * w:,} "
+            f"tokens) would need {nbytes / 2**30:,.1f} GiB, more than this machine's "
+            f"{memory / 2**30:,.1f} GiB of memory"
+        )

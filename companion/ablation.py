@@ -2,35 +2,38 @@
 
     python -m companion.ablation --name cpu-tiny --config tiny-cpu --seeds 0 1 2 --epochs 12
 
-writes ``results/<name>/``:
+Each grid point is one :func:`companion.train.train` run in ``<work-dir>/<name>/<key>/``; when it
+finishes, its record ``<key>.json`` (its own recorded settings, the hash of the code that trained
+it, the hardware, every epoch's metrics) and its bias tables ``<key>.bias.pt`` are written beside
+it. Only when *every* run has finished is ``results/<name>/`` written, all at once (built in a
+staging folder, then swapped in), so a failed or interrupted ablation never replaces or mixes
+into published results:
 
-* ``results.json`` — a header (hardware, torch, git commit and whether the tree was dirty, the
-  exact command, the date, the wall time) and every run's final metrics;
-* ``results.md`` — mean ± std (over seeds) of the final test accuracy per ``pos`` x dataset;
-* ``curves/<dataset>__<pos>__seed<k>.json`` — each run's per-epoch metrics;
-* ``bias/<dataset>__<pos>.pt`` — for one seed of ``rel`` and ``abs+rel``, the learned relative
-  position bias tables of every block (tensors only, ``weights_only``-loadable).
+* ``results.json``: a header (hardware, torch, git commit and whether the tree was dirty, this
+  command, the date) and every run's final metrics, all taken from the runs' own records;
+* ``results.md``: mean ± std (over seeds) of the final test accuracy per ``pos`` x dataset;
+* ``curves/<dataset>__<pos>__seed<k>.json``: each run's per-epoch metrics and settings;
+* ``bias/<dataset>__<pos>.pt``: for the first seed of every ``pos`` whose model has them, the
+  learned relative position bias tables of every block (``weights_only``-loadable).
 
-Checkpoints go to ``--work-dir`` (not committed). A run whose curve file exists is not run
-again, and an interrupted run resumes from its checkpoint, so the whole ablation can be
-stopped and started again.
+Stopping and starting again is safe: a finished run is reused only when its recorded settings and
+code hash equal the requested ones, and an interrupted run resumes from its checkpoint only under
+the same condition; otherwise the ablation refuses, saying how to start afresh (``--fresh``, or a
+new ``--name``).
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
-import platform
 import shlex
-import statistics
-import subprocess
+import shutil
 import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -38,20 +41,40 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from companion import _repository
 from companion._io import atomic_write, atomic_write_json, atomic_write_text
-from companion.data import DATASETS, num_classes
-from companion.train import (
-    CHECKPOINT,
-    POS_CHOICES,
-    ModelFactory,
-    TrainConfig,
-    train,
+from companion.data import num_classes
+from companion.provenance import hardware, provenance, source_digest
+from companion.results import (  # noqa: F401  (re-exported: the book imports them from here)
+    BIAS_POS,
+    RESULTS_URL,
+    find_results,
+    gaps_table,
+    load_bias_tables,
+    load_curves,
+    load_results,
+    results_table,
+    run_key,
+    summarize,
+)
+from companion.train import CHECKPOINT, ModelFactory, TrainConfig, load_checkpoint, train
+from companion.train.cli import add_debug_flag, run_reporting_errors
+from companion.train.config import (
+    add_config_arguments,
+    check_setting,
+    config_fields,
+    config_from_args,
+    recorded_settings,
     validate_config,
 )
+from companion.train.rundir import RunLock
 
-PACKAGE_DIR = Path(__file__).resolve().parent
-BIAS_POS = ("rel", "abs+rel")  # the variants that have relative position bias tables
+#: The settings a reused (or resumed) run must share with the request, besides the code hash.
+COMPARED_KINDS = ("result", "hardware")
+GRID = {f.name: f.metadata["grid"][0] for f in config_fields() if f.metadata["grid"]}
+
+
+class StaleRunError(ValueError):
+    """A saved run whose settings or code differ from the request; the message says what to do."""
 
 
 @dataclass
@@ -60,27 +83,31 @@ class AblationPlan:
 
     name: str
     datasets: tuple[str, ...] = ("grid-cell", "relation")
-    pos: tuple[str, ...] = POS_CHOICES
+    pos: tuple[str, ...] = TrainConfig.__dataclass_fields__["pos"].metadata["grid"][1]
     seeds: tuple[int, ...] = (0, 1, 2)
     base: TrainConfig = field(default_factory=lambda: TrainConfig(progress=False))
     results_dir: str = "results"
     work_dir: str = "runs/ablation"
     jobs: int = 1
+    fresh: bool = False
 
     def __post_init__(self) -> None:
         if not self.name or "/" in self.name or self.name.startswith("."):
             raise ValueError(f"name must be a plain folder name, got {self.name!r}")
-        for d in self.datasets:
-            if d not in DATASETS:
-                raise ValueError(f"datasets must be in {list(DATASETS)}, got {d!r}")
-        for p in self.pos:
-            if p not in POS_CHOICES:
-                raise ValueError(f"pos must be in {list(POS_CHOICES)}, got {p!r}")
-        if not self.datasets or not self.pos or not self.seeds:
-            raise ValueError(
-                f"datasets, pos and seeds must each be non-empty, got datasets={self.datasets}, "
-                f"pos={self.pos}, seeds={self.seeds}"
-            )
+        for setting, values in (
+            ("dataset", self.datasets),
+            ("pos", self.pos),
+            ("seed", self.seeds),
+        ):
+            if not values:
+                raise ValueError(
+                    f"datasets, pos and seeds must each be non-empty, got {GRID[setting]}=()"
+                )
+            for value in values:
+                try:
+                    check_setting(setting, value)
+                except (TypeError, ValueError) as exc:
+                    raise type(exc)(f"{GRID[setting]}: {exc}") from None
         if isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or self.jobs < 1:
             raise ValueError(f"jobs must be an int >= 1, got {self.jobs!r}")
 
@@ -88,75 +115,18 @@ class AblationPlan:
     def folder(self) -> Path:
         return Path(self.results_dir) / self.name
 
+    @property
+    def work(self) -> Path:
+        return Path(self.work_dir) / self.name
+
     def runs(self) -> list[tuple[str, str, int]]:
         """Every ``(dataset, pos, seed)``, seed-major: the first seed's whole grid comes first, so
         an early look (or an interrupted ablation) already compares every variant."""
         return [(d, p, s) for s in self.seeds for d in self.datasets for p in self.pos]
 
-
-def run_key(dataset: str, pos: str, seed: int) -> str:
-    return f"{dataset}__{pos}__seed{seed}"
-
-
-# --------------------------------------------------------------------------- provenance
-
-
-def cpu_model() -> str:
-    """The CPU's marketing name (``/proc/cpuinfo`` on Linux, ``platform`` elsewhere)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def git_state(repo: Path = PACKAGE_DIR.parent) -> dict[str, Any]:
-    """``{"commit": sha or None, "dirty": bool or None}`` of the checkout the code runs from."""
-
-    def git(*args: str) -> str | None:
-        try:
-            done = subprocess.run(
-                ["git", *args], cwd=repo, capture_output=True, text=True, timeout=10, check=True
-            )
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return done.stdout.strip()
-
-    commit = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain") if commit else None
-    return {"commit": commit, "dirty": None if status is None else bool(status)}
-
-
-def source_digest(package: Path = PACKAGE_DIR) -> str:
-    """SHA-256 over the companion package's ``.py`` files: identifies the code even when the
-    git tree was dirty."""
-    digest = hashlib.sha256()
-    for path in sorted(package.rglob("*.py")):
-        digest.update(path.relative_to(package).as_posix().encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
-def provenance(command: str | None) -> dict[str, Any]:
-    """Where and how results were produced: hardware, software, code version, command, date."""
-    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
-    return {
-        "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "command": command,
-        "cpu": cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "gpu": gpu,
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "git": git_state(),
-        "companion_sha256": source_digest(),
-    }
-
-
-# --------------------------------------------------------------------------- bias tables
+    def config(self, dataset: str, pos: str, seed: int) -> TrainConfig:
+        out = str(self.work / run_key(dataset, pos, seed))
+        return replace(self.base, dataset=dataset, pos=pos, seed=seed, out=out, progress=False)
 
 
 def bias_tables(model: nn.Module) -> dict[str, dict[str, Any]]:
@@ -175,270 +145,222 @@ def bias_tables(model: nn.Module) -> dict[str, dict[str, Any]]:
     return found
 
 
-# --------------------------------------------------------------------------- running
+# --------------------------------------------------------------------------- one run
+
+
+def _requested(cfg: TrainConfig) -> dict[str, Any]:
+    return {"settings": recorded_settings(cfg, COMPARED_KINDS), "code_sha256": source_digest()}
+
+
+def _differences(saved_settings: dict[str, Any], saved_code: object, cfg: TrainConfig) -> str:
+    want = _requested(cfg)
+    diff = [
+        f"{k}: saved {saved_settings.get(k)!r}, now {v!r}"
+        for k, v in want["settings"].items()
+        if saved_settings.get(k) != v
+    ]
+    if saved_code != want["code_sha256"]:
+        diff.append("the companion code changed since (its sha256 differs)")
+    return "; ".join(diff)
+
+
+def _refuse(plan: AblationPlan, path: Path, why: str) -> StaleRunError:
+    return StaleRunError(
+        f"{path} was made with other settings or code ({why}); pass --fresh to discard "
+        f"{plan.work} and train again, or choose a new --name"
+    )
+
+
+def _read_record(plan: AblationPlan, path: Path) -> dict[str, Any]:
+    try:
+        record = json.loads(path.read_text())
+        problem = "" if isinstance(record, dict) else f"it holds a {type(record).__name__}"
+    except ValueError as exc:
+        record, problem = None, f"not JSON: {exc}"
+    needed = ("settings", "code_sha256", "final", "epochs")
+    if not problem and any(k not in record for k in needed):
+        problem = f"it lacks one of {list(needed)}"
+    if problem:
+        raise StaleRunError(
+            f"{path} is not a run record ({problem}); pass --fresh to discard {plan.work} and "
+            f"train again, or choose a new --name"
+        )
+    return record
 
 
 def _run_one(
     plan: AblationPlan, dataset: str, pos: str, seed: int, factory: ModelFactory | None
 ) -> dict[str, Any]:
-    """Train one grid point (or reuse its saved curve) and save its curve and bias tables."""
-    key = run_key(dataset, pos, seed)
-    curve_path = plan.folder / "curves" / f"{key}.json"
-    if curve_path.is_file():
-        saved = json.loads(curve_path.read_text())
-        return {"dataset": dataset, "pos": pos, "seed": seed, **saved["summary"]}
-    out = Path(plan.work_dir) / plan.name / key
-    cfg = replace(
-        plan.base,
-        dataset=dataset,
-        pos=pos,
-        seed=seed,
-        out=str(out),
-        resume=(out / CHECKPOINT).is_file(),
-        progress=False,
-    )
-    start = time.perf_counter()
+    """Train one grid point, or reuse it when its record matches the request exactly."""
+    cfg = plan.config(dataset, pos, seed)
+    out = Path(cfg.out)
+    record_path = out.with_name(out.name + ".json")
+    if record_path.exists():
+        record = _read_record(plan, record_path)
+        why = _differences(record["settings"], record["code_sha256"], cfg)
+        if why:
+            raise _refuse(plan, record_path, why)
+        return record
+    if (out / CHECKPOINT).exists():
+        saved = load_checkpoint(out / CHECKPOINT)
+        why = _differences(saved["config"], saved["code_sha256"], cfg)
+        if why:
+            raise _refuse(plan, out / CHECKPOINT, why)
+        cfg = replace(cfg, resume=True)
     result = train(cfg, factory)
-    wall = time.perf_counter() - start
-    last = result.history[-1]
-    summary = {
-        "final": last,
-        "best_test_acc": max(r["test_acc"] for r in result.history),
-        "wall_s": wall,
-        "num_params": sum(p.numel() for p in result.model.parameters()),
+    history = result.history
+    record = {
+        "dataset": dataset,
+        "pos": pos,
+        "seed": seed,
+        "settings": result.header["config"],
+        "code_sha256": result.header["code_sha256"],
+        "run": {k: v for k, v in result.header.items() if k not in ("config", "code_sha256")},
+        "hardware": hardware(),
+        "final": history[-1],
+        "best_test_acc": max(r["test_acc"] for r in history),
+        "wall_s": sum(r["epoch_time_s"] for r in history),
+        "num_params": result.header["num_params"],
+        "epochs": history,
     }
-    atomic_write_json(curve_path, {"summary": summary, "epochs": result.history})
-    if pos in BIAS_POS and seed == plan.seeds[0]:
-        tables = bias_tables(result.model)
-        atomic_write(plan.folder / "bias" / f"{dataset}__{pos}.pt", lambda f: torch.save(tables, f))
-    return {"dataset": dataset, "pos": pos, "seed": seed, **summary}
+    tables = bias_tables(result.model)
+    if tables:
+        atomic_write(out.with_name(out.name + ".bias.pt"), lambda f: torch.save(tables, f))
+    atomic_write_json(record_path, record)  # last: its presence means the run is complete
+    return json.loads(json.dumps(record))  # as a reuse would read it back
 
 
-def summarize(runs: Sequence[dict[str, Any]], metric: str = "test_acc") -> list[dict[str, Any]]:
-    """Mean and sample standard deviation (``n - 1``) of the final ``metric`` per dataset x pos."""
-    rows = []
-    groups: dict[tuple[str, str], list[float]] = {}
-    for r in runs:
-        groups.setdefault((r["dataset"], r["pos"]), []).append(r["final"][metric])
-    for (dataset, pos), values in groups.items():
-        rows.append(
-            {
-                "dataset": dataset,
-                "pos": pos,
-                "n": len(values),
-                "mean": statistics.fmean(values),
-                "std": statistics.stdev(values) if len(values) > 1 else 0.0,
-                "values": values,
-            }
-        )
-    return rows
+# --------------------------------------------------------------------------- publishing
 
 
-#: The differences between position encodings that chapter 5 discusses: ``(a, b)`` reads "a - b".
-DISCUSSED_GAPS: tuple[tuple[str, str], ...] = (("abs", "rel"), ("abs+rel", "abs"), ("rel", "none"))
+def _common(records: Sequence[dict[str, Any]], get, what: str) -> Any:
+    values = {json.dumps(get(r), sort_keys=True) for r in records}
+    if len(values) == 1:
+        return get(records[0])
+    if what == "hardware":
+        return "mixed: " + " | ".join(sorted(values))
+    raise ValueError(f"the runs disagree on {what} ({sorted(values)}); nothing was published")
 
 
-def gaps_table(
-    summary: Sequence[dict[str, Any]],
-    chance: dict[str, float],
-    pairs: Sequence[tuple[str, str]] = DISCUSSED_GAPS,
-) -> str:
-    """Gaps between mean final accuracies, in percentage points, one line per dataset: first each
-    ``pos`` above chance, then each pair ``(a, b)`` of ``pairs`` as ``a - b``."""
-    mean = {(r["dataset"], r["pos"]): 100 * r["mean"] for r in summary}
-    datasets = list(dict.fromkeys(r["dataset"] for r in summary))
-    pos_order = list(dict.fromkeys(r["pos"] for r in summary))
-    lines = []
-    for d in datasets:
-        row = "  ".join(f"{p}: {mean[d, p] - 100 * chance[d]:+5.1f}" for p in pos_order)
-        lines.append(f"{d:9}  above chance ->  {row}")
-    for d in datasets:
-        row = "   ".join(f"{a} - {b} = {mean[d, a] - mean[d, b]:+5.1f}" for a, b in pairs)
-        lines.append(f"{d:9}  {row}")
-    return "\n".join(lines)
-
-
-def results_table(summary: Sequence[dict[str, Any]], chance: dict[str, float]) -> str:
-    """Markdown: one row per ``pos``, one column per dataset, cells ``mean ± std`` in percent."""
-    datasets = list(dict.fromkeys(r["dataset"] for r in summary))
-    pos_order = list(dict.fromkeys(r["pos"] for r in summary))
-    cell = {(r["dataset"], r["pos"]): r for r in summary}
-    n = max(r["n"] for r in summary)
-    head = "| pos | " + " | ".join(f"{d} (chance {100 * chance[d]:.1f})" for d in datasets) + " |"
-    lines = [head, "|---" * (len(datasets) + 1) + "|"]
-    for pos in pos_order:
-        cells = []
-        for d in datasets:
-            r = cell.get((d, pos))
-            cells.append("" if r is None else f"{100 * r['mean']:.1f} ± {100 * r['std']:.1f}")
-        lines.append(f"| {pos} | " + " | ".join(cells) + " |")
-    lines.append("")
-    seeds = "seed" if n == 1 else "seeds"
-    lines.append(f"*Final test accuracy (%), mean ± sample std over {n} {seeds}.*")
-    return "\n".join(lines) + "\n"
-
-
-def run_ablation(
-    plan: AblationPlan, factory: ModelFactory | None = None, command: str | None = None
-) -> dict[str, Any]:
-    """Run every grid point of ``plan`` (``plan.jobs`` at a time) and write the results folder.
-
-    ``factory`` (see :func:`companion.train.train`) must be picklable when ``jobs > 1``.
-    """
-    header = provenance(command)
-    start = time.perf_counter()
-    grid = plan.runs()
-    if plan.jobs == 1:
-        runs = [_run_one(plan, *point, factory) for point in grid]
-    else:
-        # Separate processes, one thread each: on a small CPU two single-threaded trainings get
-        # more images through per second than one two-threaded one.
-        base = replace(plan.base, threads=plan.base.threads or 1)
-        plan = replace(plan, base=base)
-        with ProcessPoolExecutor(plan.jobs, mp_context=get_context("spawn")) as pool:
-            futures = [pool.submit(_run_one, plan, *point, factory) for point in grid]
-            runs = [f.result() for f in futures]
-    header["wall_s"] = time.perf_counter() - start
-    header["threads_per_run"] = plan.base.threads or torch.get_num_threads()
-    header["jobs"] = plan.jobs
-    chance = {d: 1 / num_classes(d) for d in plan.datasets}
+def _results(plan: AblationPlan, records: list[dict[str, Any]], header: dict[str, Any]) -> dict:
+    """``results.json``'s content, from the runs' own records (never from the command line)."""
+    first = records[0]["settings"]
+    shared = [k for k in first if k not in GRID]
+    train_settings = {k: _common(records, lambda r, k=k: r["settings"][k], k) for k in shared}
+    code = _common(records, lambda r: r["code_sha256"], "code_sha256")
+    for key in ("cpu", "cpu_count", "gpu", "torch", "python", "platform"):
+        header[key] = _common(records, lambda r, key=key: r["hardware"][key], "hardware")
+    header["companion_sha256"] = code
+    header["threads_per_run"] = train_settings.get("threads") or "torch default"
+    header["compute_s"] = sum(r["wall_s"] for r in records)
+    datasets = list(dict.fromkeys(r["dataset"] for r in records))
+    chance = {d: 1 / num_classes(d) for d in datasets}
+    runs = [{k: v for k, v in r.items() if k != "epochs"} for r in records]
     summary = summarize(runs)
-    results = {
+    return {
         "header": header,
         "plan": {
             "name": plan.name,
-            "datasets": list(plan.datasets),
-            "pos": list(plan.pos),
-            "seeds": list(plan.seeds),
-            "train": asdict(plan.base),
+            "datasets": datasets,
+            "pos": list(dict.fromkeys(r["pos"] for r in records)),
+            "seeds": list(dict.fromkeys(r["seed"] for r in records)),
+            "train": train_settings,
         },
         "chance": chance,
         "summary": summary,
         "runs": runs,
     }
-    atomic_write_json(plan.folder / "results.json", results)
-    atomic_write_text(plan.folder / "results.md", results_table(summary, chance))
-    return results
 
 
-# --------------------------------------------------------------------------- reading results
+def _publish(plan: AblationPlan, results: dict[str, Any], records: list[dict[str, Any]]) -> None:
+    """Write the results folder into a staging folder, then swap it in."""
+    folder = plan.folder
+    staging = folder.with_name(f".{folder.name}.staging")
+    old = folder.with_name(f".{folder.name}.old")
+    shutil.rmtree(staging, ignore_errors=True)
+    bias_files = []
+    for r in records:
+        key = run_key(r["dataset"], r["pos"], r["seed"])
+        summary = {k: r[k] for k in ("final", "best_test_acc", "wall_s", "num_params")}
+        atomic_write_json(
+            staging / "curves" / f"{key}.json",
+            {"summary": summary, "settings": r["settings"], "code_sha256": r["code_sha256"],
+             "epochs": r["epochs"]},
+        )  # fmt: skip
+        tables = plan.work / f"{key}.bias.pt"
+        if r["seed"] == plan.seeds[0] and tables.is_file():
+            rel = f"bias/{r['dataset']}__{r['pos']}.pt"
+            (staging / "bias").mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(tables, staging / rel)
+            bias_files.append(rel)
+    results["bias_files"] = bias_files
+    atomic_write_json(staging / "results.json", results)
+    atomic_write_text(staging / "results.md", results_table(results["summary"], results["chance"]))
+    shutil.rmtree(old, ignore_errors=True)
+    if folder.exists():
+        os.replace(folder, old)
+    os.replace(staging, folder)
+    shutil.rmtree(old, ignore_errors=True)
 
-#: Where the book's repository publishes its results (for readers who installed only the package,
-#: e.g. on Colab, and so have no ``results/`` folder beside them).
-RESULTS_URL = f"https://raw.githubusercontent.com/{_repository.OWNER}/{_repository.NAME}/{_repository.REF}/results"
 
+def run_ablation(
+    plan: AblationPlan, factory: ModelFactory | None = None, command: str | None = None
+) -> dict[str, Any]:
+    """Run (or reuse) every grid point of ``plan`` (``plan.jobs`` at a time), then publish.
 
-def find_results(name: str, search: Sequence[Path] | None = None) -> Path:
-    """The folder ``results/<name>``: looked for in the current directory, its parent (the book's
-    notebooks run in ``book/``) and beside the companion package (an editable install); if it is
-    in none of them, it is downloaded from ``RESULTS_URL`` into the cache folder.
+    ``factory`` (see :func:`companion.train.train`) must be picklable when ``jobs > 1``.
     """
-    places = (
-        search
-        if search is not None
-        else [
-            Path.cwd() / "results",
-            Path.cwd().parent / "results",
-            PACKAGE_DIR.parent / "results",
-        ]
-    )
-    for place in places:
-        if (Path(place) / name / "results.json").is_file():
-            return Path(place) / name
-    return _download_results(name)
+    _restore_interrupted_swap(plan.folder)
+    start = time.perf_counter()
+    plan.work.mkdir(parents=True, exist_ok=True)
+    with RunLock(plan.work, label="--work-dir/--name"):
+        if plan.fresh:
+            for child in plan.work.iterdir():
+                if child.name != ".lock":
+                    shutil.rmtree(child) if child.is_dir() else child.unlink()
+        if plan.jobs == 1:
+            records = [_run_one(plan, *point, factory) for point in plan.runs()]
+        else:
+            # Separate processes, one thread each: on a small CPU two single-threaded trainings
+            # get more images through per second than one two-threaded one.
+            plan = replace(plan, base=replace(plan.base, threads=plan.base.threads or 1))
+            with ProcessPoolExecutor(plan.jobs, mp_context=get_context("spawn")) as pool:
+                futures = [pool.submit(_run_one, plan, *p, factory) for p in plan.runs()]
+                records = [f.result() for f in futures]
+        header = provenance(command)
+        header["wall_s"] = time.perf_counter() - start
+        header["jobs"] = plan.jobs
+        results = _results(plan, records, header)
+        _publish(plan, results, records)
+    return json.loads(json.dumps(results))
 
 
-def _download_results(name: str, base_url: str = RESULTS_URL) -> Path:
-    import urllib.request
-
-    from companion.data import DEFAULT_DATA_DIR
-
-    folder = DEFAULT_DATA_DIR / "results" / name
-
-    def fetch(relative: str) -> bytes:
-        try:
-            with urllib.request.urlopen(f"{base_url}/{name}/{relative}", timeout=30) as response:
-                return response.read()
-        except OSError as exc:
-            raise FileNotFoundError(
-                f"results {name!r} are not in a local results/ folder and could not be "
-                f"downloaded from {base_url}/{name} ({exc}); run the notebook from a clone of "
-                f"the book's repository"
-            ) from exc
-
-    results = json.loads(fetch("results.json"))
-    for run in results["runs"]:
-        key = run_key(run["dataset"], run["pos"], run["seed"])
-        atomic_write(
-            folder / "curves" / f"{key}.json", lambda f, k=key: f.write(fetch(f"curves/{k}.json"))
-        )
-    for dataset in results["plan"]["datasets"]:
-        for pos in BIAS_POS:
-            if pos in results["plan"]["pos"]:
-                rel = f"bias/{dataset}__{pos}.pt"
-                atomic_write(folder / rel, lambda f, r=rel: f.write(fetch(r)))
-    atomic_write_json(folder / "results.json", results)
-    return folder
-
-
-def load_results(folder: str | os.PathLike[str]) -> dict[str, Any]:
-    """``results.json`` of an ablation folder."""
-    return json.loads((Path(folder) / "results.json").read_text())
-
-
-def load_curves(folder: str | os.PathLike[str]) -> dict[tuple[str, str, int], list[dict]]:
-    """Every run's per-epoch records, keyed by ``(dataset, pos, seed)``."""
-    curves = {}
-    for run in load_results(folder)["runs"]:
-        key = run_key(run["dataset"], run["pos"], run["seed"])
-        saved = json.loads((Path(folder) / "curves" / f"{key}.json").read_text())
-        curves[(run["dataset"], run["pos"], run["seed"])] = saved["epochs"]
-    return curves
-
-
-def load_bias_tables(folder: str | os.PathLike[str], dataset: str, pos: str) -> dict[str, Any]:
-    """The bias tables saved for ``dataset`` and ``pos`` (see :func:`bias_tables`)."""
-    path = Path(folder) / "bias" / f"{dataset}__{pos}.pt"
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"no bias tables for dataset={dataset!r}, pos={pos!r} in {folder} (they are saved for "
-            f"pos in {list(BIAS_POS)}, first seed only)"
-        )
-    return torch.load(path, weights_only=True)
+def _restore_interrupted_swap(folder: Path) -> None:
+    """A kill between the two renames of :func:`_publish` leaves only ``.<name>.old``."""
+    old = folder.with_name(f".{folder.name}.old")
+    if old.is_dir() and not folder.exists():
+        os.replace(old, folder)
 
 
 # --------------------------------------------------------------------------- command line
 
 
 def build_parser() -> argparse.ArgumentParser:
-    d = TrainConfig()
     p = argparse.ArgumentParser(
         prog="python -m companion.ablation",
-        description="Train every position encoding x seed x dataset and tabulate the results.",
+        description="Train every position encoding x seed x dataset and tabulate the results. "
+        "Every per-run setting of companion-train is accepted; dataset, pos and seed take "
+        "several values (--datasets, --pos, --seeds).",
     )
     p.add_argument("--name", required=True, help="results/<name>/ receives the results")
-    p.add_argument("--config", default=d.config)
-    p.add_argument("--datasets", nargs="+", default=["grid-cell", "relation"], choices=DATASETS)
-    p.add_argument("--pos", nargs="+", default=list(POS_CHOICES), choices=POS_CHOICES)
-    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    p.add_argument("--epochs", type=int, default=d.epochs)
-    p.add_argument("--batch-size", type=int, default=d.batch_size)
-    p.add_argument("--lr", type=float, default=d.lr)
-    p.add_argument("--weight-decay", type=float, default=d.weight_decay)
-    p.add_argument("--warmup-epochs", type=float, default=d.warmup_epochs)
-    p.add_argument("--label-smoothing", type=float, default=d.label_smoothing)
-    p.add_argument("--drop-path-rate", type=float, default=None)
-    p.add_argument("--train-size", type=int, default=None)
-    p.add_argument("--test-size", type=int, default=None)
-    p.add_argument("--data-seed", type=int, default=d.data_seed)
-    p.add_argument("--device", default=d.device)
-    p.add_argument("--precision", default=d.precision)
-    p.add_argument("--threads", type=int, default=None)
+    add_config_arguments(p, kinds=("result", "hardware", "speed"), grid=True)
     p.add_argument("--jobs", type=int, default=1, help="runs in parallel (processes)")
-    p.add_argument("--data-dir", default=d.data_dir)
-    p.add_argument("--download", action="store_true")
-    p.add_argument("--results-dir", default="results")
+    p.add_argument("--results-dir", default="results", help="where results/<name>/ goes")
     p.add_argument("--work-dir", default="runs/ablation", help="checkpoints (not committed)")
+    p.add_argument(
+        "--fresh", action="store_true", help="discard this --name's saved runs and train anew"
+    )
+    add_debug_flag(p)
     return p
 
 
@@ -446,44 +368,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
-    base = TrainConfig(
-        config=args.config,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        weight_decay=args.weight_decay,
-        warmup_epochs=args.warmup_epochs,
-        label_smoothing=args.label_smoothing,
-        drop_path_rate=args.drop_path_rate,
-        train_size=args.train_size,
-        test_size=args.test_size,
-        data_seed=args.data_seed,
-        device=args.device,
-        precision=args.precision,
-        threads=args.threads,
-        data_dir=args.data_dir,
-        download=args.download,
-        progress=False,
-    )
+    grid = {name: tuple(getattr(args, name)) for name in GRID}
     try:
+        base = config_from_args(args, **{k: v[0] for k, v in grid.items()}, progress=False)
         validate_config(base)
         plan = AblationPlan(
             name=args.name,
-            datasets=tuple(args.datasets),
-            pos=tuple(args.pos),
-            seeds=tuple(args.seeds),
+            datasets=grid["dataset"],
+            pos=grid["pos"],
+            seeds=grid["seed"],
             base=base,
             results_dir=args.results_dir,
             work_dir=args.work_dir,
             jobs=args.jobs,
+            fresh=args.fresh,
         )
     except (ValueError, TypeError) as exc:
         parser.error(str(exc))
     command = shlex.join(["python", "-m", "companion.ablation", *argv])
-    results = run_ablation(plan, command=command)
-    print(results_table(results["summary"], results["chance"]))
-    print(f"wrote {plan.folder} in {results['header']['wall_s']:.0f} s")
-    return 0
+
+    def work() -> None:
+        results = run_ablation(plan, command=command)
+        print(results_table(results["summary"], results["chance"]))
+        header = results["header"]
+        print(
+            f"wrote {plan.folder} in {header['wall_s']:.0f} s ({header['compute_s']:.0f} s of runs)"
+        )
+
+    return run_reporting_errors("python -m companion.ablation", work, args.debug)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from companion._checks import check_positive_int, to_pair
+from companion._checks import check_pairs_fit_in_memory, check_positive_int, to_pair
 
 WindowSize = int | tuple[int, int]
 
@@ -81,6 +81,7 @@ def relative_position_index(window_size: WindowSize) -> Tensor:
 
     ``window_size`` is an int ``M`` (an ``M x M`` window) or a pair ``(Wh, Ww)``.
     """
+    check_pairs_fit_in_memory("window_size", window_size)
     coords = grid_coordinates(window_size)
     offsets = pairwise_offsets(flatten_coordinates(coords))
     scaled = multiply_row_offsets(shift_offsets(offsets, window_size), window_size)

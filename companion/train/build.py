@@ -1,0 +1,126 @@
+"""What a run is made of: data, model, optimiser and learning-rate schedule."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.utils.data import DataLoader, DistributedSampler, RandomSampler
+
+from companion.data import ImageClassificationData, batch_loader, make_dataset
+from companion.train.config import TrainConfig, model_options
+from companion.train.runtime import DistInfo
+
+#: ``factory(num_classes, pos)`` -> a classifier; the default builds ``companion.swin``'s Swin.
+ModelFactory = Callable[[int, str], nn.Module]
+
+
+def build_model(cfg: TrainConfig, num_classes: int, factory: ModelFactory | None) -> nn.Module:
+    """``factory(num_classes, cfg.pos)``, or by default ``swin_from_config(cfg.config, ...)``
+    with every ``model=True`` setting of the config passed by name."""
+    if factory is not None:
+        return factory(num_classes, cfg.pos)
+    from companion.swin import swin_from_config
+
+    return swin_from_config(cfg.config, num_classes=num_classes, **model_options(cfg))
+
+
+def load_data(
+    cfg: TrainConfig, info: DistInfo
+) -> tuple[ImageClassificationData, ImageClassificationData]:
+    """The train and test splits. With several processes, rank 0 fetches CIFAR-10 (if it must)
+    before the others read it."""
+
+    def load(split: str, n: int | None) -> ImageClassificationData:
+        kw = {"seed": cfg.data_seed, "data_dir": cfg.data_dir, "download": cfg.download}
+        return make_dataset(cfg.dataset, split, n, **kw)
+
+    wait = info.enabled and cfg.dataset == "cifar10"
+    if wait and not info.is_main:
+        dist.barrier()
+    data = load("train", cfg.train_size), load("test", cfg.test_size)
+    if wait and info.is_main:
+        dist.barrier()
+    return data
+
+
+def make_loaders(
+    cfg: TrainConfig,
+    train: ImageClassificationData,
+    test: ImageClassificationData,
+    info: DistInfo,
+    data_gen: torch.Generator,
+) -> tuple[DataLoader, DataLoader, Any]:
+    """Training batches (shuffled by ``data_gen``, or a ``DistributedSampler`` under torchrun;
+    incomplete last batch dropped) and test batches (every ``world_size``-th image per rank)."""
+    if info.enabled:
+        sampler: Any = DistributedSampler(
+            train, info.world_size, info.rank, shuffle=True, seed=cfg.seed, drop_last=True
+        )
+    else:
+        sampler = RandomSampler(train, generator=data_gen)
+    train_loader = batch_loader(
+        train, sampler, cfg.batch_size, drop_last=True, num_workers=cfg.num_workers
+    )
+    if len(train_loader) == 0:
+        raise ValueError(
+            f"batch_size must be at most the training images per process, got "
+            f"batch_size={cfg.batch_size} for {len(train)} images on "
+            f"{info.world_size} process(es)"
+        )
+    test_indices = list(range(info.rank, len(test), info.world_size))
+    return train_loader, batch_loader(test, test_indices, max(cfg.batch_size, 256)), sampler
+
+
+def warmup_cosine(total_steps: int, warmup_steps: int) -> Callable[[int], float]:
+    """The learning-rate multiplier for step ``s`` (0-based, the step about to be taken).
+
+    ``(s + 1) / warmup_steps`` during warm-up, then ``0.5 * (1 + cos(pi * t))`` with ``t`` going
+    from 0 to 1 over the remaining steps: the rate reaches its peak at the end of warm-up and
+    falls smoothly to 0 at the last step.
+    """
+    check = total_steps >= 1 and 0 <= warmup_steps <= total_steps
+    if not check:
+        raise ValueError(
+            f"need total_steps >= 1 and 0 <= warmup_steps <= total_steps, "
+            f"got total_steps={total_steps}, warmup_steps={warmup_steps}"
+        )
+
+    def factor(step: int) -> float:
+        if step < warmup_steps:
+            return (step + 1) / warmup_steps
+        t = (step - warmup_steps) / max(1, total_steps - warmup_steps)
+        return 0.5 * (1.0 + math.cos(math.pi * min(t, 1.0)))
+
+    return factor
+
+
+def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    """Two AdamW groups: decayed weights, and undecayed ones: every 1-D tensor (norms, biases)
+    and whatever ``model.no_weight_decay()`` names (timm's convention; the Swin lists its position
+    tables there, since decaying a bias table towards 0 would fight the offsets it learns)."""
+    skip_names = set(model.no_weight_decay()) if hasattr(model, "no_weight_decay") else set()
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if p.requires_grad:
+            (no_decay if p.dim() <= 1 or name in skip_names else decay).append(p)
+    return [
+        {"params": decay, "weight_decay": weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+
+
+def build_optimizer(
+    cfg: TrainConfig, model: nn.Module, steps_per_epoch: int
+) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
+    """AdamW and its per-step warm-up + cosine schedule."""
+    optimizer = torch.optim.AdamW(
+        param_groups(model, cfg.weight_decay), lr=cfg.lr, betas=(0.9, 0.999)
+    )
+    total = cfg.epochs * steps_per_epoch
+    warmup = min(total, round(cfg.warmup_epochs * steps_per_epoch))
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(total, warmup))

@@ -1,0 +1,257 @@
+"""Every training setting, once: type, default, allowed values and help live on one dataclass.
+
+``companion-train``'s flags, the ablation runner's per-run flags (``python -m
+companion.ablation``), the checks, what a checkpoint records and what a reused run must match are
+all *generated* from :class:`TrainConfig`'s fields, so a setting added here appears everywhere.
+
+Why a plain dataclass plus ~60 lines of argparse generation, rather than a library that turns a
+dataclass into a CLI (tyro, simple-parsing, jsonargparse): the package is installed on Colab next
+to whatever is there, so every dependency costs readers; the generation below is small enough to
+read; and each field's metadata also drives things no CLI library knows about (which settings
+shape the numbers, which ones the ablation varies, which ones go to the model).
+
+Each field's ``kind`` says what it is for:
+
+* ``result``: it changes the numbers. A resumed run and a reused ablation run must match it.
+* ``hardware``: where and at what precision the run computes. A reused ablation run must match it;
+  a resumed run may change it (e.g. continue on another machine).
+* ``speed``: how fast it runs, never what it computes (threads, workers, compile, data folder).
+* ``process``: this one process (output folder, resume, progress bars); the ablation sets these.
+
+A field with ``model=True`` is passed by name to ``companion.swin.swin_from_config`` (``None``
+keeps the model config's own value); ``grid=(plural, default)`` makes the ablation take several
+values (``--pos none abs``) and train one run per value.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import typing
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import MISSING, Field, dataclass, field, fields
+from typing import Any
+
+from companion.data import DATASETS, DEFAULT_DATA_DIR
+from companion.swin import CONFIGS, POS_CHOICES
+
+KINDS = ("result", "hardware", "speed", "process")
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+
+
+def parse_device(name: object) -> str:
+    """Check a device name: ``auto``, ``cpu``, ``mps``, ``cuda`` or ``cuda:N``."""
+    ok = isinstance(name, str) and (
+        name in ("auto", "cpu", "mps", "cuda") or (name.startswith("cuda:") and name[5:].isdigit())
+    )
+    if not ok:
+        raise ValueError(f"device must be one of auto, cpu, mps, cuda, cuda:N; got {name!r}")
+    return name  # type: ignore[return-value]
+
+
+def setting(
+    default: Any,
+    help: str,
+    *,
+    kind: str,
+    choices: Sequence[Any] | None = None,
+    low: float | None = None,
+    high: float | None = None,
+    above: float | None = None,
+    check: Callable[[Any], Any] | None = None,
+    model: bool = False,
+    grid: tuple[str, tuple[Any, ...]] | None = None,
+) -> Any:
+    """A :class:`TrainConfig` field: ``low <= value <= high`` (``above``: strictly greater);
+    ``check(value)`` raises for values no range can describe."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {list(KINDS)}, got {kind!r}")
+    meta = {"help": help, "kind": kind, "choices": None if choices is None else tuple(choices)}
+    meta |= {"low": low, "high": high, "above": above, "check": check}
+    meta |= {"model": model, "grid": grid}
+    return field(default=default, metadata=meta)
+
+
+@dataclass
+class TrainConfig:
+    """Every setting of a training run; ``--batch-size`` is ``batch_size`` and so on."""
+
+    config: str = setting(
+        "tiny-cpu", "model size: a name in companion.swin.CONFIGS", kind="result",
+        choices=sorted(CONFIGS),
+    )  # fmt: skip
+    dataset: str = setting(
+        "relation", "what to learn", kind="result", choices=DATASETS,
+        grid=("datasets", ("grid-cell", "relation")),
+    )  # fmt: skip
+    pos: str = setting(
+        "rel", "position encoding", kind="result", choices=POS_CHOICES, model=True,
+        grid=("pos", POS_CHOICES),
+    )  # fmt: skip
+    drop_path_rate: float | None = setting(
+        None, "stochastic depth (default: the model config's own rate)", kind="result",
+        low=0.0, high=0.99, model=True,
+    )  # fmt: skip
+    epochs: int = setting(10, "passes over the training images", kind="result", low=1)
+    batch_size: int = setting(64, "images per step, per process", kind="result", low=1)
+    lr: float = setting(1e-3, "peak learning rate (AdamW)", kind="result", above=0.0)
+    weight_decay: float = setting(0.05, "AdamW weight decay", kind="result", low=0.0)
+    warmup_epochs: float = setting(
+        1.0, "linear warm-up, then a cosine to 0 (at most --epochs)", kind="result", low=0.0
+    )
+    label_smoothing: float = setting(
+        0.1, "label smoothing of the training loss", kind="result", low=0.0, high=1.0
+    )
+    clip_grad: float = setting(5.0, "gradient norm clip; 0 turns it off", kind="result", low=0.0)
+    seed: int = setting(
+        0, "weights, data order, augmentation", kind="result", low=0, grid=("seeds", (0, 1, 2))
+    )
+    data_seed: int = setting(0, "which images the generated tasks draw", kind="result", low=0)
+    train_size: int | None = setting(
+        None, "training images (default: all of CIFAR-10, 5000 generated)", kind="result", low=1
+    )
+    test_size: int | None = setting(
+        None, "test images (default: all of CIFAR-10, 1000 generated)", kind="result", low=1
+    )
+    device: str = setting(
+        "auto", "auto (CUDA, else MPS, else CPU), cpu, mps, cuda or cuda:N", kind="hardware",
+        check=parse_device,
+    )  # fmt: skip
+    precision: str = setting(
+        "auto", "auto: bf16 or fp16 on CUDA, fp32 elsewhere", kind="hardware", choices=PRECISIONS
+    )
+    compile: bool = setting(False, "torch.compile the model", kind="speed")
+    num_workers: int = setting(0, "DataLoader worker processes", kind="speed", low=0)
+    threads: int | None = setting(
+        None, "torch.set_num_threads (default: torch's)", kind="speed", low=1
+    )
+    log_every: int = setting(
+        50, "steps between loss checks and progress updates (one host sync each)", kind="speed",
+        low=1,
+    )  # fmt: skip
+    data_dir: str = setting(str(DEFAULT_DATA_DIR), "where CIFAR-10 is (or goes)", kind="speed")
+    download: bool = setting(False, "download CIFAR-10 if it is missing", kind="speed")
+    out: str = setting("runs/train", "folder for checkpoint and metrics", kind="process")
+    resume: bool = setting(False, "continue the run saved in --out", kind="process")
+    progress: bool = setting(True, "progress bars", kind="process")
+    stop_after_epochs: int | None = setting(
+        None, "stop after N epochs of this process (continue later with --resume)",
+        kind="process", low=1,
+    )  # fmt: skip
+    dump_rank_state: bool = setting(
+        False, "debug: every rank saves its final weights to OUT/rank<R>_state.pt", kind="process"
+    )
+
+
+def config_fields(*kinds: str) -> list[Field]:
+    """The fields of ``kinds`` (all of them when none is given), in declaration order."""
+    return [f for f in fields(TrainConfig) if not kinds or f.metadata["kind"] in kinds]
+
+
+def _types() -> dict[str, tuple[type, bool]]:
+    """``name -> (base type, None allowed)`` from the annotations (``int | None`` -> int, True)."""
+    found = {}
+    for name, hint in typing.get_type_hints(TrainConfig).items():
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        found[name] = (args[0], True) if args else (hint, False)
+    return found
+
+
+def check_setting(name: str, value: object) -> Any:
+    """Raise ``TypeError``/``ValueError`` naming setting ``name``, ``value`` and the rule."""
+    meta = TrainConfig.__dataclass_fields__[name].metadata
+    base, optional = _types()[name]
+    if value is None and optional:
+        return value
+    if meta["choices"] is not None:
+        if value not in meta["choices"]:
+            raise ValueError(f"{name} must be one of {list(meta['choices'])}, got {value!r}")
+        return value
+    rule = _rule(meta)
+    if base is bool:
+        if not isinstance(value, bool):
+            raise TypeError(f"{name} must be True or False, got {value!r}")
+    elif base is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int{rule}, got {value!r}")
+    elif base is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"{name} must be a finite number{rule}, got {value!r}")
+        if not math.isfinite(value):
+            raise ValueError(f"{name} must be a finite number{rule}, got {value!r}")
+    elif not isinstance(value, base):
+        raise TypeError(f"{name} must be a {base.__name__}, got {value!r}")
+    low, high, above = meta["low"], meta["high"], meta["above"]
+    outside = (low is not None and value < low) or (high is not None and value > high)
+    if outside or (above is not None and value <= above):
+        kind = "an int" if base is int else "a finite number"
+        raise ValueError(f"{name} must be {kind}{rule}, got {value!r}")
+    if meta["check"] is not None:
+        meta["check"](value)
+    return value
+
+
+def _rule(meta: dict[str, Any]) -> str:
+    low, high, above = meta["low"], meta["high"], meta["above"]
+    if low is not None and high is not None:
+        return f" in [{low}, {high}]"
+    if low is not None:
+        return f" >= {low}"
+    return f" > {above}" if above is not None else ""
+
+
+def validate_config(cfg: TrainConfig) -> None:
+    """Check every setting (see :func:`check_setting`), then the rules between settings."""
+    for f in fields(cfg):
+        check_setting(f.name, getattr(cfg, f.name))
+    if cfg.warmup_epochs > cfg.epochs:
+        raise ValueError(
+            f"warmup_epochs must be a number in [0, epochs={cfg.epochs}], got {cfg.warmup_epochs}"
+        )
+
+
+def recorded_settings(cfg: TrainConfig, kinds: Iterable[str] = KINDS[:3]) -> dict[str, Any]:
+    """The settings a run records (by default all but the ``process`` ones), as plain values."""
+    return {f.name: getattr(cfg, f.name) for f in config_fields(*kinds)}
+
+
+def model_options(cfg: TrainConfig) -> dict[str, Any]:
+    """The ``model=True`` settings that are set, as keyword arguments for the model."""
+    chosen = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.metadata["model"]}
+    return {k: v for k, v in chosen.items() if v is not None}
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def add_config_arguments(
+    parser: argparse.ArgumentParser, kinds: Sequence[str] = KINDS, grid: bool = False
+) -> None:
+    """One flag per field of ``kinds``: ``--batch-size`` for ``batch_size``, ``--compile`` /
+    ``--no-compile`` for a bool. With ``grid=True`` a field with ``grid=(plural, default)``
+    becomes ``--<plural>`` taking one or more values (the ablation's axes)."""
+    types = _types()
+    for f in config_fields(*kinds):
+        meta, (base, _) = f.metadata, types[f.name]
+        default = f.default if f.default is not MISSING else None
+        shown = default is not None and "default" not in meta["help"] and base is not bool
+        text = f"{meta['help']} (default: {default})" if shown else meta["help"]
+        common = {"dest": f.name, "help": text, "choices": meta["choices"]}
+        if grid and meta["grid"] is not None:
+            plural, values = meta["grid"]
+            parser.add_argument(f"--{plural}", nargs="+", type=base, default=list(values), **common)
+        elif base is bool:
+            flag = "--" + f.name.replace("_", "-")
+            parser.add_argument(
+                flag, action=argparse.BooleanOptionalAction, default=default, dest=f.name,
+                help=f"{meta['help']} (default: {'on' if default else 'off'})",
+            )  # fmt: skip
+        else:
+            flag = "--" + f.name.replace("_", "-")
+            parser.add_argument(flag, type=base, default=default, **common)
+
+
+def config_from_args(args: argparse.Namespace, **overrides: Any) -> TrainConfig:
+    """A :class:`TrainConfig` from parsed flags (fields without a flag keep their default)."""
+    values = {f.name: getattr(args, f.name) for f in fields(TrainConfig) if hasattr(args, f.name)}
+    return TrainConfig(**{**values, **overrides})

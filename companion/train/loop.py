@@ -1,0 +1,219 @@
+"""The training loop, top to bottom: set up, (resume,) then per epoch train, test, save."""
+
+from __future__ import annotations
+
+import random
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from companion.data import random_crop_flip
+from companion.provenance import source_digest
+from companion.train import checkpoint as ck
+from companion.train.build import (
+    ModelFactory,
+    build_model,
+    build_optimizer,
+    load_data,
+    make_loaders,
+)
+from companion.train.config import TrainConfig, recorded_settings, validate_config
+from companion.train.evaluate import NonFiniteError, check_finite, check_test_metrics, evaluate
+from companion.train.rundir import RunLock, check_out_folder
+from companion.train.runtime import (
+    AMP_DTYPES,
+    DistInfo,
+    all_sum,
+    any_rank,
+    dist_info_from_env,
+    init_distributed,
+    log,
+    process_device,
+    progress_bar,
+    resolve_precision,
+    shutdown_distributed,
+)
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C during training; the message says where the last checkpoint is."""
+
+
+@dataclass
+class TrainResult:
+    """What :func:`train` returns: per-epoch metrics, the trained (unwrapped) model, the run's
+    recorded header (settings, code hash, hardware) and its folder."""
+
+    history: list[dict[str, float]]
+    model: nn.Module
+    out: Path
+    header: dict[str, Any] = field(default_factory=dict)
+
+
+def train(cfg: TrainConfig, model_factory: ModelFactory | None = None) -> TrainResult:
+    """Run (or with ``cfg.resume`` continue) the training ``cfg`` describes, in ``cfg.out``."""
+    validate_config(cfg)
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    info = dist_info_from_env()
+    device = process_device(cfg.device, info)
+    out = Path(cfg.out)
+    check_out_folder(out, cfg.resume)  # before any work, so a bad --out costs nothing
+    init_distributed(info, device)
+    clean = False  # whether every rank reached the same point (see shutdown_distributed)
+    try:
+        with RunLock(out) if info.is_main else nullcontext():
+            result = _train(cfg, info, device, model_factory, out)
+        clean = True
+        return result
+    except NonFiniteError:
+        clean = True  # every rank read the same all-reduced flags and stopped at the same step
+        raise
+    finally:
+        shutdown_distributed(clean)
+
+
+def _train(cfg, info: DistInfo, device, factory, out: Path) -> TrainResult:
+    bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported()
+    precision = resolve_precision(cfg.precision, device.type, bf16)
+    autocast = dict(device_type=device.type, dtype=AMP_DTYPES[precision])
+    autocast["enabled"] = autocast["dtype"] is not None
+    train_data, test_data = load_data(cfg, info)
+    for seed_fn in (torch.manual_seed, random.seed, np.random.seed):
+        seed_fn(cfg.seed)  # identical initial weights on every rank (DDP checks it)
+    model = build_model(cfg, train_data.num_classes, factory).to(device)
+    if info.rank:  # different stochastic-depth draws per rank, as for independent batches
+        torch.manual_seed(cfg.seed + info.rank)
+    data_gen = torch.Generator().manual_seed(cfg.seed)
+    # Augmentation has its own stream (one per rank), so crops never shift the data order.
+    aug_gen = torch.Generator().manual_seed(cfg.seed + 1_000_003 * (info.rank + 1))
+    train_loader, test_loader, sampler = make_loaders(cfg, train_data, test_data, info, data_gen)
+    steps = len(train_loader)
+    optimizer, scheduler = build_optimizer(cfg, model, steps)
+    scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
+    header = {
+        "config": recorded_settings(cfg), "code_sha256": source_digest(), "precision": precision,
+        "device": str(device), "world_size": info.world_size, "torch": torch.__version__,
+        "num_params": sum(p.numel() for p in model.parameters()),
+    }  # fmt: skip
+    history, start_epoch, path = [], 0, out / ck.CHECKPOINT
+    if cfg.resume:
+        saved = ck.load_checkpoint(path)
+        ck.check_resume_compatible(saved, recorded_settings(cfg, ["result"]), info.world_size, path)
+        for part, state in ((model, "model"), (optimizer, "optimizer"), (scheduler, "scheduler")):
+            part.load_state_dict(saved[state])
+        scaler.load_state_dict(saved["scaler"])
+        ck.set_rng_state(saved["rng"], data_gen, aug_gen)
+        history, start_epoch = list(saved["history"]), saved["epoch"]
+        if info.is_main:  # a kill between the checkpoint and the metrics left them short
+            ck.write_metrics(out, history, header)
+        log(info, f"resumed from {path} after epoch {start_epoch}")
+    net = nn.parallel.DistributedDataParallel(model) if info.enabled else model
+    net = torch.compile(net) if cfg.compile else net
+    log(
+        info,
+        f"training {cfg.config} pos={cfg.pos} on {cfg.dataset} ({len(train_data)} train / "
+        f"{len(test_data)} test images), {device} {precision}, "
+        f"{info.world_size} process(es), {steps} steps/epoch",
+    )
+    step, last_saved = start_epoch * steps, start_epoch
+    epoch = start_epoch
+    try:
+        for epoch in range(start_epoch, cfg.epochs):
+            start = time.perf_counter()
+            if hasattr(sampler, "set_epoch"):
+                sampler.set_epoch(epoch)
+            net.train()
+            bar = progress_bar(cfg.progress and info.is_main, f"epoch {epoch + 1}", steps)
+            bad = torch.zeros(2, dtype=torch.bool, device=device)  # input, loss not finite
+            loss_sum = torch.zeros((), dtype=torch.float64, device=device)
+            correct = torch.zeros((), dtype=torch.long, device=device)
+            checked = step
+            for batch, (images, labels) in enumerate(train_loader):
+                images, labels = images.to(device), labels.to(device)
+                if train_data.augment:
+                    images = random_crop_flip(images, 4, aug_gen)
+                x = train_data.normalize(images)
+                with torch.autocast(**autocast):
+                    logits = net(x)
+                loss = F.cross_entropy(logits.float(), labels, label_smoothing=cfg.label_smoothing)
+                # No .item() here: a host sync per step would stall the GPU. The flags are read
+                # every log_every steps instead, and name the range of steps that went wrong.
+                bad |= torch.stack((~torch.isfinite(x).all(), ~torch.isfinite(loss)))
+                optimizer.zero_grad(set_to_none=True)
+                scaler.scale(loss).backward()
+                if cfg.clip_grad > 0:
+                    scaler.unscale_(optimizer)  # clip the true gradients, not scaled ones
+                    nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_grad)
+                scaler.step(optimizer)
+                scaler.update()
+                scheduler.step()
+                step += 1
+                loss_sum += loss.detach().double() * labels.shape[0]
+                correct += (logits.argmax(1) == labels).sum()
+                if bar is not None:
+                    bar.update(1)
+                if step % cfg.log_every == 0 or batch == steps - 1:
+                    check_finite(any_rank(bad, info), checked, step, epoch, cfg)
+                    bad.zero_()
+                    checked = step
+                    if bar is not None:
+                        bar.set_postfix(loss=f"{loss.item():.3f}")
+            if bar is not None:
+                bar.close()
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            train_time = time.perf_counter() - start
+            seen = steps * cfg.batch_size
+            loss_total, correct_total, seen = all_sum(
+                [loss_sum.item(), correct.item(), seen], info, device
+            )
+            test = evaluate(model, test_loader, test_data, autocast, info, device)
+            check_test_metrics(test, epoch, cfg)
+            history.append(
+                {
+                    "epoch": epoch + 1, "train_loss": loss_total / seen,
+                    "train_acc": correct_total / seen, **test,
+                    "lr": optimizer.param_groups[0]["lr"],
+                    "epoch_time_s": time.perf_counter() - start,
+                    "images_per_s": seen / train_time,
+                }
+            )  # fmt: skip
+            if info.is_main:
+                parts = {"model": model, "optimizer": optimizer, "scheduler": scheduler}
+                parts["scaler"] = scaler
+                rng = ck.rng_state(data_gen, aug_gen)
+                ck.save_checkpoint(
+                    path, ck.checkpoint_state(header, epoch + 1, parts, rng, history)
+                )
+                last_saved = epoch + 1
+                ck.write_metrics(out, history, header)
+            r = history[-1]
+            log(
+                info,
+                f"epoch {epoch + 1}/{cfg.epochs}  train loss {r['train_loss']:.4f} "
+                f"acc {r['train_acc']:.3f}  test loss {r['test_loss']:.4f} "
+                f"acc {r['test_acc']:.3f}  lr {r['lr']:.2e}  "
+                f"{r['epoch_time_s']:.1f} s  {r['images_per_s']:.0f} img/s",
+            )
+            if cfg.stop_after_epochs and epoch + 1 - start_epoch >= cfg.stop_after_epochs:
+                if epoch + 1 < cfg.epochs:
+                    log(info, f"stopping after epoch {epoch + 1} as asked; continue with --resume")
+                break
+    except KeyboardInterrupt:
+        where = f"{path} (after epoch {last_saved})" if last_saved else "not written yet"
+        raise TrainingInterrupted(
+            f"interrupted in epoch {epoch + 1}; the last checkpoint is {where}"
+            + ("; continue with --resume" if last_saved else "")
+        ) from None
+    if cfg.dump_rank_state:
+        state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+        ck.save_checkpoint(out / f"rank{info.rank}_state.pt", state)
+    return TrainResult(history, model, out, header)

@@ -1,0 +1,162 @@
+"""Where a run computes: device, precision, and the processes of a distributed job."""
+
+from __future__ import annotations
+
+import gc
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from companion.train.config import PRECISIONS, parse_device
+
+AMP_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def pick_device(name: str = "auto") -> torch.device:
+    """``auto`` -> CUDA if available, else MPS if available, else CPU; others are checked."""
+    parse_device(name)
+    mps = getattr(torch.backends, "mps", None)
+    mps_ok = mps is not None and mps.is_available()
+    if name == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        return torch.device("mps" if mps_ok else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"device={name!r} asked for CUDA, but CUDA is not available here")
+    if name == "mps" and not mps_ok:
+        raise ValueError("device='mps' asked for Apple's MPS, but it is not available here")
+    return torch.device(name)
+
+
+def resolve_precision(requested: str, device_type: str, bf16_supported: bool) -> str:
+    """``auto`` -> ``bf16`` on a CUDA GPU that supports it, ``fp16`` on other CUDA GPUs (with
+    loss scaling), ``fp32`` on CPU and MPS. Explicit ``bf16``/``fp16`` need CUDA."""
+    if requested not in PRECISIONS:
+        raise ValueError(f"precision must be one of {list(PRECISIONS)}, got {requested!r}")
+    if requested == "auto":
+        if device_type != "cuda":
+            return "fp32"
+        return "bf16" if bf16_supported else "fp16"
+    if requested != "fp32" and device_type != "cuda":
+        raise ValueError(f"precision={requested!r} needs a CUDA device, got {device_type!r}")
+    if requested == "bf16" and not bf16_supported:
+        raise ValueError("precision='bf16' is not supported by this GPU; use fp16 or auto")
+    return requested
+
+
+@dataclass(frozen=True)
+class DistInfo:
+    """Where this process sits in a ``torchrun`` job (``world_size == 1``: not distributed)."""
+
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.world_size > 1
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+def dist_info_from_env(env: dict[str, str] | None = None) -> DistInfo:
+    """Read ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK`` as ``torchrun`` sets them."""
+    env = dict(os.environ if env is None else env)
+    return DistInfo(
+        rank=int(env.get("RANK", 0)),
+        world_size=int(env.get("WORLD_SIZE", 1)),
+        local_rank=int(env.get("LOCAL_RANK", 0)),
+    )
+
+
+def process_device(name: str, info: DistInfo) -> torch.device:
+    """The device of this process: under ``torchrun`` each CUDA process takes its local GPU."""
+    device = pick_device(name)
+    if info.enabled and device.type == "cuda":
+        device = torch.device("cuda", info.local_rank)
+        torch.cuda.set_device(device)
+    return device
+
+
+def init_distributed(info: DistInfo, device: torch.device) -> None:
+    """Join the process group: NCCL for CUDA tensors, Gloo for CPU ones."""
+    if not info.enabled:
+        return
+    if device.type == "cuda":
+        dist.init_process_group("nccl", device_id=device)
+    elif device.type == "cpu":
+        dist.init_process_group("gloo")
+    else:
+        raise ValueError(f"distributed training needs CUDA or the CPU, got device={device.type!r}")
+
+
+def shutdown_distributed(clean: bool) -> None:
+    """Leave the process group so that every rank exits cleanly.
+
+    Why this order. Gloo runs its collectives on C++ worker threads owned by the process-group
+    object. When that object is still alive at interpreter exit, it is destroyed during
+    finalisation, together with work objects that hold tensors, and tearing those down then can
+    abort the process ("terminate called without an active exception"), at random, depending on
+    which rank gets there first. ``destroy_process_group`` frees it only when nothing else holds
+    it: a ``DistributedDataParallel`` wrapper sits in a reference cycle whose reducer keeps the
+    group alive until the garbage collector happens to run. So:
+
+    1. the trainer drops its DDP wrapper before calling this; ``gc.collect()`` frees it now;
+    2. every rank waits at a barrier: after it, no collective is in flight anywhere;
+    3. every rank destroys the group, which now really frees it, while Python is fully alive;
+    4. a second barrier-free ``gc.collect()`` frees work objects that were waiting for it.
+
+    After an error that not every rank shares (``clean=False``), nothing is attempted: a peer
+    may be blocked in a collective that will never complete, so a barrier or a destroy could
+    hang; ``torchrun`` stops the other ranks.
+    """
+    if not dist.is_initialized() or not clean:
+        return
+    gc.collect()
+    dist.barrier()
+    dist.destroy_process_group()
+    gc.collect()
+
+
+def all_sum(values: Sequence[float], info: DistInfo, device: torch.device) -> list[float]:
+    """Sum numbers over all ranks (identity when not distributed)."""
+    if not info.enabled:
+        return list(values)
+    t = torch.tensor(list(values), dtype=torch.float64, device=device)
+    dist.all_reduce(t)
+    return t.tolist()
+
+
+def any_rank(flags: torch.Tensor, info: DistInfo) -> list[bool]:
+    """Which of ``flags`` (a 1-D bool tensor) is set on at least one rank; one host sync."""
+    flags = flags.to(torch.int32)
+    if info.enabled:
+        dist.all_reduce(flags, op=dist.ReduceOp.MAX)
+    return [bool(v) for v in flags.tolist()]
+
+
+def log(info: DistInfo, message: str) -> None:
+    """Print on rank 0 only."""
+    if info.is_main:
+        print(message, flush=True)
+
+
+def progress_bar(enabled: bool, desc: str, total: int) -> Any:
+    """A tqdm bar advanced by hand (``bar.update(1)``), or ``None`` when switched off.
+
+    It is deliberately not wrapped around the DataLoader: ``tqdm.auto``'s class calls
+    ``iter(loader)`` once more on construction, which starts an extra loader iterator (extra
+    worker processes, and one more draw from torch's global RNG, so a run with bars would
+    differ from one without).
+    """
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(desc=desc, total=total, leave=False, dynamic_ncols=True)
