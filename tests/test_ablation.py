@@ -129,8 +129,9 @@ def test_bias_tables_finds_every_block_with_its_window():
     ("kw", "message"),
     [
         ({"name": "a/b"}, "name must be a plain folder name"),
-        ({"datasets": ("mnist",)}, "datasets must be in"),
-        ({"pos": ("sincos",)}, "pos must be in"),
+        ({"datasets": ("mnist",)}, "datasets: dataset must be one of"),
+        ({"pos": ("sincos",)}, "pos: pos must be one of"),
+        ({"seeds": (-1,)}, "seeds: seed must be an int >= 0, got -1"),
         ({"seeds": ()}, "must each be non-empty"),
         ({"jobs": 0}, "jobs must be an int >= 1, got 0"),
     ],

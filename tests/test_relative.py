@@ -193,3 +193,9 @@ def test_relative_position_bias_gradient_reaches_only_used_rows():
 def test_relative_position_bias_rejects_bad_heads():
     with pytest.raises(TypeError, match="num_heads"):
         RelativePositionBias(2, num_heads=2.0)
+
+
+@pytest.mark.parametrize("window_size", [10**6, (2**16, 2**16)])
+def test_an_index_too_large_for_memory_is_refused_naming_window_size(window_size):
+    with pytest.raises(ValueError, match=r"window_size=.* is too large: .* GiB, more than"):
+        relative_position_index(window_size)

@@ -26,7 +26,7 @@ from companion.train.build import (
 )
 from companion.train.config import TrainConfig, recorded_settings, validate_config
 from companion.train.evaluate import NonFiniteError, check_finite, check_test_metrics, evaluate
-from companion.train.rundir import RunLock, check_out_folder
+from companion.train.rundir import RunLock, check_out_folder, check_run_state
 from companion.train.runtime import (
     AMP_DTYPES,
     DistInfo,
@@ -65,11 +65,12 @@ def train(cfg: TrainConfig, model_factory: ModelFactory | None = None) -> TrainR
     info = dist_info_from_env()
     device = process_device(cfg.device, info)
     out = Path(cfg.out)
-    check_out_folder(out, cfg.resume)  # before any work, so a bad --out costs nothing
+    check_out_folder(out)  # before any work, so a bad --out costs nothing
     init_distributed(info, device)
     clean = False  # whether every rank reached the same point (see shutdown_distributed)
     try:
         with RunLock(out) if info.is_main else nullcontext():
+            check_run_state(out, cfg.resume)
             result = _train(cfg, info, device, model_factory, out)
         clean = True
         return result

@@ -29,8 +29,9 @@ def _is_own(name: str) -> bool:
     return name in OWN_FILES or temp or rank_state
 
 
-def check_out_folder(out: Path, resume: bool) -> None:
-    """Raise a one-line error naming ``--out`` when this run must not (or cannot) use ``out``."""
+def check_out_folder(out: Path) -> None:
+    """Raise a one-line error naming ``--out`` when no run can use ``out``: a file, a folder that
+    cannot be written or created, or a folder holding files that are not this trainer's."""
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"--out {out} exists and is a file, not a folder")
     parent = next((p for p in (out, *out.parents) if p.exists()), Path.cwd())
@@ -45,6 +46,12 @@ def check_out_folder(out: Path, resume: bool) -> None:
             f"--out {out} holds files this trainer did not write ({', '.join(foreign[:3])}"
             f"{', ...' if len(foreign) > 3 else ''}): choose an empty or new folder"
         )
+
+
+def check_run_state(out: Path, resume: bool) -> None:
+    """A new run needs a folder without an earlier run's files; ``--resume`` needs a checkpoint.
+    (Checked under the lock: only then can no other process be changing the folder.)"""
+    names = {p.name for p in out.iterdir()} if out.is_dir() else set()
     if resume and CHECKPOINT not in names:
         raise FileNotFoundError(f"--resume: no checkpoint at {out / CHECKPOINT}")
     if not resume and CHECKPOINT in names:
@@ -52,7 +59,7 @@ def check_out_folder(out: Path, resume: bool) -> None:
             f"{out / CHECKPOINT} exists: pass --resume to continue that run, or choose another "
             f"--out"
         )
-    if not resume and {"metrics.json", "metrics.csv"} & set(names):
+    if not resume and {"metrics.json", "metrics.csv"} & names:
         raise FileExistsError(
             f"--out {out} holds the metrics of an earlier run: choose another --out (or delete "
             f"them)"

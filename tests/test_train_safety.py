@@ -1,0 +1,393 @@
+"""The trainer's safety behaviour: checked --out, locks, kills, corrupt files, one-line errors,
+and one config behind both command lines."""
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from test_train import StandIn, same_weights, stand_in, tiny, without_timing
+
+from companion.ablation import build_parser as ablation_parser
+from companion.train import (
+    CHECKPOINT,
+    CHECKPOINT_FORMAT,
+    NonFiniteError,
+    TrainConfig,
+    TrainingInterrupted,
+    main,
+    param_groups,
+    train,
+)
+from companion.train import build as build_module
+from companion.train import checkpoint as checkpoint_module
+from companion.train.cli import build_parser as train_parser
+from companion.train.config import config_fields, model_options
+
+ROOT = Path(__file__).resolve().parents[1]
+CLI = "--dataset relation --train-size 32 --test-size 16 --batch-size 16 --epochs 2 --no-progress"
+CLI += " --device cpu --threads 1"
+
+
+def run_cli(capsys, out, *extra):
+    code = main([*CLI.split(), *extra, "--out", str(out)])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+# --------------------------------------------------------------------------- one config
+
+
+def _options(parser):
+    return {a.dest: a for a in parser._actions if a.option_strings}
+
+
+def test_every_training_flag_is_accepted_by_the_ablation_with_the_same_choices_and_help():
+    trainer, ablation = _options(train_parser()), _options(ablation_parser())
+    process = {f.name for f in config_fields("process")}
+    for dest, action in trainer.items():
+        assert action.help, f"--{dest} has no help text"
+        if dest in process | {"help", "debug"}:
+            continue
+        assert dest in ablation, f"the ablation lacks companion-train's {action.option_strings}"
+        twin = ablation[dest]
+        assert twin.choices == action.choices and twin.type == action.type, dest
+        assert twin.help and (twin.nargs == "+" or twin.default == action.default), dest
+    assert all(a.help for a in ablation.values())
+
+
+def test_a_new_config_field_becomes_a_flag_of_both_tools_and_reaches_the_model(monkeypatch):
+    """What a helper adding a model variant relies on (shown with a made-up field)."""
+    import dataclasses
+
+    from companion.train import config as config_module
+
+    extra = config_module.setting(
+        True, "shifted windows", kind="result", model=True
+    )  # as a field of TrainConfig would be declared
+    with_shifted = dataclasses.make_dataclass(
+        "WithShifted", [("shifted", bool, extra)], bases=(TrainConfig,)
+    )
+    monkeypatch.setattr(config_module, "TrainConfig", with_shifted)
+    p = argparse.ArgumentParser()
+    config_module.add_config_arguments(p, kinds=("result",), grid=True)
+    args = p.parse_args(["--no-shifted"])
+    cfg = config_module.config_from_args(args, dataset="relation", pos="rel", seed=0)
+    assert model_options(cfg) == {"pos": "rel", "shifted": False}
+
+
+def test_model_settings_are_passed_to_the_swin_by_name():
+    model = build_module.build_model(TrainConfig(pos="abs", drop_path_rate=0.3), 4, None)
+    assert model.pos == "abs" and model.head.fc.out_features == 4
+
+
+def test_the_no_decay_set_comes_from_the_models_no_weight_decay():
+    class Named(StandIn):
+        def no_weight_decay(self):
+            return {"fc.weight"}
+
+    model = Named(4)
+    decay, no_decay = param_groups(model, 0.05)
+    assert any(p is model.fc.weight for p in no_decay["params"])
+    assert all(p is not model.fc.weight for p in decay["params"])
+
+
+@pytest.mark.parametrize("flag", [["--lr", "inf"], ["--lr", "nan"], ["--weight-decay", "inf"]])
+def test_non_finite_rates_are_refused_before_training(flag, capsys):
+    with pytest.raises(SystemExit) as info:
+        main([*CLI.split(), *flag])
+    assert info.value.code == 2 and "must be a finite number" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- numbers
+
+
+def test_the_trainers_host_syncs_do_not_grow_with_the_number_of_steps(tmp_path, monkeypatch):
+    """``.item()``/``.tolist()``/``bool()`` called from the companion package (torch's own CPU-side
+    bookkeeping, e.g. AdamW's step counter, is not a device sync and is not counted)."""
+    package = str(ROOT / "companion")
+
+    def counting(real, calls):
+        def wrapper(t, *args):
+            if sys._getframe(1).f_code.co_filename.startswith(package):
+                calls.append(real.__name__)
+            return real(t, *args)
+
+        return wrapper
+
+    counts = []
+    for n in (64, 128):
+        calls = []
+        for name in ("item", "tolist", "__bool__"):
+            monkeypatch.setattr(torch.Tensor, name, counting(getattr(torch.Tensor, name), calls))
+        train(tiny(tmp_path / str(n), epochs=1, train_size=n), stand_in)
+        monkeypatch.undo()
+        counts.append(len(calls))
+    assert counts[0] == counts[1]
+
+
+def test_a_nan_input_is_blamed_on_the_data_not_the_learning_rate(tmp_path, monkeypatch):
+    real = build_module.make_dataset
+
+    def zero_std(*args, **kwargs):
+        data = real(*args, **kwargs)
+        data.std = (0.0, 0.0, 0.0)  # a broken normalisation: 0/0 and x/0
+        return data
+
+    monkeypatch.setattr(build_module, "make_dataset", zero_std)
+    with pytest.raises(NonFiniteError, match=r"input images hold NaN or inf in steps 1-4") as info:
+        train(tiny(tmp_path, epochs=1), stand_in)
+    assert "--lr" not in str(info.value)
+
+
+class NanWhenTesting(StandIn):
+    def forward(self, x):
+        out = super().forward(x)
+        return out if self.training else out * float("nan")
+
+
+def test_a_non_finite_test_metric_is_an_error_not_a_number(tmp_path):
+    with pytest.raises(NonFiniteError, match="test metrics after epoch 1 are not finite"):
+        train(tiny(tmp_path), lambda n, pos: NanWhenTesting(n))
+    assert not (tmp_path / "run" / "metrics.json").exists()
+
+
+# --------------------------------------------------------------------------- --out
+
+
+def test_an_out_that_is_a_file_is_refused_before_any_training(tmp_path, capsys):
+    (tmp_path / "f").write_text("x")
+    code, out, err = run_cli(capsys, tmp_path / "f")
+    assert code == 1 and "--out" in err and "is a file" in err and "epoch" not in out
+    code, _, err = run_cli(capsys, tmp_path / "f" / "sub")
+    assert code == 1 and "cannot be created" in err
+
+
+def test_an_out_holding_other_files_is_refused(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("mine")
+    code, out, err = run_cli(capsys, tmp_path)
+    assert code == 1 and "holds files this trainer did not write (notes.txt)" in err
+    assert (tmp_path / "notes.txt").read_text() == "mine" and "epoch" not in out
+
+
+def test_an_earlier_runs_metrics_are_never_overwritten(tmp_path, capsys):
+    (tmp_path / "metrics.json").write_text("{}")
+    code, _, err = run_cli(capsys, tmp_path)
+    assert code == 1 and "metrics of an earlier run" in err
+    assert (tmp_path / "metrics.json").read_text() == "{}"
+
+
+def test_an_unwritable_out_is_refused(tmp_path, capsys, monkeypatch):
+    # (Set up by patching os.access: as root, a read-only folder is still writable.)
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    code, _, err = run_cli(capsys, tmp_path / "new")
+    assert code == 1 and "--out" in err and "not writable" in err
+
+
+def _lock(out: Path, pid: int, host: str | None = None):
+    out.mkdir(parents=True, exist_ok=True)
+    (out / ".lock").write_text(json.dumps({"pid": pid, "host": host or socket.gethostname()}))
+
+
+def test_a_folder_locked_by_a_live_process_is_refused_at_once(tmp_path):
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        _lock(tmp_path / "run", sleeper.pid)
+        start = time.perf_counter()
+        with pytest.raises(BlockingIOError, match=rf"in use by process {sleeper.pid}"):
+            train(tiny(tmp_path), stand_in)
+        assert time.perf_counter() - start < 5
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_a_stale_lock_and_orphan_temp_files_are_cleaned_up(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    _lock(tmp_path / "run", dead.pid)
+    orphan = tmp_path / "run" / ".checkpoint.pt.k1ll3d.tmp"
+    orphan.write_bytes(b"half a checkpoint")
+    train(tiny(tmp_path, epochs=1), stand_in)
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [
+        CHECKPOINT, "metrics.csv", "metrics.json"
+    ]  # fmt: skip
+
+
+def test_a_second_process_on_the_same_folder_fails_at_once(tmp_path):
+    out = tmp_path / "run"
+    args = [sys.executable, "-m", "companion.train", *CLI.split(), "--out", str(out)]
+    args[args.index("--epochs") + 1] = "40"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    first = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        first.stdout.readline()  # "training ...": the lock is held
+        second = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+        assert second.returncode == 1
+        assert f"is in use by process {first.pid}" in second.stderr
+        assert "Traceback" not in second.stderr
+    finally:
+        first.kill()
+        first.wait()
+
+
+# --------------------------------------------------------------------------- kills and resume
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL: nothing after it runs (no except Exception handler catches it)."""
+
+
+def test_a_kill_between_checkpoint_and_metrics_is_repaired_by_resume(tmp_path, monkeypatch):
+    straight = train(tiny(tmp_path / "a"), stand_in)
+    real = checkpoint_module.write_metrics
+
+    def die_at_epoch_2(out, history, header):
+        if len(history) == 2:
+            raise Killed
+        real(out, history, header)
+
+    monkeypatch.setattr(checkpoint_module, "write_metrics", die_at_epoch_2)
+    with pytest.raises(Killed):
+        train(tiny(tmp_path / "b"), stand_in)
+    monkeypatch.undo()
+    saved = json.loads((tmp_path / "b" / "run" / "metrics.json").read_text())
+    assert len(saved["epochs"]) == 1  # the checkpoint has 2 epochs, the metrics 1
+    resumed = train(tiny(tmp_path / "b", resume=True), stand_in)
+    assert same_weights(straight.model, resumed.model)
+    repaired = json.loads((tmp_path / "b" / "run" / "metrics.json").read_text())
+    expected = json.loads((tmp_path / "a" / "run" / "metrics.json").read_text())
+    assert without_timing(repaired.pop("epochs")) == without_timing(expected.pop("epochs"))
+    assert repaired == expected
+
+
+def test_kill_9_mid_run_then_resume_equals_an_uninterrupted_run(tmp_path):
+    def cli(out, *extra):
+        cmd = [sys.executable, "-m", "companion.train", *CLI.split(), "--out", str(out), *extra]
+        cmd[cmd.index("--epochs") + 1] = "4"
+        return cmd
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run(cli(tmp_path / "a"), cwd=ROOT, env=env, check=True, capture_output=True)
+    victim = subprocess.Popen(cli(tmp_path / "b"), cwd=ROOT, env=env, stdout=subprocess.PIPE)
+    while b"epoch 2/4" not in victim.stdout.readline():
+        pass
+    victim.send_signal(signal.SIGKILL)  # somewhere in epoch 3: possibly mid-write
+    victim.wait()
+    assert (tmp_path / "b" / ".lock").exists()  # a kill leaves its lock: it must be seen as stale
+    done = subprocess.run(cli(tmp_path / "b", "--resume"), cwd=ROOT, env=env, capture_output=True)
+    assert done.returncode == 0, done.stderr
+    a = torch.load(tmp_path / "a" / CHECKPOINT, weights_only=True)
+    b = torch.load(tmp_path / "b" / CHECKPOINT, weights_only=True)
+    assert a["model"].keys() == b["model"].keys()
+    assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
+    assert without_timing(a["history"]) == without_timing(b["history"])
+    assert not list((tmp_path / "b").glob(".*"))  # no lock, no temporary file
+
+
+def test_ctrl_c_says_where_the_last_checkpoint_is(tmp_path, capsys):
+    class InterruptInEpoch2(StandIn):
+        calls = 0
+
+        def forward(self, x):
+            if self.training:
+                InterruptInEpoch2.calls += 1
+                if InterruptInEpoch2.calls == 6:  # 4 steps per epoch: step 2 of epoch 2
+                    raise KeyboardInterrupt
+            return super().forward(x)
+
+    with pytest.raises(TrainingInterrupted) as info:
+        train(tiny(tmp_path, epochs=3), lambda n, pos: InterruptInEpoch2(n))
+    message = str(info.value)
+    assert message == (
+        f"interrupted in epoch 2; the last checkpoint is {tmp_path / 'run' / CHECKPOINT} "
+        f"(after epoch 1); continue with --resume"
+    )
+    assert not (tmp_path / "run" / ".lock").exists()
+
+
+def test_ctrl_c_on_the_command_line_is_one_line(monkeypatch, tmp_path, capsys):
+    from companion.train import loop
+
+    def interrupted(cfg):
+        raise TrainingInterrupted("interrupted in epoch 3; the last checkpoint is X")
+
+    monkeypatch.setattr(loop, "train", interrupted)
+    code, _, err = run_cli(capsys, tmp_path)
+    assert (
+        code == 130 and err == "companion-train: interrupted in epoch 3; the last checkpoint is X\n"
+    )
+
+
+# --------------------------------------------------------------------------- bad checkpoints
+
+
+@pytest.fixture(scope="module")
+def good_checkpoint(tmp_path_factory):
+    out = tmp_path_factory.mktemp("good")
+    train(tiny(out, epochs=1), stand_in)
+    return (out / "run" / CHECKPOINT).read_bytes()
+
+
+def _corrupt(kind: str, good: bytes, path: Path) -> None:
+    import io
+
+    def save(obj):
+        buf = io.BytesIO()
+        torch.save(obj, buf)
+        path.write_bytes(buf.getvalue())
+
+    if kind == "truncated":
+        path.write_bytes(good[: len(good) // 2])
+    elif kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "text":
+        path.write_text("not a checkpoint\n")
+    elif kind in ("foreign dict", "bare tensor", "other format", "missing keys", "code"):
+        ckpt = torch.load(io.BytesIO(good), weights_only=True)
+        save(
+            {
+                "foreign dict": {"state_dict": ckpt["model"]},
+                "bare tensor": torch.zeros(3),
+                "other format": {**ckpt, "format": CHECKPOINT_FORMAT + 1},
+                "missing keys": {k: v for k, v in ckpt.items() if k != "optimizer"},
+                "code": {**ckpt, "evil": StandIn(2)},
+            }[kind]
+        )
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        ("truncated", "is not a torch checkpoint (not a zip archive"),
+        ("empty", "is empty (0 bytes)"),
+        ("text", "is not a torch checkpoint"),
+        ("foreign dict", "is not a companion-train checkpoint (no 'format' entry"),
+        ("bare tensor", "holds a Tensor, not a companion-train checkpoint"),
+        ("other format", f"has checkpoint format {CHECKPOINT_FORMAT + 1}, this trainer reads"),
+        ("missing keys", "lacks ['optimizer']"),
+        ("code", "holds objects that weights_only loading refuses"),
+    ],
+)
+def test_a_bad_checkpoint_is_one_line_naming_the_file(
+    kind, message, good_checkpoint, tmp_path, capsys
+):
+    path = tmp_path / CHECKPOINT
+    _corrupt(kind, good_checkpoint, path)
+    code, _, err = run_cli(capsys, tmp_path, "--resume")
+    assert code == 1, err
+    assert err.startswith(f"companion-train: error: {path} ") and message in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_debug_shows_the_traceback(good_checkpoint, tmp_path, capsys):
+    _corrupt("empty", good_checkpoint, tmp_path / CHECKPOINT)
+    with pytest.raises(ValueError, match="is empty"):
+        run_cli(capsys, tmp_path, "--resume", "--debug")
