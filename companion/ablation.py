@@ -371,7 +371,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     grid = {name: tuple(getattr(args, name)) for name in GRID}
     try:
         base = config_from_args(args, **{k: v[0] for k, v in grid.items()}, progress=False)
-        validate_config(base)
         plan = AblationPlan(
             name=args.name,
             datasets=grid["dataset"],
@@ -383,6 +382,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             jobs=args.jobs,
             fresh=args.fresh,
         )
+        validate_config(base)  # after the plan, which names a bad grid value by its flag
     except (ValueError, TypeError) as exc:
         parser.error(str(exc))
     command = shlex.join(["python", "-m", "companion.ablation", *argv])
