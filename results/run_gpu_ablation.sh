@@ -10,7 +10,9 @@
 # torch version, the git commit and this exact command line; results.md; curves; bias tables).
 # Precision is "auto": bfloat16 on GPUs that support it (A100, H100, L4...), float16 with loss
 # scaling on the others (T4, V100). Both parts can be stopped and started again: finished runs
-# are kept and an interrupted run resumes from its checkpoint (in runs/ablation/).
+# are kept and an interrupted run resumes from its checkpoint (in runs/ablation/), but only with
+# the same settings and code; otherwise the ablation stops and says so (FRESH=1 passes --fresh,
+# which discards that name's saved runs). A smoke test needs its own NAME_SUFFIX.
 #
 # Budget knobs (environment variables), with their defaults:
 #   SEEDS="0 1 2"   TASK_EPOCHS=30   TASK_TRAIN=20000   TASK_WARMUP=3   BATCH=128
@@ -33,6 +35,7 @@ CIFAR_WARMUP=${CIFAR_WARMUP:-5}
 BATCH=${BATCH:-128}
 DATA_DIR=${DATA_DIR:-$HOME/.cache/vit-position-book}
 SUFFIX=${NAME_SUFFIX:-}
+FRESH_FLAG=${FRESH:+--fresh}
 
 if [[ -z "${ALLOW_CPU:-}" ]]; then
     "$PY" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else
@@ -46,7 +49,7 @@ fi
     --datasets grid-cell relation --pos none abs rel abs+rel --seeds $SEEDS \
     --epochs "$TASK_EPOCHS" --train-size "$TASK_TRAIN" --test-size "$TASK_TEST" \
     --batch-size "$BATCH" --lr 1e-3 --warmup-epochs "$TASK_WARMUP" --label-smoothing 0 \
-    --precision auto
+    --precision auto $FRESH_FLAG
 
 # 2. CIFAR-10: all 50 000 training images, random crop + flip, label smoothing, stochastic depth
 #    (the cifar config's own drop_path_rate of 0.1).
@@ -54,5 +57,5 @@ if [[ -z "${SKIP_CIFAR:-}" ]]; then
     "$PY" -m companion.ablation --name "gpu-cifar10$SUFFIX" --config cifar \
         --datasets cifar10 --pos none abs rel abs+rel --seeds $SEEDS \
         --epochs "$CIFAR_EPOCHS" --batch-size "$BATCH" --lr 1e-3 --warmup-epochs "$CIFAR_WARMUP" \
-        --label-smoothing 0.1 --precision auto --data-dir "$DATA_DIR" --download
+        --label-smoothing 0.1 --precision auto --data-dir "$DATA_DIR" --download $FRESH_FLAG
 fi

@@ -116,7 +116,8 @@ def _train(cfg, info: DistInfo, device, factory, out: Path) -> TrainResult:
         if info.is_main:  # a kill between the checkpoint and the metrics left them short
             ck.write_metrics(out, history, header)
         log(info, f"resumed from {path} after epoch {start_epoch}")
-    net = nn.parallel.DistributedDataParallel(model) if info.enabled else model
+    ids = [device.index] if device.type == "cuda" else None
+    net = nn.parallel.DistributedDataParallel(model, device_ids=ids) if info.enabled else model
     net = torch.compile(net) if cfg.compile else net
     log(
         info,
