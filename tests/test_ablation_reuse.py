@@ -115,3 +115,9 @@ def test_negative_seeds_are_rejected_by_the_command_line(capsys):
         main(["--name", "x", "--seeds", "-1"])
     assert info.value.code == 2
     assert "seeds: seed must be an int >= 0, got -1" in capsys.readouterr().err
+
+
+def test_the_ablation_grid_is_dataset_pos_and_seed():
+    # A field given ``grid=`` becomes a multi-value flag, but the plan, the run keys and the
+    # tables know only these three axes: a new axis must be added there as well.
+    assert ablation.GRID == {"dataset": "datasets", "pos": "pos", "seed": "seeds"}

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from companion.train.config import add_config_arguments, config_from_args, validate_config
+from companion.train.runtime import dist_info_from_env, exit_worker
 
 #: What a user can cause and fix (files, folders, settings, data, divergence); anything else is
 #: a bug and keeps its traceback.
@@ -60,4 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         validate_config(cfg)
     except (ValueError, TypeError) as exc:
         parser.error(str(exc))  # exits with status 2, like argparse's own errors
-    return run_reporting_errors("companion-train", lambda: train(cfg), args.debug)
+    code = run_reporting_errors("companion-train", lambda: train(cfg), args.debug)
+    if code == 0 and dist_info_from_env().enabled:
+        exit_worker(code)  # see its docstring: a clean exit that cannot abort in finalisation
+    return code
