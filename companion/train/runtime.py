@@ -108,10 +108,11 @@ def shutdown_distributed(clean: bool) -> None:
     it: a ``DistributedDataParallel`` wrapper sits in a reference cycle whose reducer keeps the
     group alive until the garbage collector happens to run. So:
 
-    1. the trainer drops its DDP wrapper before calling this; ``gc.collect()`` frees it now;
+    1. the trainer's DDP wrapper is gone with the loop that made it; ``gc.collect()`` frees it;
     2. every rank waits at a barrier: after it, no collective is in flight anywhere;
-    3. every rank destroys the group, which now really frees it, while Python is fully alive;
-    4. a second barrier-free ``gc.collect()`` frees work objects that were waiting for it.
+    3. every rank destroys the group, which now really frees it, while Python is fully alive.
+
+    ``companion-train`` then ends a worker that got here with :func:`exit_worker`.
 
     After an error that not every rank shares (``clean=False``), nothing is attempted: a peer
     may be blocked in a collective that will never complete, so a barrier or a destroy could
@@ -122,7 +123,6 @@ def shutdown_distributed(clean: bool) -> None:
     gc.collect()
     dist.barrier()
     dist.destroy_process_group()
-    gc.collect()
 
 
 def all_sum(values: Sequence[float], info: DistInfo, device: torch.device) -> list[float]:
