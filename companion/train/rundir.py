@@ -5,6 +5,8 @@ own files. A lock file, created with ``O_EXCL`` and holding the owner's PID and 
 second process on the same folder fail at once instead of silently replacing the first one's
 files; a lock whose process is gone (a kill, a crash) is recognised as stale and taken over.
 Temporary files left by a kill mid-write (``.checkpoint.pt.*.tmp``) are removed under the lock.
+(A stale lock whose PID the OS has since given to another process looks alive: the error then
+names that PID, so the user can check it and delete the lock.)
 """
 
 from __future__ import annotations
