@@ -9,8 +9,10 @@ Each explorer answers one question for an input the reader picks, and draws the 
 - ``embedding_similarity`` / ``embedding_similarity_figure`` (chapter 1): the cosine similarity of
   one patch's position embedding to every patch's.
 
-The ``*_figure`` functions with their default arguments are the static figures the book shows next
-to each widget; ``companion.widgets`` only wires controls to them. Cells (a query, a patch) are
+The ``*_figure`` functions are the static figures (matplotlib) each explorer shows for its starting
+values: to readers without JavaScript, in print and in the PDF. ``companion.widgets`` wires controls
+to them and hands ``bias_table`` / ``embedding_similarities`` to the browser, which draws the same
+numbers live (``companion.live``). Cells (a query, a patch) are
 given as ``(row, col)`` or as a token number ``row * width + col``.
 """
 
@@ -49,6 +51,9 @@ Cell = int | tuple[int, int]
 MAX_ANNOTATED = 16
 #: Smallest font in the explorers' figures (the book's legibility minimum).
 FONT_SIZE = 9
+#: Similarity maps write their values in the cells up to this many rows/columns: two decimals
+#: need ~0.5 in per cell to stay legible.
+SIMILARITY_ANNOTATED = 8
 
 
 def to_cell(name: str, value: object, grid: tuple[int, int]) -> tuple[int, int]:
@@ -184,14 +189,15 @@ def relative_index_figure(window_size: WindowSize = (2, 3), query: Cell = (0, 0)
 # ----- bias B for one query (chapters 3 and 5) --------------------------------------------------
 
 
-def relative_bias(
+def bias_table(
     source: nn.Module | Tensor, window_size: WindowSize | None = None
 ) -> tuple[Tensor, tuple[int, int]]:
-    """The bias ``B`` ``(H, N, N)`` and the window ``(Wh, Ww)`` it belongs to.
+    """The bias table ``((2Wh-1)(2Ww-1), H)`` (float32, CPU) and the window ``(Wh, Ww)``.
 
     ``source`` is either a module holding ``relative_position_bias_table`` and
     ``relative_position_index`` (``WindowAttention``, ``RelativePositionBias``, timm's Swin
-    attention) or a bias table ``((2Wh-1)(2Ww-1), H)`` together with ``window_size``.
+    attention) or a bias table together with ``window_size``. A module's index must be
+    ``relative_position_index`` of its window (the table alone then determines ``B``).
     """
     if isinstance(source, Tensor):
         if window_size is None:
@@ -203,7 +209,7 @@ def relative_bias(
                 f"source must be a bias table of shape ((2Wh-1)(2Ww-1)={expected}, num_heads) "
                 f"for window_size={window_size!r}, got shape {tuple(source.shape)}"
             )
-        table, index = source, relative_position_index((wh, ww))
+        table = source
     elif isinstance(source, nn.Module):
         table = getattr(source, "relative_position_bias_table", None)
         index = getattr(source, "relative_position_index", None)
@@ -219,15 +225,29 @@ def relative_bias(
                 f"window_size must match the module's window_size={own} (or be None), "
                 f"got {window_size!r}"
             )
+        if not torch.equal(index.cpu(), relative_position_index(own)):
+            raise ValueError(
+                f"source.relative_position_index must be relative_position_index({own}), "
+                "got another index"
+            )
         wh, ww = own
     else:
         raise TypeError(
             "source must be an nn.Module with a relative position bias or a bias table Tensor, "
             f"got {type(source).__name__}"
         )
-    with torch.no_grad():
-        bias = lookup_bias(table.detach(), index)
-    return bias.float().cpu(), (wh, ww)
+    return table.detach().float().cpu(), (wh, ww)
+
+
+def relative_bias(
+    source: nn.Module | Tensor, window_size: WindowSize | None = None
+) -> tuple[Tensor, tuple[int, int]]:
+    """The bias ``B`` ``(H, N, N)`` and the window ``(Wh, Ww)`` it belongs to.
+
+    ``source`` and ``window_size`` as for ``bias_table``.
+    """
+    table, window = bias_table(source, window_size)
+    return lookup_bias(table, relative_position_index(window)), window
 
 
 def _check_head(head: object, num_heads: int) -> int:
@@ -267,7 +287,7 @@ def bias_row_figure(
     row, col = to_cell("query", query, (wh, ww))
     token, n = row * ww + col, wh * ww
     matrix = bias[head].numpy()
-    bound = float(np.abs(matrix).max()) or 1.0
+    bound = bias_bound(bias, head)
     fmt = _float_format(bound)
     # The N x N matrix gets a fixed 2 in whatever N is; the window keeps cells wide enough for
     # its written values within MAX_WIDTH, the width a book page shows at full size. The colour
@@ -330,18 +350,31 @@ def _patch_embeddings(
     return rows[num_prefix_tokens:].detach().float().cpu(), (gh, gw)
 
 
+def embedding_similarities(
+    embedding: Tensor, grid_size: WindowSize, num_prefix_tokens: int = 0
+) -> Tensor:
+    """Cosine similarity ``(N, gh, gw)`` of every patch's embedding to every patch's.
+
+    ``[t]`` is the map of patch ``t`` (row-major). ``embedding``: ``(1, P + N, D)`` or
+    ``(P + N, D)`` with ``N = gh * gw`` patches after ``P = num_prefix_tokens`` leading rows (1 for
+    ViT's class token), which are skipped.
+    """
+    patches, (gh, gw) = _patch_embeddings(embedding, grid_size, num_prefix_tokens)
+    unit = F.normalize(patches, dim=-1)  # cosine similarity is the dot product of unit vectors
+    return (unit @ unit.T).view(gh * gw, gh, gw)
+
+
 def embedding_similarity(
     embedding: Tensor, grid_size: WindowSize, patch: Cell, num_prefix_tokens: int = 0
 ) -> Tensor:
     """Cosine similarity ``(gh, gw)`` of ``patch``'s embedding to every patch's embedding.
 
-    ``embedding``: ``(1, P + N, D)`` or ``(P + N, D)`` with ``N = gh * gw`` patches after
-    ``P = num_prefix_tokens`` leading rows (1 for ViT's class token), which are skipped.
+    Row ``patch`` of ``embedding_similarities`` (see there for ``embedding``).
     """
-    patches, (gh, gw) = _patch_embeddings(embedding, grid_size, num_prefix_tokens)
+    similarities = embedding_similarities(embedding, grid_size, num_prefix_tokens)
+    _, gh, gw = similarities.shape
     row, col = to_cell("patch", patch, (gh, gw))
-    unit = F.normalize(patches, dim=-1)  # cosine similarity is the dot product of unit vectors
-    return (unit @ unit[row * gw + col]).view(gh, gw)
+    return similarities[row * gw + col]
 
 
 def embedding_similarity_figure(
@@ -354,7 +387,7 @@ def embedding_similarity_figure(
     cell = min(float(np.clip(4.4 / max(gh, gw), 0.3, 0.6)), (MAX_WIDTH - 2.2) / gw)
     fig = Figure(figsize=(gw * cell + 2.2, gh * cell + 1.5), layout="constrained")
     ax = fig.subplots()
-    annotate = max(gh, gw) <= 8  # two decimals need ~0.5 in per cell to stay legible
+    annotate = max(gh, gw) <= SIMILARITY_ANNOTATED
     texts = [[f"{v:.2f}" for v in r] for r in similarity.tolist()] if annotate else None
     image = _draw_grid(
         ax,
@@ -375,9 +408,19 @@ def embedding_similarity_figure(
 # ----- drawing ----------------------------------------------------------------------------------
 
 
-def _float_format(bound: float) -> Callable[[float], str]:
+def bias_bound(bias: Tensor, head: int) -> float:
+    """The colour scale of head ``head`` of ``B`` ``(H, N, N)``: ``max |B[head]|`` (1 if all 0)."""
+    return float(bias[head].abs().max()) or 1.0
+
+
+def float_decimals(bound: float) -> int:
     """Enough decimals to tell values apart at the scale ``bound`` (0.02 at init, ~5 trained)."""
-    decimals = int(np.clip(1 - np.floor(np.log10(bound)), 2, 4))
+    return int(np.clip(1 - np.floor(np.log10(bound)), 2, 4))
+
+
+def _float_format(bound: float) -> Callable[[float], str]:
+    """``value -> text`` with ``float_decimals(bound)`` decimals."""
+    decimals = float_decimals(bound)
 
     def fmt(value: float) -> str:
         text = f"{value:.{decimals}f}"

@@ -1,19 +1,17 @@
-"""Interactive explorers: ipywidgets controls wired to the figures of ``companion.explorers``.
+"""Interactive explorers: named controls, the static figure, and the live front end of each.
 
-A chapter cell calls, for example, ``show_explorer(relative_index_explorer())``. That displays two
-outputs: the controls, then the figure for the current values as a plain PNG. The PNG is what
-every reader without a kernel sees (the static book, GitHub, a PDF); in a live kernel, moving a
-control redraws that same output in place (a display id), so there is only ever one figure.
-
-Only APIs that ipywidgets 7.7 (Colab's) and 8 share are used: ``IntSlider``, ``Dropdown``,
-``HTML``, ``HBox``, ``VBox``, ``Layout`` and ``observe(..., names="value")``. ipywidgets is imported
-only when controls are built, and without it ``show_explorer`` still shows the figure.
+A chapter cell calls, for example, ``show_explorer(relative_index_explorer())``. That displays one
+output (``companion.live`` says what it holds and why): sliders and an SVG figure that the browser
+redraws by itself, in Jupyter, in Colab and on the published book's page, with no kernel; and the
+static matplotlib figure of ``companion.explorers`` for the starting values, which readers without
+JavaScript, print and the PDF see. ``Explorer.update`` moves the controls from Python (no browser
+needed), for tests and for a static figure of any other state.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,40 +20,40 @@ from torch import Tensor, nn
 
 from companion._checks import to_pair
 from companion.explorers import (
+    SIMILARITY_ANNOTATED,
     Cell,
+    bias_bound,
     bias_row_figure,
+    bias_table,
+    embedding_similarities,
     embedding_similarity_figure,
+    float_decimals,
     relative_bias,
     relative_index_figure,
     to_cell,
 )
+from companion.live import colormaps, explorer_html, float32_base64
 from companion.relative import WindowSize
 
 #: Explorer figures are rendered at this resolution and shown at 2/3 of their pixel width, which
 #: keeps them sharp on high-density screens.
 PNG_DPI = 150
 _DISPLAY_SCALE = 100 / PNG_DPI
-_NOTE = (
-    "<i>Interactive with a running kernel (Jupyter or Colab): move a control and the figure "
-    "below redraws. Without one, the figure shows the default values.</i>"
-)
 
 
 @dataclass(frozen=True)
 class Control:
-    """One integer control: a slider over ``[low, high]``, or a drop-down of ``options``.
+    """One integer slider over ``[low, high]`` starting at ``value``.
 
-    ``options`` are ``(label, value)`` pairs; when given, ``low``/``high`` are their bounds.
+    ``bound_by`` names another control whose value bounds this one: ``high`` is then that value
+    minus 1 (a query row stays inside a window of ``wh`` rows).
     """
 
     label: str
     low: int
     high: int
     value: int
-    options: tuple[tuple[str, int], ...] | None = None
-
-
-Limits = Callable[[Mapping[str, int]], dict[str, int]]
+    bound_by: str | None = None
 
 
 def figure_png(fig: Figure, dpi: int = PNG_DPI) -> bytes:
@@ -65,22 +63,22 @@ def figure_png(fig: Figure, dpi: int = PNG_DPI) -> bytes:
     return buffer.getvalue()
 
 
-def _png_image(png: bytes) -> Any:
-    from IPython.display import Image
-
-    width = int.from_bytes(png[16:20], "big")  # IHDR: the first chunk holds the pixel width
-    return Image(data=png, format="png", width=round(width * _DISPLAY_SCALE))
+def _png_width(png: bytes) -> int:
+    """The width, in CSS pixels, at which the book shows ``png``."""
+    pixels = int.from_bytes(png[16:20], "big")  # IHDR: the first chunk holds the pixel width
+    return round(pixels * _DISPLAY_SCALE)
 
 
 class Explorer:
-    """Named integer controls and a figure function of them; redraws when a control moves.
+    """Named integer controls, a figure function of them, and the browser's view of them.
 
     Args:
         title: shown above the controls.
-        draw: ``draw(**values) -> Figure``.
+        draw: ``draw(**values) -> Figure``, the static figure for some values.
         controls: name -> ``Control``; the names are ``draw``'s keyword arguments.
-        limits: ``limits(values) -> {name: high}`` for controls whose upper bound depends on
-            other controls (a query row must stay inside the window); values are clamped to it.
+        view: the name of the view in ``assets/explorer.js`` that draws the same figure live.
+        data: what that view needs besides the controls (JSON-serialisable: a bias table, a
+            similarity matrix, colour maps).
     """
 
     def __init__(
@@ -88,30 +86,37 @@ class Explorer:
         title: str,
         draw: Callable[..., Figure],
         controls: Mapping[str, Control],
-        limits: Limits | None = None,
+        *,
+        view: str,
+        data: Mapping[str, Any],
     ) -> None:
         self.title = title
         self._draw = draw
         self.controls = dict(controls)
-        self._limits = limits or (lambda values: {})
+        for name, control in self.controls.items():
+            if control.bound_by is not None and control.bound_by not in self.controls:
+                raise ValueError(
+                    f"controls[{name!r}].bound_by must be one of {list(self.controls)}, "
+                    f"got {control.bound_by!r}"
+                )
+        self.view = view
+        self.data = dict(data)
         self.values = {name: control.value for name, control in self.controls.items()}
         self._figure = self.figure()  # drawn now, so that bad starting values fail here
         self._png: bytes | None = None
-        self._widgets: dict[str, Any] = {}
-        self._box: Any = None
-        self._handle: Any = None
-        self._syncing = False
 
-    def high(self, name: str) -> int:
-        """The current upper bound of control ``name`` (it may depend on other controls)."""
-        return self._limits(self.values).get(name, self.controls[name].high)
+    def high(self, name: str, values: Mapping[str, int] | None = None) -> int:
+        """The upper bound of control ``name`` for ``values`` (default: the current ones)."""
+        control = self.controls[name]
+        values = self.values if values is None else values
+        return control.high if control.bound_by is None else values[control.bound_by] - 1
 
     def update(self, **changes: int) -> dict[str, int]:
-        """Set control values (no widgets needed), clamp the dependent ones, redraw.
+        """Set control values, clamp the dependent ones, redraw the static figure.
 
-        Returns the new values. A value the reader set must lie in its control's current range
-        (``ValueError`` names it otherwise); a value that only depends on another control (a
-        query row when the window shrinks) is clamped into its new range.
+        Returns the new values. A value set here must lie in its control's range (``ValueError``
+        names it otherwise); a value that only depends on another control (a query row when the
+        window shrinks) is clamped into its new range, as the browser's sliders do.
         """
         for name, value in changes.items():
             if name not in self.controls:
@@ -120,19 +125,16 @@ class Explorer:
                 raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
         new = {**self.values, **changes}
         for name, control in self.controls.items():
-            high = self._limits(new).get(name, control.high)
+            high = self.high(name, new)
             if name in changes and not control.low <= new[name] <= high:
                 raise ValueError(f"{name} must be in [{control.low}, {high}], got {new[name]}")
             new[name] = min(new[name], high)
         self.values = new
-        self._sync_widgets()
         self._figure, self._png = self.figure(), None
-        if self._handle is not None:
-            self._handle.update(_png_image(self.png))
         return dict(self.values)
 
     def figure(self) -> Figure:
-        """A new figure for the current values."""
+        """A new static figure for the current values."""
         return self._draw(**self.values)
 
     @property
@@ -142,98 +144,61 @@ class Explorer:
             self._png = figure_png(self._figure)
         return self._png
 
-    def widget(self) -> Any:
-        """The controls as one ipywidgets ``VBox`` (built once); moving one calls ``update``."""
-        if self._box is not None:
-            return self._box
-        import ipywidgets as widgets
+    def spec(self) -> dict[str, Any]:
+        """What the browser needs: the view, the title, the controls from the current values."""
+        return {
+            "view": self.view,
+            "title": self.title,
+            "controls": [
+                {
+                    "name": name,
+                    "label": c.label,
+                    "low": c.low,
+                    "high": c.high,
+                    "value": self.values[name],
+                    "boundBy": c.bound_by,
+                }
+                for name, c in self.controls.items()
+            ],
+            "data": self.data,
+        }
 
-        # One label width for every control, so the sliders line up and keep a usable track.
-        style = {"description_width": "130px"}
-        for name, control in self.controls.items():
-            if control.options is not None:
-                box = widgets.Dropdown(
-                    options=list(control.options),
-                    value=self.values[name],
-                    description=control.label,
-                    style=style,
-                    layout=widgets.Layout(width="340px"),
-                )
-            else:
-                box = widgets.IntSlider(
-                    value=self.values[name],
-                    min=control.low,
-                    max=self.high(name),
-                    description=control.label,
-                    continuous_update=False,  # one redraw per release, not per pixel dragged
-                    style=style,
-                    layout=widgets.Layout(width="340px"),
-                )
-            box.observe(self._on_change(name), names="value")
-            self._widgets[name] = box
-        self._box = widgets.VBox(
-            [
-                widgets.HTML(f"<b>{self.title}</b>"),
-                widgets.HBox(list(self._widgets.values()), layout=widgets.Layout(flex_flow="wrap")),
-                widgets.HTML(_NOTE),
-            ]
-        )
-        return self._box
+    def _state(self) -> str:
+        return ", ".join(f"{name}={value}" for name, value in self.values.items())
 
-    def _on_change(self, name: str) -> Callable[[dict[str, Any]], None]:
-        def changed(change: dict[str, Any]) -> None:
-            if not self._syncing:  # ignore the echoes of our own clamping in _sync_widgets
-                self.update(**{name: change["new"]})
+    def __repr__(self) -> str:
+        return f"[{self.title}: interactive in a browser; static figure for {self._state()}]"
 
-        return changed
-
-    def _sync_widgets(self) -> None:
-        """Give the sliders the current bounds and values without triggering redraws."""
-        self._syncing = True
-        try:
-            for name, box in self._widgets.items():
-                if self.controls[name].options is None:
-                    box.max = self.high(name)
-                box.value = self.values[name]
-        finally:
-            self._syncing = False
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        alt = f"{self.title}, static figure for {self._state()}"
+        return {
+            "text/plain": repr(self),
+            "text/html": explorer_html(self.spec(), self.png, _png_width(self.png), alt),
+            "image/png": self.png,
+        }
 
     def show(self) -> None:
-        """Display the controls (when ipywidgets is available), then the figure."""
+        """Display the explorer (see the module docstring)."""
         from IPython.display import display
 
-        try:
-            box = self.widget()
-        except ImportError:
-            box = None
-        if box is not None:
-            # The view bundle both ipywidgets 7 and 8 emit, with a readable plain-text fallback
-            # for front ends that cannot render widgets (nbconvert, terminals, GitHub).
-            display(
-                {
-                    "text/plain": f"[{self.title}: controls need a running kernel]",
-                    "application/vnd.jupyter.widget-view+json": {
-                        "version_major": 2,
-                        "version_minor": 0,
-                        "model_id": box.model_id,
-                    },
-                },
-                raw=True,
-            )
-        self._handle = display(_png_image(self.png), display_id=True)
+        display(self)
 
 
 def show_explorer(explorer: Explorer) -> None:
-    """Display ``explorer``'s controls and its figure (see the module docstring)."""
+    """Display ``explorer``: live sliders and figure in a browser, its static figure elsewhere."""
     if not isinstance(explorer, Explorer):
         raise TypeError(f"explorer must be an Explorer, got {type(explorer).__name__}")
     explorer.show()
 
 
-def _cell_controls(what: str, cell: tuple[int, int], grid: tuple[int, int]) -> dict[str, Control]:
+def _cell_controls(
+    what: str, cell: tuple[int, int], grid: tuple[int, int], bound_by: Iterable[str | None] = ()
+) -> dict[str, Control]:
+    """Row and column sliders of a cell of ``grid``; ``bound_by`` the controls bounding them."""
+    row_bound, col_bound = tuple(bound_by) or (None, None)
     return {
-        "row": Control(f"{what} row", 0, grid[0] - 1, cell[0]),
-        "col": Control(f"{what} column", 0, grid[1] - 1, cell[1]),
+        "row": Control(f"{what} row", 0, grid[0] - 1, cell[0], row_bound),
+        "col": Control(f"{what} column", 0, grid[1] - 1, cell[1], col_bound),
     }
 
 
@@ -253,13 +218,14 @@ def relative_index_explorer(
     controls = {
         "wh": Control("window rows Wh", 1, max_window, wh),
         "ww": Control("window columns Ww", 1, max_window, ww),
-        **_cell_controls("query", (row, col), (max_window, max_window)),
+        **_cell_controls("query", (row, col), (max_window, max_window), ("wh", "ww")),
     }
     return Explorer(
         "Relative position index for one query",
         lambda wh, ww, row, col: relative_index_figure((wh, ww), (row, col)),
         controls,
-        limits=lambda v: {"row": v["wh"] - 1, "col": v["ww"] - 1},
+        view="relative-index",
+        data={"colormaps": colormaps(["Greys", "viridis"])},
     )
 
 
@@ -274,18 +240,26 @@ def bias_explorer(
     ``source``: a module with a relative position bias (``WindowAttention``,
     ``RelativePositionBias``) or a bias table ``((2Wh-1)(2Ww-1), H)`` with ``window_size``.
     """
-    bias, grid = relative_bias(source, window_size)
+    table, grid = bias_table(source, window_size)
+    bias, _ = relative_bias(table, grid)
     num_heads = bias.shape[0]
     controls = {
-        "head": Control(
-            "head", 0, num_heads - 1, head, tuple((f"head {h}", h) for h in range(num_heads))
-        ),
+        "head": Control("head", 0, num_heads - 1, head),
         **_cell_controls("query", to_cell("query", query, grid), grid),
     }
+    bounds = [bias_bound(bias, h) for h in range(num_heads)]
     return Explorer(
         "Relative position bias B for one head and one query",
-        lambda head, row, col: bias_row_figure(source, head, (row, col), window_size),
+        lambda head, row, col: bias_row_figure(table, head, (row, col), grid),
         controls,
+        view="bias",
+        data={
+            "window": list(grid),
+            "table": float32_base64(table),  # (T, H), row-major: the browser looks B up in it
+            "bound": bounds,
+            "decimals": [float_decimals(b) for b in bounds],
+            "colormaps": colormaps(["RdBu_r"]),
+        },
     )
 
 
@@ -301,10 +275,18 @@ def embedding_explorer(
     (a class token) that are not patches.
     """
     grid = to_pair("grid_size", grid_size)
+    similarities = embedding_similarities(embedding, grid, num_prefix_tokens)
     return Explorer(
         "Position embedding similarity for one patch",
         lambda row, col: embedding_similarity_figure(
             embedding, grid, (row, col), num_prefix_tokens
         ),
         _cell_controls("patch", to_cell("patch", patch, grid), grid),
+        view="similarity",
+        data={
+            "grid": list(grid),
+            "matrix": float32_base64(similarities),  # (N, gh, gw): row t is patch t's map
+            "annotate": SIMILARITY_ANNOTATED,
+            "colormaps": colormaps(["viridis"]),
+        },
     )

@@ -12,10 +12,14 @@ from matplotlib.figure import Figure
 
 from companion.attention import WindowAttention
 from companion.explorers import (
+    bias_bound,
     bias_row,
     bias_row_figure,
+    bias_table,
+    embedding_similarities,
     embedding_similarity,
     embedding_similarity_figure,
+    float_decimals,
     relative_bias,
     relative_index_figure,
     relative_index_view,
@@ -185,6 +189,30 @@ def test_relative_bias_rejects_a_module_without_bias_or_with_another_window() ->
         relative_bias(RelativePositionBias(2, 1), window_size=3)
 
 
+def test_bias_table_is_the_modules_table_as_float32_on_the_cpu() -> None:
+    torch.manual_seed(0)
+    module = RelativePositionBias((2, 3), 4).double()
+    table, window = bias_table(module)
+    assert window == (2, 3)
+    assert table.dtype == torch.float32 and not table.requires_grad
+    assert torch.equal(table, module.relative_position_bias_table.detach().float())
+
+
+def test_bias_table_rejects_a_module_whose_index_is_not_the_standard_one() -> None:
+    # The browser rebuilds the index from the window, so only the standard index can be shown.
+    module = RelativePositionBias(2, 1)
+    module.relative_position_index = module.relative_position_index.flip(0)
+    with pytest.raises(ValueError, match=r"relative_position_index must be .*\(2, 2\)"):
+        bias_table(module)
+
+
+def test_bias_bound_and_decimals_set_the_scale_of_each_head() -> None:
+    bias = torch.tensor([[[0.0, -0.03]], [[0.0, 0.0]], [[4.5, -2.0]]])
+    assert [bias_bound(bias, h) for h in range(3)] == pytest.approx([0.03, 1.0, 4.5])
+    assert [float_decimals(b) for b in (0.03, 0.2, 1.0, 4.5, 60.0)] == [3, 2, 2, 2, 2]
+    assert float_decimals(0.0004) == 4
+
+
 def test_bias_row_is_one_row_of_b_laid_out_on_the_window() -> None:
     torch.manual_seed(0)
     module = RelativePositionBias((2, 3), 4)
@@ -226,6 +254,16 @@ def test_embedding_similarity_is_the_cosine_to_the_chosen_patch() -> None:
     assert similarity.shape == (2, 3)
     assert torch.allclose(similarity, expected, atol=1e-6)
     assert similarity[1, 0].item() == pytest.approx(1.0)
+
+
+def test_embedding_similarities_row_t_is_the_map_of_patch_t() -> None:
+    torch.manual_seed(0)
+    embedding = torch.randn(1, 1 + 6, 5)
+    maps = embedding_similarities(embedding, (2, 3), num_prefix_tokens=1)
+    assert maps.shape == (6, 2, 3)
+    for t in range(6):
+        assert torch.equal(maps[t], embedding_similarity(embedding, (2, 3), t, 1))
+    assert torch.allclose(maps.view(6, 6), maps.view(6, 6).T, atol=1e-6)
 
 
 def test_embedding_similarity_skips_the_class_token_and_accepts_2d_input() -> None:

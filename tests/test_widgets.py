@@ -1,27 +1,35 @@
-"""companion.widgets: controls wired to the explorers, under ipywidgets 8 and Colab's 7.7.1.
+"""companion.widgets and companion.live: the explorers' controls and the output they display.
 
-The tests named ``test_controls_*`` drive real ipywidgets objects; they run twice: in this
-process (the venv's ipywidgets 8) and in a subprocess that puts ipywidgets 7.7.1 (the version Colab
-ships) first on ``PYTHONPATH``. A last test runs an explorer in a live Jupyter kernel.
+What the browser draws from that output is tested in tests/browser/test_explorer_frontend.py; here
+the Python side: controls, the static figure, and an output that is the same on every run (nbval
+compares it) and needs no ipywidgets.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
-import os
-import subprocess
+import json
+import re
 import sys
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 import torch
 from nbclient import NotebookClient
+from nbval.plugin import get_sanitize_patterns
 
-from companion.explorers import relative_index_figure
+from companion.attention import WindowAttention
+from companion.explorers import (
+    bias_table,
+    embedding_similarities,
+    relative_index_figure,
+)
+from companion.live import colormap_table
 from companion.relative import RelativePositionBias
 from companion.widgets import (
+    Control,
     Explorer,
     bias_explorer,
     embedding_explorer,
@@ -31,16 +39,24 @@ from companion.widgets import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-COLAB_IPYWIDGETS = "7.7.1"
-#: Set in the subprocess that runs these tests against ipywidgets 7.7.1.
-EXPECTED_VERSION = os.environ.get("COMPANION_TEST_IPYWIDGETS")
+SANITIZE = get_sanitize_patterns((ROOT / "tests" / "nbval_sanitize.cfg").read_text())
 
 
-def _control(explorer: Explorer, label: str):
-    """The ipywidgets control whose description is ``label``."""
-    box = explorer.widget()
-    controls = box.children[1].children
-    return next(c for c in controls if c.description == label)
+def _spec(html: str) -> dict:
+    """The JSON an explorer's HTML hands to its script."""
+    match = re.search(r'<script type="application/json" class="cx-data">([^<]*)</script>', html)
+    assert match, "no explorer data in the HTML"
+    return json.loads(match[1])
+
+
+def _float32s(text: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(text), dtype="<f4")
+
+
+def _sanitized(html: str) -> str:
+    for regex, replace in SANITIZE:
+        html = re.sub(regex, replace, html)
+    return html
 
 
 # ----- without widgets --------------------------------------------------------------------------
@@ -107,151 +123,111 @@ def test_every_explorer_starts_from_the_values_it_was_given() -> None:
     assert explorer.values == {"row": 1, "col": 2}
 
 
-def test_show_without_ipywidgets_still_shows_the_figure(monkeypatch, capsys) -> None:
+def test_a_control_can_only_be_bound_by_another_control() -> None:
+    with pytest.raises(ValueError, match=r"controls\['row'\].bound_by must be one of \['row'\]"):
+        Explorer(
+            "t",
+            lambda row: relative_index_figure(),
+            {"row": Control("row", 0, 1, 0, bound_by="wh")},
+            view="relative-index",
+            data={},
+        )
+
+
+# ----- the displayed output ---------------------------------------------------------------------
+
+
+def test_the_output_holds_the_live_html_the_static_png_and_a_line_of_text() -> None:
+    explorer = relative_index_explorer((2, 3), (1, 2))
+    bundle = explorer._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html", "image/png"}
+    assert bundle["image/png"] == explorer.png
+    html = bundle["text/html"]
+    # The static figure is inside the HTML too, for readers without JavaScript and for print.
+    assert base64.b64encode(explorer.png).decode() in html
+    assert html.startswith('<div class="cx-explorer">') and html.endswith("</script>")
+    assert "wh=2, ww=3, row=1, col=2" in bundle["text/plain"]
+
+
+def test_the_html_hands_the_controls_and_their_bounds_to_the_browser() -> None:
+    spec = _spec(
+        relative_index_explorer((2, 3), (1, 2), max_window=5)._repr_mimebundle_()["text/html"]
+    )
+    assert spec["view"] == "relative-index"
+    assert [
+        (c["name"], c["low"], c["high"], c["value"], c["boundBy"]) for c in spec["controls"]
+    ] == [
+        ("wh", 1, 5, 2, None),
+        ("ww", 1, 5, 3, None),
+        ("row", 0, 4, 1, "wh"),
+        ("col", 0, 4, 2, "ww"),
+    ]
+    assert spec["data"]["colormaps"]["viridis"] == colormap_table("viridis")
+
+
+def test_the_html_embeds_the_exact_bias_table_and_similarities() -> None:
+    torch.manual_seed(0)
+    attn = WindowAttention(dim=16, window_size=3, num_heads=2)
+    data = _spec(bias_explorer(attn, head=1)._repr_mimebundle_()["text/html"])["data"]
+    table, window = bias_table(attn)
+    assert data["window"] == list(window) == [3, 3]
+    assert np.array_equal(_float32s(data["table"]), table.numpy().ravel())
+    embedding = torch.randn(1, 1 + 6, 8)
+    data = _spec(
+        embedding_explorer(embedding, (2, 3), num_prefix_tokens=1)._repr_mimebundle_()["text/html"]
+    )["data"]
+    expected = embedding_similarities(embedding, (2, 3), 1).numpy().ravel()
+    assert np.array_equal(_float32s(data["matrix"]), expected)
+
+
+def test_the_html_is_the_same_on_every_run_and_needs_no_ids() -> None:
+    first = relative_index_explorer()._repr_mimebundle_()["text/html"]
+    assert relative_index_explorer()._repr_mimebundle_()["text/html"] == first
+    assert not re.search(r"\bid=", first)
+
+
+def test_nbval_sanitizing_keeps_the_controls_and_blanks_only_the_machine_dependent_bits() -> None:
+    # The float32 data and the PNG may differ in their last bits across machines; the rest of the
+    # HTML (controls, code, colour maps) must still match exactly.
+    torch.manual_seed(0)
+    one = bias_explorer(RelativePositionBias(2, 2))._repr_mimebundle_()["text/html"]
+    two = bias_explorer(RelativePositionBias(2, 2))._repr_mimebundle_()["text/html"]
+    assert one != two
+    assert _sanitized(one) == _sanitized(two)
+    other_query = bias_explorer(RelativePositionBias(2, 2), query=1)._repr_mimebundle_()
+    assert _sanitized(other_query["text/html"]) != _sanitized(one)
+    assert "FLOAT32" in _sanitized(one) and "base64,PNG" in _sanitized(one)
+    assert "document.querySelectorAll" in _sanitized(one)  # the script is compared as is
+
+
+def test_show_needs_no_ipywidgets(monkeypatch, capsys) -> None:
     monkeypatch.setitem(sys.modules, "ipywidgets", None)  # makes `import ipywidgets` fail
     show_explorer(relative_index_explorer())
     out = capsys.readouterr().out
-    assert "Image object" in out
-    assert "widget-view" not in out
-
-
-# ----- with widgets: run under ipywidgets 8 here and 7.7.1 in a subprocess ----------------------
-
-
-def test_controls_run_on_the_expected_ipywidgets() -> None:
-    import ipywidgets
-
-    if EXPECTED_VERSION is not None:
-        assert ipywidgets.__version__ == EXPECTED_VERSION
-    else:
-        assert ipywidgets.__version__.startswith("8.")
-
-
-def test_controls_move_the_relative_index_explorer_and_its_bounds() -> None:
-    explorer = relative_index_explorer((2, 3), (1, 2))
-    rows, row = _control(explorer, "window rows Wh"), _control(explorer, "query row")
-    assert (row.min, row.max, row.value) == (0, 1, 1)
-    before = explorer.png
-    rows.value = 4
-    assert row.max == 3
-    row.value = 3
-    assert explorer.values == {"wh": 4, "ww": 3, "row": 3, "col": 2}
-    assert explorer.png != before
-    rows.value = 2  # the query row must follow the window back in
-    assert (row.max, row.value) == (1, 1)
-    assert explorer.values["row"] == 1
-    assert explorer.png == figure_png(relative_index_figure((2, 3), (1, 2)))
-
-
-def test_controls_pick_the_head_and_query_of_the_bias_explorer() -> None:
-    torch.manual_seed(0)
-    explorer = bias_explorer(RelativePositionBias(2, 3))
-    head = _control(explorer, "head")
-    assert head.options == ("head 0", "head 1", "head 2") or [o[0] for o in head.options] == [
-        "head 0",
-        "head 1",
-        "head 2",
-    ]
-    head.value = 2
-    _control(explorer, "query column").value = 1
-    assert explorer.values == {"head": 2, "row": 0, "col": 1}
-
-
-def test_controls_pick_the_patch_of_the_embedding_explorer() -> None:
-    torch.manual_seed(0)
-    explorer = embedding_explorer(torch.randn(6, 4), (2, 3))
-    _control(explorer, "patch column").value = 2
-    assert explorer.values == {"row": 0, "col": 2}
-
-
-def test_controls_are_shown_before_the_figure(capsys) -> None:
-    # Outside IPython, display() prints; the order and the plain-text fallback are what a
-    # front end without widget support shows.
-    explorer = relative_index_explorer()
-    show_explorer(explorer)
-    out = capsys.readouterr().out
-    assert out.index("controls need a running kernel") < out.index("Image object")
-    assert explorer.widget().model_id in out
-
-
-@pytest.fixture(scope="session")
-def colab_ipywidgets() -> Path:
-    """ipywidgets 7.7.1 (and the one module it needs that newer stacks dropped) in a folder.
-
-    Installed once with pip into the venv (ignored by git) and reused: later runs need no network.
-    """
-    target = Path(sys.prefix) / f"ipywidgets-{COLAB_IPYWIDGETS}"
-    if not (target / "ipywidgets").is_dir():
-        staging = target.with_name(target.name + f".tmp{os.getpid()}")
-        packages = [f"ipywidgets=={COLAB_IPYWIDGETS}", "ipython_genutils==0.2.0"]
-        pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps"]
-        subprocess.run([*pip, "--target", str(staging), *packages], check=True)
-        os.replace(staging, target)  # whole or not at all, even if two runs race
-    return target
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(EXPECTED_VERSION is not None, reason="this is the 7.7.1 run itself")
-def test_the_widget_code_also_runs_on_colabs_ipywidgets_7(colab_ipywidgets: Path) -> None:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(colab_ipywidgets), str(ROOT)]),
-        "COMPANION_TEST_IPYWIDGETS": COLAB_IPYWIDGETS,
-    }
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            __file__,
-            "-k",
-            "test_controls_",
-        ],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
-    assert "5 passed" in run.stdout
+    assert "Relative position index for one query: interactive in a browser" in out
 
 
 # ----- in a live kernel -------------------------------------------------------------------------
 
 
 @pytest.mark.slow
-def test_in_a_live_kernel_moving_a_slider_redraws_the_figure_in_place() -> None:
+def test_in_a_kernel_the_output_is_the_live_html_and_the_same_on_a_rerun() -> None:
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_code_cell(
             "from companion.widgets import relative_index_explorer, show_explorer\n"
-            "explorer = relative_index_explorer()\n"
-            "show_explorer(explorer)"
-        ),
-        # What the front end's comm message does when the reader drags the slider.
-        nbformat.v4.new_code_cell(
-            "import hashlib\n"
-            "explorer.widget().children[1].children[0].set_state({'value': 3})\n"
-            "print(explorer.values, hashlib.sha256(explorer.png).hexdigest())"
-        ),
+            "show_explorer(relative_index_explorer(window_size=(2, 3), query=(1, 2)))"
+        )
     ]
-    client = NotebookClient(
-        nb, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(ROOT)}}
-    )
-    client.execute()
-    controls, figure = nb.cells[0].outputs
-    assert "application/vnd.jupyter.widget-view+json" in controls.data
-    assert controls.data["text/plain"].endswith("controls need a running kernel]")
-    printed = nb.cells[1].outputs[0].text
-    assert printed.startswith("{'wh': 3, 'ww': 3, 'row': 0, 'col': 0}")
-    # The figure output of cell 1 was replaced by the redrawn one (update_display_data).
-    shown = hashlib.sha256(base64.b64decode(figure.data["image/png"])).hexdigest()
-    assert printed.split()[-1] == shown
-    # The widget state is saved with the notebook, so the built book can draw the controls.
-    state = nb.metadata.widgets["application/vnd.jupyter.widget-state+json"]["state"]
-    models = sorted(m["model_name"] for m in state.values())
-    assert models.count("IntSliderModel") == 4
-    assert "VBoxModel" in models
+    outputs = []
+    for _ in range(2):
+        client = NotebookClient(
+            nb, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(ROOT)}}
+        )
+        client.execute()
+        outputs.append(nb.cells[0].outputs)
+    (first,), (second,) = outputs
+    assert first.output_type == "display_data"
+    assert set(first.data) == {"text/plain", "text/html", "image/png"}
+    assert first.data["text/html"] == second.data["text/html"]  # nbval compares it as is
+    assert "widgets" not in nb.metadata  # no widget state to save: the output is self-contained

@@ -1,0 +1,98 @@
+"""Helpers of the explorers' browser tests: show an explorer's output in Chromium, drive, read it.
+
+An explorer's ``text/html`` output is loaded as a page of its own (no book, no server); every
+request is blocked, so the explorer must run from what its output holds.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from companion.widgets import Explorer
+
+# Reads one explorer: its state, caption and panels ({panel: rows of {value, text, fill}}), all
+# panels or those named in `only`.
+_READ = """
+(root, only) => {
+  const panels = {};
+  for (const svg of root.querySelectorAll("svg[data-panel]")) {
+    if (only && !only.includes(svg.dataset.panel)) continue;
+    const rows = [];
+    for (const g of svg.querySelectorAll("g.cx-cell")) {
+      const r = Number(g.dataset.row), c = Number(g.dataset.col);
+      (rows[r] = rows[r] || [])[c] = {
+        value: g.dataset.value,
+        text: Array.from(g.querySelectorAll("text")).map((t) => t.textContent).join("\\n"),
+        fill: g.querySelector("rect").getAttribute("fill"),
+      };
+    }
+    panels[svg.dataset.panel] = rows;
+  }
+  return {
+    state: JSON.parse(root.dataset.state),
+    caption: root.querySelector(".cx-caption").textContent,
+    panels: panels,
+  };
+}
+"""
+
+# Sets sliders as a reader would (value, then an input event) and reads the explorer back, for a
+# list of states at once: one round trip for hundreds of states.
+_DRIVE = """
+(root, [states, only]) => {
+  const read = READ;
+  return states.map((state) => {
+    for (const [name, value] of Object.entries(state)) {
+      const input = root.querySelector(`input[name="${name}"]`);
+      input.value = value;
+      input.dispatchEvent(new Event("input", { bubbles: true }));
+    }
+    return read(root, only);
+  });
+}
+""".replace("READ", _READ.strip())
+
+
+def page_html(*explorers: Explorer) -> str:
+    """A page holding the outputs of ``explorers``, as the book or a notebook front end does."""
+    outputs = "".join(
+        f'<div class="output">{e._repr_mimebundle_()["text/html"]}</div>' for e in explorers
+    )
+    head = '<meta charset="utf-8"><meta name="viewport" content="width=device-width">'
+    return f"<!doctype html><html><head>{head}</head><body>{outputs}</body></html>"
+
+
+def show(page: Any, *explorers: Explorer) -> list[Any]:
+    """Load ``explorers`` into ``page``; returns their root elements once they are live."""
+    page.set_content(page_html(*explorers))
+    page.wait_for_function(
+        "(n) => document.querySelectorAll('.cx-explorer.cx-is-live').length === n",
+        arg=len(explorers),
+        timeout=10_000,
+    )
+    return page.query_selector_all(".cx-explorer")
+
+
+def read(root: Any, panels: list[str] | None = None) -> dict[str, Any]:
+    """``{"state", "caption", "panels": {name: rows of {value, text, fill}}}`` of one explorer.
+
+    ``panels``: the panels to read (default all).
+    """
+    return root.evaluate(_READ, panels)
+
+
+def drive(
+    root: Any, states: list[dict[str, int]], panels: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """Set the sliders to each of ``states`` in turn; what ``read`` returns after each."""
+    return root.evaluate(_DRIVE, [states, panels])
+
+
+def values(panel: list[list[dict[str, str]]]) -> list[list[Any]]:
+    """The exact values (``data-value``, parsed as JSON) of a panel's cells."""
+    return [[json.loads(cell["value"]) for cell in row] for row in panel]
+
+
+def texts(panel: list[list[dict[str, str]]]) -> list[list[str]]:
+    return [[cell["text"] for cell in row] for row in panel]

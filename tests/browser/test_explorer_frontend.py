@@ -1,0 +1,257 @@
+"""The explorers' browser front end draws the numbers companion computes, with no kernel.
+
+Each test renders explorer outputs in headless Chromium (no book needed, every request blocked),
+sets the sliders as a reader would, reads what the figure shows (each cell's ``data-value``, its
+written text and its colour) and compares it with ``companion.relative`` / ``companion.explorers``
+for the same state. Run with ``.venv/bin/python -m pytest tests/browser/test_explorer_frontend.py``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+import pytest
+import torch
+from book_browser import CHROMIUM, CHROMIUM_FLAGS
+from explorer_browser import drive, page_html, read, show, texts, values
+from matplotlib.colors import Normalize, to_hex
+
+from companion.absolute import sincos_2d_position_embedding
+from companion.attention import WindowAttention
+from companion.explorers import (
+    _float_format,
+    bias_bound,
+    bias_row,
+    embedding_similarity,
+    relative_bias,
+    relative_index_view,
+)
+from companion.relative import RelativePositionBias
+from companion.widgets import bias_explorer, embedding_explorer, relative_index_explorer
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"no Chromium at {CHROMIUM}: `apt-get install -y chromium` (or CHROMIUM=...)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS
+        )
+        yield browser
+        browser.close()
+
+
+def _offline_page(chromium: Any, **context_options: Any) -> Any:
+    """A page in which every request fails and every script error is kept in ``page.errors``."""
+    context = chromium.new_context(**context_options)
+    context.route("**/*", lambda route: route.abort("blockedbyclient"))
+    page = context.new_page()
+    page.errors = []
+    page.on("pageerror", lambda error: page.errors.append(str(error)))
+    page.on("console", lambda m: m.type == "error" and page.errors.append(m.text))
+    return page
+
+
+@pytest.fixture
+def page(chromium: Any) -> Iterator[Any]:
+    page = _offline_page(chromium, viewport={"width": 1000, "height": 900})
+    yield page
+    assert page.errors == []
+    page.context.close()
+
+
+def _colour(cmap: str, vmin: float, vmax: float, value: float) -> str:
+    """The colour matplotlib paints ``value`` with (the static figure's colour)."""
+    return to_hex(matplotlib.colormaps[cmap](Normalize(vmin, vmax)(value)))
+
+
+# ----- relative index ---------------------------------------------------------------------------
+
+
+def test_the_browsers_relative_index_is_companions_for_every_window_and_query(page) -> None:
+    (root,) = show(page, relative_index_explorer(max_window=5))
+    states = [
+        {"wh": wh, "ww": ww, "row": r, "col": c}
+        for wh, ww in itertools.product(range(1, 6), repeat=2)
+        for r, c in itertools.product(range(wh), range(ww))
+    ]
+    shown = drive(root, states)
+    for state, seen in zip(states, shown, strict=True):
+        assert seen["state"] == state
+        view = relative_index_view((state["wh"], state["ww"]), (state["row"], state["col"]))
+        panels = seen["panels"]
+        assert values(panels["offset"]) == view.offsets.tolist(), state
+        assert values(panels["shifted"]) == view.shifted.tolist(), state
+        assert values(panels["multiplied"]) == view.multiplied.tolist(), state
+        assert values(panels["index"]) == view.index.tolist(), state
+        assert texts(panels["index"]) == [[str(v) for v in row] for row in view.index.tolist()]
+        assert f"(token {view.token})" in seen["caption"]
+
+
+def test_the_browsers_index_colours_are_the_static_figures(page) -> None:
+    (root,) = show(page, relative_index_explorer((3, 4), (2, 1)))
+    index = relative_index_view((3, 4), (2, 1)).index.tolist()
+    fills = [[cell["fill"] for cell in row] for row in read(root)["panels"]["index"]]
+    top = (2 * 3 - 1) * (2 * 4 - 1) - 1
+    assert fills == [[_colour("viridis", 0, top, v) for v in row] for row in index]
+
+
+def test_a_shrinking_window_pulls_the_query_back_in_as_explorer_update_does(page) -> None:
+    explorer = relative_index_explorer((4, 4), (3, 3))
+    (root,) = show(page, explorer)
+    (seen,) = drive(root, [{"wh": 2}])
+    assert seen["state"] == explorer.update(wh=2) == {"wh": 2, "ww": 4, "row": 1, "col": 3}
+    assert root.eval_on_selector('input[name="row"]', "(i) => i.max") == "1"
+
+
+# ----- bias -------------------------------------------------------------------------------------
+
+
+def _bias_source(name: str) -> tuple[torch.nn.Module | torch.Tensor, tuple[int, int] | None]:
+    """``(source, window_size)`` as the chapters pass them to ``bias_explorer``."""
+    torch.manual_seed(0)
+    if name == "window-attention":  # chapter 3: a 7x7 window, 4 heads, at initialisation
+        return WindowAttention(dim=32, window_size=7, num_heads=4), None
+    return torch.randn(3 * 5, 3) * 4, (2, 3)  # chapter 5: a loaded table, trained-sized values
+
+
+@pytest.mark.parametrize("name", ["window-attention", "table"])
+def test_the_browsers_bias_row_is_companions_for_every_head_and_query(page, name) -> None:
+    source, window_size = _bias_source(name)
+    bias, (wh, ww) = relative_bias(source, window_size)
+    (root,) = show(page, bias_explorer(source, window_size))
+    states = [
+        {"head": h, "row": r, "col": c}
+        for h in range(bias.shape[0])
+        for r, c in itertools.product(range(wh), range(ww))
+    ]
+    for state, seen in zip(states, drive(root, states, ["row"]), strict=True):
+        head = state["head"]
+        expected = bias_row(source, (state["row"], state["col"]), head, window_size)
+        row = seen["panels"]["row"]
+        assert values(row) == expected.tolist(), state  # the exact float32 values
+        written = _float_format(bias_bound(bias, head))
+        assert texts(row) == [[written(v) for v in r] for r in expected.tolist()], state
+        bound = bias_bound(bias, head)
+        assert row[-1][0]["fill"] == _colour("RdBu_r", -bound, bound, expected[-1, 0].item())
+    # The N x N panel is B[head] itself.
+    (seen,) = drive(root, [{"head": 1, "row": 0, "col": 0}])
+    assert values(seen["panels"]["matrix"]) == bias[1].tolist()
+
+
+# ----- absolute embedding similarity ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("embedding", "grid", "prefix"),
+    [
+        (sincos_2d_position_embedding((14, 14), 64), (14, 14), 0),  # chapter 1's, smaller D
+        (torch.randn(1, 1 + 3 * 4, 16, generator=torch.Generator().manual_seed(0)), (3, 4), 1),
+    ],
+    ids=["sincos-14x14", "learned-3x4-with-class-token"],
+)
+def test_the_browsers_similarity_map_is_companions_for_every_patch(
+    page, embedding, grid, prefix
+) -> None:
+    (root,) = show(page, embedding_explorer(embedding, grid, num_prefix_tokens=prefix))
+    step = 1 if max(grid) <= 8 else 3  # every patch of small grids, every third row and column
+    cells = itertools.product(range(0, grid[0], step), range(0, grid[1], step))
+    states = [{"row": r, "col": c} for r, c in cells]
+    for state, seen in zip(states, drive(root, states), strict=True):
+        expected = embedding_similarity(embedding, grid, (state["row"], state["col"]), prefix)
+        panel = seen["panels"]["similarity"]
+        assert values(panel) == expected.tolist(), state
+        if max(grid) <= 8:
+            assert texts(panel) == [[f"{v:.2f}" for v in r] for r in expected.tolist()]
+        low = min(expected.min().item(), 0.999)
+        assert panel[0][0]["fill"] == _colour("viridis", low, 1.0, expected[0, 0].item())
+
+
+# ----- keyboard, touch, no JavaScript, print ----------------------------------------------------
+
+
+def test_every_slider_is_reached_by_tab_and_moved_by_arrow_keys(page) -> None:
+    (root,) = show(page, relative_index_explorer((2, 3), (0, 0)))
+    reached = []
+    for _ in range(4):
+        page.keyboard.press("Tab")
+        reached.append(page.evaluate("document.activeElement.name"))
+    assert reached == ["wh", "ww", "row", "col"]
+    before = read(root)
+    page.keyboard.press("ArrowRight")  # query column 0 -> 1
+    after = read(root)
+    assert after["state"] == {"wh": 2, "ww": 3, "row": 0, "col": 1}
+    assert values(after["panels"]["index"]) != values(before["panels"]["index"])
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("ArrowRight")  # query row 0 -> 1
+    assert read(root)["state"] == {"wh": 2, "ww": 3, "row": 1, "col": 1}
+
+
+def test_on_a_390_px_phone_nothing_overflows_and_touch_moves_the_query(chromium) -> None:
+    torch.manual_seed(0)
+    page = _offline_page(
+        chromium, viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True
+    )
+    roots = show(
+        page,
+        relative_index_explorer((7, 7), (3, 3)),
+        bias_explorer(WindowAttention(dim=32, window_size=7, num_heads=4), head=2, query=24),
+        embedding_explorer(sincos_2d_position_embedding((14, 14), 64), (14, 14), (7, 7)),
+    )
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    for root in roots:
+        for slider in root.query_selector_all("input[type=range]"):
+            box = slider.bounding_box()
+            assert box["width"] >= 100 and box["height"] >= 24  # a usable touch target
+    # A tap at the left end of the query column slider sets it to 0.
+    slider = roots[0].query_selector('input[name="col"]')
+    slider.scroll_into_view_if_needed()
+    box = slider.bounding_box()
+    page.touchscreen.tap(box["x"] + 3, box["y"] + box["height"] / 2)
+    assert read(roots[0])["state"]["col"] == 0
+    # A tap on a cell of the window picks it as the query.
+    cell = roots[2].query_selector('g.cx-cell[data-row="2"][data-col="5"]')
+    cell.scroll_into_view_if_needed()
+    cell.tap()
+    assert read(roots[2])["state"] == {"row": 2, "col": 5}
+    assert page.errors == []
+    page.context.close()
+
+
+def test_without_javascript_and_in_print_the_static_figure_shows(chromium) -> None:
+    explorer = relative_index_explorer()
+    html = page_html(explorer)
+    visible = """(root) => {
+      const shown = (e) => !!e && e.getBoundingClientRect().height > 0;
+      const img = root.querySelector(".cx-static img");
+      const live = root.querySelector(".cx-figure");
+      return {image: shown(img) && img.naturalWidth > 0, live: shown(live)};
+    }"""
+    page = _offline_page(chromium, java_script_enabled=False)
+    page.set_content(html)
+    assert page.query_selector(".cx-explorer").evaluate(visible) == {"image": True, "live": False}
+    page.context.close()
+    page = _offline_page(chromium)
+    (root,) = show(page, explorer)
+    assert root.evaluate(visible) == {"image": False, "live": True}
+    page.emulate_media(media="print")
+    assert root.evaluate(visible) == {"image": True, "live": False}
+    page.context.close()
+
+
+def test_two_explorers_on_one_page_and_a_rerun_script_stay_independent(page) -> None:
+    torch.manual_seed(0)
+    roots = show(page, relative_index_explorer(), bias_explorer(RelativePositionBias(2, 2)))
+    drive(roots[0], [{"col": 2}])
+    assert read(roots[1])["state"] == {"head": 0, "row": 0, "col": 0}
+    # A front end may run an output's script again (JupyterLab re-rendering): nothing doubles.
+    page.evaluate("eval(document.querySelectorAll('body > script, .output > script')[0].text)")
+    assert page.eval_on_selector_all(".cx-controls", "(c) => c.length") == 2
+    assert read(roots[0])["state"]["col"] == 2
