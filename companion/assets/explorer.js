@@ -1,7 +1,7 @@
 /* The browser half of companion's explorers (see companion/live.py for the Python half).
  *
- * Every explorer output holds a root <div class="cx-explorer"> with its settings and data in a
- * <script type="application/json" class="cx-data"> child, then this script. The script turns every
+ * Every explorer output holds a root element of class cx-explorer, with its settings and data as
+ * JSON in a child script element of class cx-data, then this script. The script turns every
  * root of the page that is not live yet into sliders and SVG figures, and redraws the figures
  * whenever a slider moves: no kernel, no server, no network. It needs no ids (so outputs stay
  * deterministic) and running it twice is harmless (a root is marked live once built).
@@ -121,16 +121,11 @@
           x: left + c * cell, y: top + r * cell, width: cell, height: cell,
           fill: background, stroke: "#999", "stroke-width": cell > 8 ? 0.8 : 0,
         }));
-        const written = text ? text(r, c) : null;
-        if (written !== null) {
-          const parts = written.split("\n");
-          parts.forEach((part, i) => {
-            g.append(el("svg:text", {
-              x: left + (c + 0.5) * cell,
-              y: top + (r + 0.5) * cell + FONT / 3 + (i - (parts.length - 1) / 2) * (FONT + 1),
-              "text-anchor": "middle", "font-size": FONT, fill: ink(background),
-            }, [part]));
-          });
+        if (text) {
+          g.append(el("svg:text", {
+            x: left + (c + 0.5) * cell, y: top + (r + 0.5) * cell + FONT / 3,
+            "text-anchor": "middle", "font-size": FONT, fill: ink(background),
+          }, [text(r, c)]));
         }
         if (onPick) g.addEventListener("click", () => onPick(r, c));
         svg.append(g);
@@ -297,7 +292,7 @@
       const map = data.colormaps.viridis;
       const annotate = Math.max(gh, gw) <= data.annotate;
       return {
-        caption: `Cosine similarity of patch (${row}, ${col})'s position embedding to every patch`,
+        caption: `Patch (${row}, ${col}) (token ${patch}) of the ${gh}×${gw} grid`,
         panels: [
           grid({
             name: "similarity", rows: gh, cols: gw, cell: annotate ? CELL : 26,
