@@ -72,10 +72,11 @@
 
   /**
    * One grid of rows x cols cells as an <svg>: cell (r, c) coloured fill(r, c), written text(r, c)
-   * (or nothing when text is null), its exact value in data-value; the marked cell outlined.
+   * (or nothing when text is null), described hint(r, c) on hover (when given), its exact value in
+   * data-value; the marked cell outlined.
    */
   function grid(spec) {
-    const { name, rows, cols, title, marked, fill, text, value, onPick } = spec;
+    const { name, rows, cols, title, marked, fill, text, hint, value, onPick } = spec;
     const cell = spec.cell || CELL;
     const lines = title.length;
     const top = 8 + lines * (FONT + 4) + TICK + 4;
@@ -127,6 +128,7 @@
             "text-anchor": "middle", "font-size": FONT, fill: ink(background),
           }, [text(r, c)]));
         }
+        if (hint) g.append(el("svg:title", {}, [hint(r, c)])); // shown on hover
         if (onPick) g.addEventListener("click", () => onPick(r, c));
         svg.append(g);
       }
@@ -245,6 +247,7 @@
       const bound = data.bound[head];
       const map = data.colormaps.RdBu_r;
       const shade = (v) => colour(map, -bound, bound, v);
+      const written = (v) => fixed(v, data.decimals[head]);
       // B[head] (N x N) is drawn once per head; moving the query only moves its outline.
       if (!data.matrixPanel || data.matrixPanel.head !== head) {
         const cell = Math.max(2, Math.min(12, Math.floor(300 / n)));
@@ -258,6 +261,7 @@
             onPick: (q) => pick(Math.floor(q / ww), q % ww),
             fill: (q, k) => shade(lookup(rows[q][k])),
             text: null,
+            hint: (q, k) => `B[${head}, ${q}, ${k}] = ${written(lookup(rows[q][k]))}`,
             value: (q, k) => String(lookup(rows[q][k])),
           }),
         };
@@ -270,13 +274,14 @@
           matrix,
           grid({
             name: "row", rows: wh, cols: ww, marked: [row, col], onPick: pick,
-            title: [`row ${token} on the ${wh}×${ww} window`, `(query cell (${row}, ${col}) outlined)`],
+            title: [
+              `row ${token} on the ${wh}×${ww} window`, `(query cell (${row}, ${col}) outlined)`,
+            ],
             fill: (r, c) => shade(lookup(keys[r * ww + c])),
-            text: (r, c) => fixed(lookup(keys[r * ww + c]), data.decimals[head]),
+            text: (r, c) => written(lookup(keys[r * ww + c])),
             value: (r, c) => String(lookup(keys[r * ww + c])),
           }),
-          colourBar(map, -bound, bound, "bias added to the logit",
-            (v) => fixed(v, data.decimals[head])),
+          colourBar(map, -bound, bound, "bias added to the logit", written),
         ],
       };
     },
@@ -301,6 +306,7 @@
               "position embedding to every patch"],
             fill: (r, c) => colour(map, low, 1, at(r, c)),
             text: annotate ? (r, c) => fixed(at(r, c), 2) : null,
+            hint: annotate ? null : (r, c) => `patch (${r}, ${c}): ${fixed(at(r, c), 2)}`,
             value: (r, c) => String(at(r, c)),
           }),
           colourBar(map, low, 1, "cosine similarity", (v) => fixed(v, 2)),
