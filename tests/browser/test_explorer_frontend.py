@@ -255,3 +255,27 @@ def test_two_explorers_on_one_page_and_a_rerun_script_stay_independent(page) -> 
     page.evaluate("eval(document.querySelectorAll('body > script, .output > script')[0].text)")
     assert page.eval_on_selector_all(".cx-controls", "(c) => c.length") == 2
     assert read(roots[0])["state"]["col"] == 2
+
+
+def test_the_explorer_starts_when_a_notebook_front_end_inserts_the_output_later(page) -> None:
+    # JupyterLab, Colab and the classic notebook insert an output's HTML into a live page and then
+    # run its scripts by re-creating them; the explorer must not depend on being in the page
+    # from the start (nor on document.currentScript, which is not the output's own script there).
+    html = relative_index_explorer()._repr_mimebundle_()["text/html"]
+    page.set_content("<!doctype html><html><body><div id='out'></div></body></html>")
+    page.evaluate(
+        """(html) => {
+          const out = document.getElementById("out");
+          out.innerHTML = html;  // scripts inserted this way do not run...
+          for (const old of out.querySelectorAll("script")) {  // ...so front ends re-create them
+            const script = document.createElement("script");
+            for (const a of old.attributes) script.setAttribute(a.name, a.value);
+            script.text = old.text;
+            old.replaceWith(script);
+          }
+        }""",
+        html,
+    )
+    root = page.wait_for_selector(".cx-explorer.cx-is-live", timeout=10_000)
+    (seen,) = drive(root, [{"col": 2}])
+    assert values(seen["panels"]["index"]) == relative_index_view((2, 3), (0, 2)).index.tolist()
