@@ -26,6 +26,10 @@ computations are tiny (an index for at most a 16 x 16 window, a gather from a ta
 hundred numbers, one row of a precomputed similarity matrix); precomputing every state would not
 fit the relative index explorer (784 states of up to 49 cells x 4 steps).
 
+Size: the script and style are ~18 kB per explorer, the PNG ~60-100 kB; the data are a bias table
+(a few kB) or, for the similarity explorer, the ``N x N`` float32 similarity matrix: 205 kB of
+base64 for ViT's 14 x 14 grid, growing as ``N^2``.
+
 Determinism (nbval compares outputs): the HTML has no ids (the script finds the explorers that
 are not live yet), and its JSON is written with sorted keys. The two parts that can change in their
 last bits across machines, the embedded float32 data and the PNG, are blanked by two patterns of
@@ -74,6 +78,7 @@ def float32_base64(values: Tensor) -> str:
 
 
 def colormaps(names: Iterable[str]) -> dict[str, list[str]]:
+    """``{name: colormap_table(name)}`` for the colour maps a view uses."""
     return {name: colormap_table(name) for name in names}
 
 
