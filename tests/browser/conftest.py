@@ -10,6 +10,7 @@ import http.server
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from book_browser import (
@@ -55,8 +56,8 @@ def base_url(book_html: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def browser(base_url: str) -> Iterator[OfflineBrowser]:
-    """Headless Chromium in which only 127.0.0.1 is reachable."""
+def chromium() -> Iterator[Any]:
+    """Headless Chromium, one for the session (playwright's sync API runs one at a time)."""
     # Imported here so that `make unit`, which only deselects these tests, never needs it.
     from playwright.sync_api import sync_playwright
 
@@ -65,14 +66,20 @@ def browser(base_url: str) -> Iterator[OfflineBrowser]:
             f"no Chromium at {CHROMIUM}: `apt-get install -y chromium` (or set CHROMIUM=...)"
         )
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
+        browser = playwright.chromium.launch(
             executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS
         )
-        offline = OfflineBrowser(chromium.new_context(viewport={"width": 1280, "height": 900}))
-        offline.context.route("**/*", offline.route)
-        yield offline
-        offline.context.close()
-        chromium.close()
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="session")
+def browser(base_url: str, chromium: Any) -> Iterator[OfflineBrowser]:
+    """A browser context in which only 127.0.0.1 is reachable."""
+    offline = OfflineBrowser(chromium.new_context(viewport={"width": 1280, "height": 900}))
+    offline.context.route("**/*", offline.route)
+    yield offline
+    offline.context.close()
 
 
 @pytest.fixture(scope="session")

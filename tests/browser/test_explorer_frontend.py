@@ -1,22 +1,21 @@
 """The explorers' browser front end draws the numbers companion computes, with no kernel.
 
-Each test renders explorer outputs in headless Chromium (no book needed, every request blocked),
-sets the sliders as a reader would, reads what the figure shows (each cell's ``data-value``, its
-written text and its colour) and compares it with ``companion.relative`` / ``companion.explorers``
-for the same state. Run with ``.venv/bin/python -m pytest tests/browser/test_explorer_frontend.py``.
+Each test renders explorer outputs in headless Chromium (conftest.py's ``chromium``; no book
+needed, every request blocked), sets the sliders as a reader would, reads what the figure shows
+(each cell's ``data-value``, its written text and its colour) and compares it with
+``companion.relative`` / ``companion.explorers`` for the same state. Run alone with
+``.venv/bin/python -m pytest tests/browser/test_explorer_frontend.py``.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import matplotlib
 import pytest
 import torch
-from book_browser import CHROMIUM, CHROMIUM_FLAGS
 from explorer_browser import drive, page_html, read, show, texts, values
 from matplotlib.colors import Normalize, to_hex
 
@@ -32,20 +31,6 @@ from companion.explorers import (
 )
 from companion.relative import RelativePositionBias
 from companion.widgets import bias_explorer, embedding_explorer, relative_index_explorer
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"no Chromium at {CHROMIUM}: `apt-get install -y chromium` (or CHROMIUM=...)")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS
-        )
-        yield browser
-        browser.close()
 
 
 def _offline_page(chromium: Any, **context_options: Any) -> Any:
