@@ -13,13 +13,26 @@ encodings a Swin can use:
 
 ``relation`` (4 classes) needs **relative** position.
     A red object A and a blue object B; the label says where A is seen from B: left of, right
-    of, above or below it. The pair is placed anywhere in the frame (its midpoint is uniform over
-    all places where both objects fit), so no fixed location in the image means "left": the
-    network has to compare the two objects' positions, and the same comparison has to work
-    everywhere. That is exactly what a bias indexed by the offset ``query - key`` expresses; an
-    absolute embedding can also do it, but it must learn it separately at every location.
-    (Where A alone sits is not useless: A at the far left is more often left of B, because B must
-    still fit in the frame. ``companion.exercises.ch05`` measures how much that alone gives.)
+    of, above or below it. The image is cut into the 8 x 8 grid of 4 x 4-pixel patches that the
+    small Swin's patch embedding sees. Each object lies inside one patch, and B's patch is A's
+    *neighbour* in the label's direction ("A left of B": B in the patch right of A's). A's patch
+    is uniform over the 56 patches where that neighbour is still in the frame, so every label is
+    one step of the same local pattern, found anywhere: the network has to compare the two
+    objects' positions, and the same comparison has to work everywhere. That is exactly what a
+    bias indexed by the offset ``query - key`` expresses; an absolute embedding can also do it,
+    but it must learn it separately at every location.
+
+    Why adjacent patches: the frame's borders are the only thing that ties a label to an
+    absolute position (B must fit in the frame), and the leak grows with the offset. With a
+    one-patch offset, each label excludes one border row or column of A's patches, so in every
+    cell of an 8 x 8 (or 4 x 4) grid over the image some label has the largest possible share,
+    1/56 of its examples per patch: a rule that sees only where A is (or only where B is) gets
+    at most 64 / (4 * 56) = 2/7 = 28.6 % right (chance 25 %). A two-patch offset already gives
+    33.3 %. ``companion.exercises.ch05.position_only_baselines`` measures these numbers.
+
+    Each object (shape and radius 1-1.5 px vary, colour says which is A) is drawn clipped to its
+    own patch, so no 4 x 4 patch holds parts of both: a patch embedding alone never sees the
+    relation, only attention across patches (or the patch merging of 2 x 2 neighbours) can.
 
 Every image is drawn from its own random stream ``numpy.random.default_rng([seed, task, split,
 i])``: the train and test splits never share a stream, and image ``i`` of a split is the same
@@ -50,6 +63,12 @@ GRID = 4  # grid-cell: a GRID x GRID grid of cells
 CELL = IMAGE_SIZE // GRID  # 8 pixels
 SHAPES = ("square", "disk", "diamond", "plus")
 RELATIONS = ("A left of B", "A right of B", "A above B", "A below B")
+#: relation: the side of the patches the objects are drawn in (the small Swin's patch size) and
+#: how many fit across the image.
+PATCH = 4
+PATCHES = IMAGE_SIZE // PATCH
+#: relation: B's patch minus A's patch ``(rows, columns)`` for each label of ``RELATIONS``.
+RELATION_STEPS = ((0, 1), (0, -1), (1, 0), (-1, 0))
 SPLITS = ("train", "test")
 TASKS = ("grid-cell", "relation")
 DATASETS = (*TASKS, "cifar10")
@@ -201,32 +220,32 @@ def draw_relation(rng: np.random.Generator) -> tuple[np.ndarray, int, np.ndarray
     """One ``relation`` example: ``(image (3, 32, 32) uint8, label, centres (2, 2) float)``.
 
     ``centres[0]`` is A's ``(y, x)``, ``centres[1]`` B's. The label (an index into
-    ``RELATIONS``) is drawn first; then the objects' radii (3-4 px), the distance ``d`` between
-    their centres along the label's axis (12-16 px) and a smaller sideways offset (less than
-    ``d / 4``, so the relation is never ambiguous); then the pair's midpoint, uniformly among all
-    places where both objects fit. The gap between the objects is then at least 4 pixels along
-    the axis, so no 4 x 4 patch holds a piece of both: a patch embedding alone never sees the
-    relation, only attention across patches (or the patch merging of 2 x 2 neighbours) can.
+    ``RELATIONS``) is drawn first; then A's patch, uniformly among the patches whose neighbour in
+    the label's direction is inside the ``PATCHES x PATCHES`` grid; B takes that neighbour. Each
+    object (a random shape of radius 1-1.5 px, placed at a random point of its patch where it
+    fits) is clipped to its patch, so no patch holds parts of both objects.
     """
     label = int(rng.integers(len(RELATIONS)))
-    r_a, r_b = rng.uniform(3.0, 4.0, size=2)
-    d = rng.uniform(12.0, 16.0)
-    side = rng.uniform(-d / 4, d / 4)
-    # offset = B - A. "A left of B" means B is to A's right: +d along x.
-    along = {0: (0.0, d), 1: (0.0, -d), 2: (d, 0.0), 3: (-d, 0.0)}[label]
-    offset = np.array(along) + (np.array([side, 0.0]) if label < 2 else np.array([0.0, side]))
-    margin = max(r_a, r_b)
-    lo = margin + np.abs(offset) / 2
-    hi = IMAGE_SIZE - 1 - margin - np.abs(offset) / 2
-    mid = rng.uniform(lo, hi)
-    a, b = mid - offset / 2, mid + offset / 2
+    # step = B's patch - A's patch. "A left of B" means B is one patch to A's right.
+    step = np.array(RELATION_STEPS[label])
+    # A's patch: uniform over the rows/columns from which the step stays inside the grid.
+    lo, hi = np.maximum(0, -step), PATCHES - np.maximum(0, step)
+    patch_a = lo + rng.integers(hi - lo)
     image = _background(rng)
     red = np.array([rng.uniform(0.75, 1.0), rng.uniform(0.0, 0.3), rng.uniform(0.0, 0.3)])
     blue = np.array([rng.uniform(0.0, 0.3), rng.uniform(0.2, 0.5), rng.uniform(0.8, 1.0)])
-    for (cy, cx), r, color in ((a, r_a, red), (b, r_b, blue)):
+    centres = []
+    for patch, color in ((patch_a, red), (patch_a + step, blue)):
+        r = rng.uniform(1.0, 1.5)
+        # Inside the patch's pixels [p * PATCH, p * PATCH + PATCH - 1] with room for radius r.
+        cy, cx = patch * PATCH + rng.uniform(r, PATCH - 1 - r, size=2)
         shape = SHAPES[int(rng.integers(len(SHAPES)))]
-        image[shape_mask(shape, cy, cx, r)] = color
-    return _to_uint8(image), label, np.stack([a, b])
+        box = np.zeros((IMAGE_SIZE, IMAGE_SIZE), dtype=bool)
+        (y0, x0), (y1, x1) = patch * PATCH, (patch + 1) * PATCH
+        box[y0:y1, x0:x1] = True  # the diamond and plus may reach past r: keep them in the patch
+        image[shape_mask(shape, cy, cx, r) & box] = color
+        centres.append((cy, cx))
+    return _to_uint8(image), label, np.array(centres)
 
 
 _DRAW: dict[str, Callable[[np.random.Generator], tuple[np.ndarray, int, np.ndarray]]] = {

@@ -12,6 +12,8 @@ from torch.utils.data import RandomSampler
 from companion import data
 from companion.data import (
     CELL,
+    PATCH,
+    RELATION_STEPS,
     RELATIONS,
     ImageClassificationData,
     batch_loader,
@@ -77,6 +79,23 @@ def test_relation_label_matches_where_the_red_object_is_seen_from_the_blue_one()
         assert RELATIONS[int(label)] == RELATIONS[expected]
         (cay, cax), (cby, cbx) = centres.tolist()
         assert max(abs(cay - ya), abs(cax - xa), abs(cby - yb), abs(cbx - xb)) < 1.5
+
+
+def test_relation_objects_sit_in_neighbouring_patches_in_the_labels_direction():
+    ds = make_dataset("relation", "train", 300)
+    for image, label, centres in zip(ds.images, ds.labels, ds.meta["centres"], strict=True):
+        img = image.int()
+        red = (img[0] > 180) & (img[1] < 100) & (img[2] < 100)
+        blue = (img[2] > 190) & (img[0] < 100)
+        patches = []
+        for mask in (red, blue):
+            ys, xs = torch.nonzero(mask, as_tuple=True)
+            # Every pixel of an object lies in one patch: no patch holds parts of both.
+            assert len(set((ys // PATCH).tolist())) == 1 and len(set((xs // PATCH).tolist())) == 1
+            patches.append((int(ys[0]) // PATCH, int(xs[0]) // PATCH))
+        (ay, ax), (by, bx) = patches
+        assert (by - ay, bx - ax) == RELATION_STEPS[int(label)]
+        assert [tuple(int(v) // PATCH for v in c) for c in centres.tolist()] == patches
 
 
 def test_relation_pairs_are_placed_all_over_the_frame():

@@ -8,11 +8,12 @@ import torch
 from book_figures import assert_fits_the_page, assert_nothing_sticks_out_or_overlaps
 
 from companion.ablation import find_results, load_bias_tables, load_curves, load_results
-from companion.data import make_dataset
+from companion.data import RELATION_STEPS, make_dataset
 from companion.exercises.ch05 import (
     favourite_offsets,
     lr_at_step,
     position_only_baseline,
+    position_only_baselines,
     position_parameter_count,
 )
 from companion.figures.training import (
@@ -50,15 +51,55 @@ def test_position_parameters_of_tiny_cpu_per_variant():
     }
 
 
-def test_position_alone_predicts_grid_cell_perfectly_and_relation_only_partly():
+def test_position_alone_predicts_grid_cell_perfectly():
     grid = position_only_baseline(
         make_dataset("grid-cell", "train", 400), make_dataset("grid-cell", "test", 200)
     )
     assert grid == 1.0  # the label *is* the cell
-    relation = position_only_baseline(
-        make_dataset("relation", "train", 2000), make_dataset("relation", "test", 500)
+
+
+def exact_position_only_accuracy(obj: str, cells: int) -> float:
+    """The Bayes-optimal accuracy of guessing relation's label from one object's cell, computed
+    from the task's definition (label uniform, A's patch uniform where B's neighbour fits)."""
+    patches, per_cell = 8, 8 // cells
+    joint = torch.zeros(cells, cells, 4)  # P(cell, label)
+    for label, (sy, sx) in enumerate(RELATION_STEPS):
+        starts = [
+            (y, x)
+            for y in range(patches)
+            for x in range(patches)
+            if 0 <= y + sy < patches and 0 <= x + sx < patches
+        ]
+        for y, x in starts:
+            if obj == "B":
+                y, x = y + sy, x + sx
+            joint[y // per_cell, x // per_cell, label] += 1 / (4 * len(starts))
+    return joint.max(-1).values.sum().item()
+
+
+@pytest.mark.parametrize("cells", [4, 8])
+@pytest.mark.parametrize("obj", ["A", "B"])
+def test_one_objects_position_predicts_relation_at_most_2_in_7(obj, cells):
+    assert exact_position_only_accuracy(obj, cells) == pytest.approx(2 / 7)
+
+
+def test_measured_position_only_baselines_of_relation_stay_below_30_percent():
+    baselines = position_only_baselines(
+        make_dataset("relation", "train", 8000), make_dataset("relation", "test", 4000)
     )
-    assert 0.3 < relation < 0.8  # better than chance (0.25): the frame's borders leak
+    assert list(baselines) == [
+        "A only, 4x4 cells",
+        "A only, 8x8 cells",
+        "B only, 4x4 cells",
+        "B only, 8x8 cells",
+    ]
+    assert all(0.25 <= acc <= 0.30 for acc in baselines.values()), baselines
+
+
+def test_position_only_baseline_rejects_an_unknown_object():
+    data = make_dataset("relation", "train", 10)
+    with pytest.raises(ValueError, match="obj must be one of"):
+        position_only_baseline(data, data, obj="C")
 
 
 def test_favourite_offsets_inverts_the_relative_index():

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
+from companion._checks import check_choice, check_positive_int
 from companion.data import IMAGE_SIZE, ImageClassificationData
 
 
@@ -32,24 +33,46 @@ def position_parameter_count(model: nn.Module) -> int:
 
 
 def position_only_baseline(
-    train: ImageClassificationData, test: ImageClassificationData, cells: int = 4
+    train: ImageClassificationData,
+    test: ImageClassificationData,
+    cells: int = 4,
+    obj: str = "A",
 ) -> float:
-    """Exercise 3: test accuracy of a rule that sees only *where object A is* (its cell in a
-    ``cells x cells`` grid) and answers the most frequent training label of that cell.
+    """Exercise 3: test accuracy of a rule that sees only *where one object is* (its cell in a
+    ``cells x cells`` grid over the image) and answers the most frequent training label of that
+    cell: the best any rule can do from that cell alone (up to sampling noise).
 
-    For ``relation`` this measures how much A's absolute position alone gives away (A near the
-    left border is more often left of B, because B must still fit in the frame).
+    ``obj`` is ``"A"`` or ``"B"`` (``relation``'s two objects; ``grid-cell`` has one object and
+    ignores it). For ``relation`` this measures how much one object's absolute position gives
+    away: only the frame's borders can (B must still fit in the frame).
     """
+    check_positive_int("cells", cells)
+    check_choice("obj", obj, ("A", "B"))
 
     def cell_of(data: ImageClassificationData) -> Tensor:
-        a = data.meta["centres"][:, 0] if data.meta["centres"].dim() == 3 else data.meta["centres"]
-        idx = (a / (IMAGE_SIZE / cells)).long().clamp(0, cells - 1)
+        centres = data.meta["centres"]
+        where = centres[:, "AB".index(obj)] if centres.dim() == 3 else centres
+        idx = (where / (IMAGE_SIZE / cells)).long().clamp(0, cells - 1)
         return idx[:, 0] * cells + idx[:, 1]
 
     counts = torch.zeros(cells * cells, train.num_classes)
     counts.index_put_((cell_of(train), train.labels), torch.ones(len(train)), accumulate=True)
     rule = counts.argmax(1)  # the majority label of each cell (cells never seen answer 0)
     return (rule[cell_of(test)] == test.labels).float().mean().item()
+
+
+def position_only_baselines(
+    train: ImageClassificationData,
+    test: ImageClassificationData,
+    cells: Sequence[int] = (4, 8),
+) -> dict[str, float]:
+    """Exercise 3, both objects: ``position_only_baseline`` for A alone and B alone, on each
+    grid of ``cells``. Returns ``{"A only, 4x4 cells": accuracy, ...}``."""
+    return {
+        f"{obj} only, {c}x{c} cells": position_only_baseline(train, test, c, obj)
+        for obj in ("A", "B")
+        for c in cells
+    }
 
 
 def favourite_offsets(table: Tensor, window_size: Sequence[int]) -> list[tuple[int, int]]:
