@@ -74,3 +74,10 @@ def check_pairs_fit_in_memory(name: str, window_size: object) -> None:
             f"tokens) would need {nbytes / 2**30:,.1f} GiB, more than this machine's "
             f"{memory / 2**30:,.1f} GiB of memory"
         )
+
+
+def check_bool(name: str, value: object) -> bool:
+    """Return ``value`` if it is ``True`` or ``False``, else raise naming ``name``."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
+    return value

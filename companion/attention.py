@@ -9,13 +9,37 @@ from __future__ import annotations
 
 from typing import Literal
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from companion._checks import check_choice, check_divisible, check_positive_int, to_pair
-from companion.relative import WindowSize, lookup_bias, make_bias_table, relative_position_index
+from companion.relative import (
+    WindowSize,
+    flatten_coordinates,
+    grid_coordinates,
+    lookup_bias,
+    make_bias_table,
+    pairwise_offsets,
+    relative_position_index,
+)
 
 AttnImpl = Literal["sdpa", "eager"]
+RelBiasOffsets = Literal["signed", "magnitude"]
+REL_BIAS_OFFSETS: tuple[str, ...] = ("signed", "magnitude")
+
+
+def magnitude_position_index(window_size: WindowSize) -> Tensor:
+    """The ``(N, N)`` index of a bias that sees only ``(|dy|, |dx|)``: ``|dy| * Ww + |dx|``.
+
+    A controlled variant of ``relative_position_index``: offsets that differ only in sign
+    (``(1, 2)``, ``(-1, 2)``, ``(1, -2)``, ``(-1, -2)``) share one row of a ``Wh * Ww``-row
+    table, so the bias knows how far apart two tokens are along each axis but not which one is
+    left of or above the other. In particular ``B[q, k] = B[k, q]``.
+    """
+    _, ww = to_pair("window_size", window_size)
+    magnitude = pairwise_offsets(flatten_coordinates(grid_coordinates(window_size))).abs()
+    return magnitude[..., 0] * ww + magnitude[..., 1]
 
 
 class WindowAttention(nn.Module):
@@ -30,6 +54,9 @@ class WindowAttention(nn.Module):
             (then there is no table parameter at all).
         attn_impl: ``"sdpa"`` uses ``F.scaled_dot_product_attention`` (fused kernels where the
             device has them); ``"eager"`` spells the formula out. Both give the same result.
+        rel_bias_offsets: ``"signed"`` (Swin: one bias per offset ``(dy, dx)``, a
+            ``(2Wh-1)(2Ww-1)``-row table) or ``"magnitude"`` (a controlled variant: one bias per
+            ``(|dy|, |dx|)``, a ``Wh * Ww``-row table; see ``magnitude_position_index``).
 
     Parameter and buffer names follow timm's ``WindowAttention`` (``qkv``, ``proj``,
     ``relative_position_bias_table``, ``relative_position_index``) so weights load either way.
@@ -43,6 +70,7 @@ class WindowAttention(nn.Module):
         qkv_bias: bool = True,
         rel_pos_bias: bool = True,
         attn_impl: AttnImpl = "sdpa",
+        rel_bias_offsets: RelBiasOffsets = "signed",
     ) -> None:
         super().__init__()
         check_positive_int("dim", dim)
@@ -55,13 +83,19 @@ class WindowAttention(nn.Module):
         self.scale = self.head_dim**-0.5
         self.attn_impl: AttnImpl = check_choice("attn_impl", attn_impl, ("sdpa", "eager"))  # type: ignore[assignment]
         self.rel_pos_bias = rel_pos_bias
+        self.rel_bias_offsets: RelBiasOffsets = check_choice(
+            "rel_bias_offsets", rel_bias_offsets, REL_BIAS_OFFSETS
+        )  # type: ignore[assignment]
         if rel_pos_bias:
-            self.relative_position_bias_table = make_bias_table(self.window_size, num_heads)
-            self.register_buffer(
-                "relative_position_index",
-                relative_position_index(self.window_size),
-                persistent=False,
-            )
+            if rel_bias_offsets == "signed":
+                table = make_bias_table(self.window_size, num_heads)
+                index = relative_position_index(self.window_size)
+            else:  # one row per (|dy|, |dx|), initialised like Swin's table
+                table = nn.Parameter(torch.zeros(self.num_tokens, num_heads))
+                nn.init.trunc_normal_(table, std=0.02)
+                index = magnitude_position_index(self.window_size)
+            self.relative_position_bias_table = table
+            self.register_buffer("relative_position_index", index, persistent=False)
         self.qkv = nn.Linear(dim, 3 * dim, bias=qkv_bias)
         self.proj = nn.Linear(dim, dim)
 
@@ -75,6 +109,19 @@ class WindowAttention(nn.Module):
         if not self.rel_pos_bias:
             return None
         return lookup_bias(self.relative_position_bias_table, self.relative_position_index)
+
+    def offset_table(self) -> Tensor | None:
+        """The bias of every signed offset, ``((2Wh-1)(2Ww-1), H)`` in ``relative_position_index``'s
+        row order, whichever ``rel_bias_offsets``; ``None`` without a bias. With ``"magnitude"``
+        the rows of ``(dy, dx)`` and ``(-dy, dx)``, ``(dy, -dx)`` are equal."""
+        if not self.rel_pos_bias:
+            return None
+        if self.rel_bias_offsets == "signed":
+            return self.relative_position_bias_table
+        wh, ww = self.window_size
+        dy = torch.arange(-(wh - 1), wh).abs()[:, None]
+        dx = torch.arange(-(ww - 1), ww).abs()[None, :]
+        return self.relative_position_bias_table[(dy * ww + dx).flatten()]
 
     def _check_input(self, x: Tensor, mask: Tensor | None) -> None:
         if x.dim() != 3 or x.shape[1] != self.num_tokens or x.shape[2] != self.dim:
@@ -151,4 +198,5 @@ class WindowAttention(nn.Module):
         return (
             f"dim={self.dim}, window_size={self.window_size}, num_heads={self.num_heads}, "
             f"rel_pos_bias={self.rel_pos_bias}, attn_impl={self.attn_impl!r}"
+            + (f", rel_bias_offsets={self.rel_bias_offsets!r}" if self.rel_pos_bias else "")
         )

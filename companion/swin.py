@@ -26,8 +26,8 @@ import torch
 from torch import Tensor, nn
 
 from companion import absolute
-from companion._checks import check_choice, check_positive_int, to_pair
-from companion.attention import AttnImpl, WindowAttention
+from companion._checks import check_bool, check_choice, check_positive_int, to_pair
+from companion.attention import REL_BIAS_OFFSETS, AttnImpl, RelBiasOffsets, WindowAttention
 from companion.layers import DropPath, Mlp
 from companion.relative import WindowSize
 from companion.window import (
@@ -40,6 +40,8 @@ from companion.window import (
 
 Pos = Literal["none", "abs", "rel", "abs+rel"]
 POS_CHOICES: tuple[str, ...] = ("none", "abs", "rel", "abs+rel")
+PatchMergingKind = Literal["concat", "avgpool"]
+PATCH_MERGING_CHOICES: tuple[str, ...] = ("concat", "avgpool")
 
 
 def fit_window(
@@ -102,6 +104,28 @@ class PatchMerging(nn.Module):
         return self.reduction(self.norm(merge_groups(x)))
 
 
+class PoolMerging(nn.Module):
+    """An order-free patch merging (a controlled variant): ``(B, H, W, C)`` -> ``(B, ⌈H/2⌉,
+    ⌈W/2⌉, 2C)``.
+
+    Each 2 x 2 group is *averaged* instead of concatenated, then normalised and projected to
+    ``2C``. Permuting the four neighbours of a group changes nothing, so, unlike
+    ``PatchMerging``, the merge itself tells the next stage nothing about where inside its group
+    a feature was.
+    """
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.dim = check_positive_int("dim", dim)
+        self.norm = nn.LayerNorm(dim)
+        self.reduction = nn.Linear(dim, 2 * dim, bias=False)
+
+    def forward(self, x: Tensor) -> Tensor:
+        groups = merge_groups(x)  # (B, H/2, W/2, 4C): the four neighbours side by side
+        mean = groups.unflatten(-1, (4, x.shape[-1])).mean(3)  # (B, H/2, W/2, C)
+        return self.reduction(self.norm(mean))
+
+
 class SwinBlock(nn.Module):
     """One Swin block: (shifted-)window attention then an MLP, each with a residual connection.
 
@@ -112,6 +136,13 @@ class SwinBlock(nn.Module):
     attending to each other. When ``H`` or ``W`` is not a multiple of the window the map is
     zero-padded at the bottom/right after the roll and cropped before rolling back, the order
     timm 1.0 uses (so its weights give the same outputs).
+
+    ``shift_mask=False`` is a controlled variant: the rolled map is attended *without* the mask,
+    i.e. as a torus whose opposite borders touch. Every token then attends within a full window
+    in every block, so no attention region reveals where the map's border is (with the mask,
+    tokens within half a window of any border attend within smaller regions). It needs ``H`` and
+    ``W`` to be multiples of the window (padding would bring a border back).
+    ``rel_bias_offsets`` is passed to ``WindowAttention``.
     """
 
     def __init__(
@@ -126,11 +157,22 @@ class SwinBlock(nn.Module):
         drop_path: float = 0.0,
         rel_pos_bias: bool = True,
         attn_impl: AttnImpl = "sdpa",
+        shift_mask: bool = True,
+        rel_bias_offsets: RelBiasOffsets = "signed",
     ) -> None:
         super().__init__()
         self.input_resolution = tuple(input_resolution)
         self.window_size, shift = fit_window(self.input_resolution, window_size)
         self.shift_size = shift if shifted else (0, 0)
+        self.shift_mask = check_bool("shift_mask", shift_mask)
+        if not shift_mask and any(
+            r % w for r, w in zip(self.input_resolution, self.window_size, strict=True)
+        ):
+            raise ValueError(
+                f"shift_mask=False (a torus) needs input_resolution to be a multiple of "
+                f"window_size, got input_resolution={self.input_resolution} and "
+                f"window_size={self.window_size}"
+            )
         self.norm1 = nn.LayerNorm(dim)
         self.attn = WindowAttention(
             dim,
@@ -139,13 +181,14 @@ class SwinBlock(nn.Module):
             qkv_bias=qkv_bias,
             rel_pos_bias=rel_pos_bias,
             attn_impl=attn_impl,
+            rel_bias_offsets=rel_bias_offsets,
         )
         self.drop_path1 = DropPath(drop_path)
         self.norm2 = nn.LayerNorm(dim)
         self.mlp = Mlp(dim, int(dim * mlp_ratio))
         self.drop_path2 = DropPath(drop_path)
         mask = None
-        if any(self.shift_size):
+        if any(self.shift_size) and shift_mask:
             # The mask is built for the padded map that window_attention partitions.
             padded = [
                 math.ceil(r / w) * w
@@ -182,15 +225,18 @@ class SwinBlock(nn.Module):
     def extra_repr(self) -> str:
         return (
             f"input_resolution={self.input_resolution}, window_size={self.window_size}, "
-            f"shift_size={self.shift_size}"
+            f"shift_size={self.shift_size}" + ("" if self.shift_mask else ", shift_mask=False")
         )
 
 
 class SwinStage(nn.Module):
     """An optional ``PatchMerging`` (``downsample``) followed by ``depth`` Swin blocks.
 
-    Blocks alternate regular windows (even index) and shifted windows (odd index).
-    ``input_resolution`` is the stage's input; with ``downsample`` the blocks see half of it.
+    Blocks alternate regular windows (even index) and shifted windows (odd index);
+    ``shifted_windows=False`` (a controlled variant) makes every block use regular windows.
+    ``input_resolution`` is the stage's input; with ``downsample`` the blocks see half of it,
+    merged by ``PatchMerging`` (``patch_merging="concat"``) or ``PoolMerging`` (``"avgpool"``).
+    ``shift_mask`` and ``rel_bias_offsets`` are passed to every block.
     """
 
     def __init__(
@@ -206,10 +252,17 @@ class SwinStage(nn.Module):
         drop_path: Sequence[float] = (),
         rel_pos_bias: bool = True,
         attn_impl: AttnImpl = "sdpa",
+        shifted_windows: bool = True,
+        patch_merging: PatchMergingKind = "concat",
+        shift_mask: bool = True,
+        rel_bias_offsets: RelBiasOffsets = "signed",
     ) -> None:
         super().__init__()
+        check_bool("shifted_windows", shifted_windows)
+        check_choice("patch_merging", patch_merging, PATCH_MERGING_CHOICES)
         if downsample:
-            self.downsample: nn.Module = PatchMerging(dim // 2)
+            merge = PatchMerging if patch_merging == "concat" else PoolMerging
+            self.downsample: nn.Module = merge(dim // 2)
             resolution = tuple((r + 1) // 2 for r in input_resolution)
         else:
             self.downsample = nn.Identity()
@@ -222,12 +275,14 @@ class SwinStage(nn.Module):
                     self.output_resolution,
                     num_heads,
                     window_size,
-                    shifted=i % 2 == 1,
+                    shifted=shifted_windows and i % 2 == 1,
                     mlp_ratio=mlp_ratio,
                     qkv_bias=qkv_bias,
                     drop_path=drop_path[i] if drop_path else 0.0,
                     rel_pos_bias=rel_pos_bias,
                     attn_impl=attn_impl,
+                    shift_mask=shift_mask,
+                    rel_bias_offsets=rel_bias_offsets,
                 )
                 for i in range(depth)
             )
@@ -284,6 +339,19 @@ class SwinTransformer(nn.Module):
         pos: ``"none"``, ``"abs"``, ``"rel"`` or ``"abs+rel"`` (see the module docstring).
         attn_impl: ``"sdpa"`` (fused kernels) or ``"eager"`` (the formula spelled out).
 
+    Controlled variants, for measuring where a model's position information comes from (the
+    defaults are Swin as published):
+
+        shifted_windows: ``False``: every block uses regular windows (no shift, no mask).
+        patch_merging: ``"concat"`` (Swin's ``PatchMerging``, whose concatenation order tells
+            where in each 2 x 2 group a feature was) or ``"avgpool"`` (``PoolMerging``: order-free).
+        rel_bias_offsets: ``"signed"`` (a bias per offset ``(dy, dx)``) or ``"magnitude"`` (per
+            ``(|dy|, |dx|)``: left/right and above/below look alike); used with ``pos`` ``"rel"``
+            or ``"abs+rel"``.
+        shift_mask: ``False``: shifted windows wrap around without the mask (a torus), so no
+            attention region reveals the map border; every stage's map must then be a multiple
+            of its window.
+
     ``forward``: ``(B, in_chans, H, W)`` -> logits ``(B, num_classes)``.
     """
 
@@ -302,6 +370,10 @@ class SwinTransformer(nn.Module):
         drop_path_rate: float = 0.0,
         pos: Pos = "rel",
         attn_impl: AttnImpl = "sdpa",
+        shifted_windows: bool = True,
+        patch_merging: PatchMergingKind = "concat",
+        rel_bias_offsets: RelBiasOffsets = "signed",
+        shift_mask: bool = True,
     ) -> None:
         super().__init__()
         self.img_size = to_pair("img_size", img_size)
@@ -334,6 +406,10 @@ class SwinTransformer(nn.Module):
         drop_path_rate = _check_fraction("drop_path_rate", drop_path_rate)
         self.pos: Pos = check_choice("pos", pos, POS_CHOICES)  # type: ignore[assignment]
         self.attn_impl: AttnImpl = check_choice("attn_impl", attn_impl, ("sdpa", "eager"))  # type: ignore[assignment]
+        self.shifted_windows = check_bool("shifted_windows", shifted_windows)
+        self.patch_merging = check_choice("patch_merging", patch_merging, PATCH_MERGING_CHOICES)
+        self.rel_bias_offsets = check_choice("rel_bias_offsets", rel_bias_offsets, REL_BIAS_OFFSETS)
+        self.shift_mask = check_bool("shift_mask", shift_mask)
         use_rel = pos in ("rel", "abs+rel")
 
         self.patch_embed = PatchEmbed(self.img_size, self.patch_size, in_chans, embed_dim)
@@ -362,6 +438,10 @@ class SwinTransformer(nn.Module):
                 drop_path=rates[start : start + depth],
                 rel_pos_bias=use_rel,
                 attn_impl=attn_impl,
+                shifted_windows=shifted_windows,
+                patch_merging=patch_merging,
+                shift_mask=shift_mask,
+                rel_bias_offsets=rel_bias_offsets,
             )
             stages.append(stage)
             resolution = stage.output_resolution

@@ -1,0 +1,182 @@
+"""The controlled variants of companion.swin: each option's defining property, and bad input."""
+
+import pytest
+import torch
+
+from companion.attention import WindowAttention, magnitude_position_index
+from companion.relative import pairwise_offsets
+from companion.swin import CONFIGS, PatchMerging, PoolMerging, SwinBlock, SwinTransformer
+
+TINY = CONFIGS["tiny-cpu"]
+VARIANTS = {
+    "no shifted windows": {"shifted_windows": False},
+    "pooling merge": {"patch_merging": "avgpool"},
+    "|offset| bias": {"rel_bias_offsets": "magnitude"},
+    "torus windows": {"shift_mask": False},
+}
+
+
+def tiny(**overrides) -> SwinTransformer:
+    torch.manual_seed(0)
+    return SwinTransformer(**{**TINY, **overrides}).eval()
+
+
+def images(batch: int = 2) -> torch.Tensor:
+    return torch.randn(batch, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+
+
+def roll_by_a_window(x: torch.Tensor) -> torch.Tensor:
+    """Roll the image by one stage-0 window: 4 patches of 4 pixels on each axis."""
+    return torch.roll(x, shifts=(16, 16), dims=(2, 3))
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("pos", ["none", "abs+rel"])
+def test_every_variant_gives_logits_and_trains_every_parameter(variant, pos):
+    model = tiny(pos=pos, **VARIANTS[variant]).train()
+    logits = model(images(3))
+    assert logits.shape == (3, 10)
+    logits.sum().backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in model.parameters())
+
+
+# --------------------------------------------------------------------------- (a) and (d): windows
+
+
+def test_without_shifted_windows_no_block_shifts_or_masks():
+    model = tiny(shifted_windows=False)
+    blocks = [b for stage in model.layers for b in stage.blocks]
+    assert all(b.shift_size == (0, 0) and b.attn_mask is None for b in blocks)
+
+
+@pytest.mark.parametrize("variant", [{"shifted_windows": False}, {"shift_mask": False}])
+def test_without_the_shift_mask_nothing_tells_a_position_free_swin_where_the_border_is(variant):
+    # Rolling the image by a whole window moves no token across a window or merge-group border,
+    # so only the shifted windows' mask (which treats rows and columns near the map's borders
+    # differently) can change the logits.
+    model, masked = tiny(pos="none", **variant), tiny(pos="none")
+    x = images()
+    torch.testing.assert_close(model(roll_by_a_window(x)), model(x))
+    assert not torch.allclose(masked(roll_by_a_window(x)), masked(x), atol=1e-4)
+
+
+def test_torus_windows_keep_the_shift_but_drop_the_mask():
+    block = SwinBlock(8, (8, 8), 2, (4, 4), shifted=True, shift_mask=False)
+    assert block.shift_size == (2, 2) and block.attn_mask is None
+
+
+@pytest.mark.parametrize("shifts", [(4, 0), (0, 4), (4, 4)])
+def test_torus_blocks_with_relative_bias_commute_with_rolling_by_whole_windows(shifts):
+    torch.manual_seed(0)
+    blocks = torch.nn.Sequential(
+        SwinBlock(8, (8, 8), 2, (4, 4), shifted=False),
+        SwinBlock(8, (8, 8), 2, (4, 4), shifted=True, shift_mask=False),
+    ).eval()
+    x = torch.randn(1, 8, 8, 8)
+    roll = lambda t: torch.roll(t, shifts=shifts, dims=(1, 2))  # noqa: E731
+    torch.testing.assert_close(blocks(roll(x)), roll(blocks(x)))
+
+
+def test_torus_windows_refuse_a_map_that_needs_padding():
+    with pytest.raises(ValueError, match=r"shift_mask=False \(a torus\) needs input_resolution"):
+        SwinBlock(8, (6, 8), 2, (4, 4), shifted=True, shift_mask=False)
+
+
+# --------------------------------------------------------------------------- (b): merging
+
+
+def shuffle_within_groups(x: torch.Tensor) -> torch.Tensor:
+    """Permute the four tokens of every 2 x 2 group of ``(B, H, W, C)`` (a 3-cycle plus a fixed
+    point: top-left -> top-right -> bottom-right -> top-left, bottom-left stays)."""
+    y = x.clone()
+    y[:, 0::2, 1::2], y[:, 1::2, 1::2], y[:, 0::2, 0::2] = (
+        x[:, 0::2, 0::2],
+        x[:, 0::2, 1::2],
+        x[:, 1::2, 1::2],
+    )
+    return y
+
+
+def test_pooling_merge_ignores_where_in_its_group_a_feature_was_and_concatenation_does_not():
+    torch.manual_seed(0)
+    x = torch.randn(2, 6, 4, 8)
+    pool, concat = PoolMerging(8), PatchMerging(8)
+    assert pool(x).shape == concat(x).shape == (2, 3, 2, 16)
+    torch.testing.assert_close(pool(shuffle_within_groups(x)), pool(x))
+    assert not torch.allclose(concat(shuffle_within_groups(x)), concat(x))
+
+
+def test_pooling_merge_averages_each_group_and_pads_odd_maps():
+    merge = PoolMerging(1)
+    captured = {}
+    merge.norm.register_forward_hook(lambda m, inputs, out: captured.setdefault("in", inputs[0]))
+    merge(torch.tensor([[1.0, 2.0], [3.0, 6.0]]).view(1, 2, 2, 1))
+    assert captured["in"].flatten().tolist() == [3.0]
+    assert PoolMerging(4)(torch.randn(2, 5, 3, 4)).shape == (2, 3, 2, 8)
+
+
+def test_the_model_uses_the_merge_it_is_asked_for():
+    assert isinstance(tiny(patch_merging="avgpool").layers[1].downsample, PoolMerging)
+    assert isinstance(tiny().layers[1].downsample, PatchMerging)
+
+
+# --------------------------------------------------------------------------- (c): |offset| bias
+
+
+def test_magnitude_index_numbers_the_absolute_offsets_row_major():
+    window = (3, 4)
+    index = magnitude_position_index(window)
+    offsets = pairwise_offsets(
+        torch.stack(torch.meshgrid(*map(torch.arange, window), indexing="ij")).flatten(1)
+    )
+    assert torch.equal(index, offsets[..., 0].abs() * 4 + offsets[..., 1].abs())
+    assert index.max().item() == 3 * 4 - 1
+
+
+def test_magnitude_bias_is_symmetric_and_blind_to_the_sign_of_each_axis():
+    torch.manual_seed(0)
+    attn = WindowAttention(8, (4, 4), 2, rel_bias_offsets="magnitude")
+    assert attn.relative_position_bias_table.shape == (16, 2)
+    bias = attn.relative_position_bias().view(2, 4, 4, 4, 4)  # (head, qy, qx, ky, kx)
+    torch.testing.assert_close(bias, bias.permute(0, 3, 4, 1, 2))  # B(q, k) = B(k, q)
+    # Mirroring the window left-right (or top-bottom) flips the sign of dx (dy) only.
+    torch.testing.assert_close(bias, bias.flip(2, 4))
+    torch.testing.assert_close(bias, bias.flip(1, 3))
+    signed = WindowAttention(8, (4, 4), 2).relative_position_bias().view(2, 4, 4, 4, 4)
+    assert not torch.allclose(signed, signed.permute(0, 3, 4, 1, 2))
+
+
+@pytest.mark.parametrize("kind", ["signed", "magnitude"])
+def test_offset_table_holds_the_bias_of_every_signed_offset(kind):
+    torch.manual_seed(0)
+    attn = WindowAttention(8, (3, 4), 2, rel_bias_offsets=kind)
+    table = attn.offset_table()
+    assert table.shape == (5 * 7, 2)
+    # Row (dy + 2) * 7 + (dx + 3) is the bias of every (query, key) pair with that offset.
+    q, k = 2 * 4 + 1, 0 * 4 + 3  # query (2, 1), key (0, 3): offset (2, -2)
+    torch.testing.assert_close(
+        table[(2 + 2) * 7 + (-2 + 3)], attn.relative_position_bias()[:, q, k]
+    )
+
+
+def test_magnitude_variant_has_one_bias_per_absolute_offset_in_every_block():
+    model = tiny(pos="rel", rel_bias_offsets="magnitude")
+    tables = [p for n, p in model.named_parameters() if n.endswith("relative_position_bias_table")]
+    assert [t.shape for t in tables] == [(16, 2), (16, 2), (16, 4), (16, 4)]
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"shifted_windows": "no"}, TypeError, "shifted_windows must be True or False, got 'no'"),
+        ({"shift_mask": 0}, TypeError, "shift_mask must be True or False, got 0"),
+        ({"patch_merging": "max"}, ValueError, r"patch_merging must be one of \['concat', 'avg"),
+        ({"rel_bias_offsets": "abs"}, ValueError, r"rel_bias_offsets must be one of \['signed'"),
+    ],
+)
+def test_bad_variant_arguments_raise_naming_the_parameter(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        SwinTransformer(**{**TINY, **kwargs})
