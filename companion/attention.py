@@ -29,17 +29,47 @@ RelBiasOffsets = Literal["signed", "magnitude"]
 REL_BIAS_OFFSETS: tuple[str, ...] = ("signed", "magnitude")
 
 
-def magnitude_position_index(window_size: WindowSize) -> Tensor:
+def window_offsets(window_size: WindowSize, wrap: tuple[bool, bool] = (False, False)) -> Tensor:
+    """``(N, N, 2)`` offsets ``query - key`` of a window, as ``pairwise_offsets`` gives them, except
+    that on an axis where ``wrap`` is true they are taken around a ring of the window's length
+    ``M`` (into ``[-(M // 2), (M - 1) // 2]``): the window is a whole axis of a torus, and the
+    tokens at its two ends are neighbours."""
+    wh, ww = to_pair("window_size", window_size)
+    offsets = pairwise_offsets(flatten_coordinates(grid_coordinates((wh, ww))))
+    for axis, (size, wraps) in enumerate(zip((wh, ww), wrap, strict=True)):
+        if wraps:
+            offsets[..., axis] = (offsets[..., axis] + size // 2) % size - size // 2
+    return offsets
+
+
+def magnitude_position_index(
+    window_size: WindowSize, wrap: tuple[bool, bool] = (False, False)
+) -> Tensor:
     """The ``(N, N)`` index of a bias that sees only ``(|dy|, |dx|)``: ``|dy| * Ww + |dx|``.
 
     A controlled variant of ``relative_position_index``: offsets that differ only in sign
     (``(1, 2)``, ``(-1, 2)``, ``(1, -2)``, ``(-1, -2)``) share one row of a ``Wh * Ww``-row
     table, so the bias knows how far apart two tokens are along each axis but not which one is
-    left of or above the other. In particular ``B[q, k] = B[k, q]``.
+    left of or above the other. In particular ``B[q, k] = B[k, q]``. ``wrap``: see
+    ``window_offsets``.
     """
     _, ww = to_pair("window_size", window_size)
-    magnitude = pairwise_offsets(flatten_coordinates(grid_coordinates(window_size))).abs()
+    magnitude = window_offsets(window_size, wrap).abs()
     return magnitude[..., 0] * ww + magnitude[..., 1]
+
+
+def wrapped_position_index(window_size: WindowSize, wrap: tuple[bool, bool]) -> Tensor:
+    """``relative_position_index`` (shift, multiply, sum) of the offsets of
+    ``window_offsets(window_size, wrap)``: the signed bias of a window that spans a torus axis."""
+    wh, ww = to_pair("window_size", window_size)
+    offsets = window_offsets((wh, ww), wrap)
+    return (offsets[..., 0] + wh - 1) * (2 * ww - 1) + offsets[..., 1] + ww - 1
+
+
+def _check_wrap(wrap: object) -> tuple[bool, bool]:
+    if not (isinstance(wrap, tuple) and len(wrap) == 2 and all(isinstance(w, bool) for w in wrap)):
+        raise TypeError(f"wrap must be a pair (bool, bool), got {wrap!r}")
+    return wrap  # type: ignore[return-value]
 
 
 class WindowAttention(nn.Module):
@@ -57,6 +87,8 @@ class WindowAttention(nn.Module):
         rel_bias_offsets: ``"signed"`` (Swin: one bias per offset ``(dy, dx)``, a
             ``(2Wh-1)(2Ww-1)``-row table) or ``"magnitude"`` (a controlled variant: one bias per
             ``(|dy|, |dx|)``, a ``Wh * Ww``-row table; see ``magnitude_position_index``).
+        wrap: per axis, whether offsets are taken around a ring (``window_offsets``): for a
+            window that spans a whole axis of a feature map treated as a torus.
 
     Parameter and buffer names follow timm's ``WindowAttention`` (``qkv``, ``proj``,
     ``relative_position_bias_table``, ``relative_position_index``) so weights load either way.
@@ -71,6 +103,7 @@ class WindowAttention(nn.Module):
         rel_pos_bias: bool = True,
         attn_impl: AttnImpl = "sdpa",
         rel_bias_offsets: RelBiasOffsets = "signed",
+        wrap: tuple[bool, bool] = (False, False),
     ) -> None:
         super().__init__()
         check_positive_int("dim", dim)
@@ -86,14 +119,19 @@ class WindowAttention(nn.Module):
         self.rel_bias_offsets: RelBiasOffsets = check_choice(
             "rel_bias_offsets", rel_bias_offsets, REL_BIAS_OFFSETS
         )  # type: ignore[assignment]
+        self.wrap = _check_wrap(wrap)
         if rel_pos_bias:
             if rel_bias_offsets == "signed":
                 table = make_bias_table(self.window_size, num_heads)
-                index = relative_position_index(self.window_size)
+                index = (
+                    wrapped_position_index(self.window_size, wrap)
+                    if any(wrap)
+                    else relative_position_index(self.window_size)
+                )
             else:  # one row per (|dy|, |dx|), initialised like Swin's table
                 table = nn.Parameter(torch.zeros(self.num_tokens, num_heads))
                 nn.init.trunc_normal_(table, std=0.02)
-                index = magnitude_position_index(self.window_size)
+                index = magnitude_position_index(self.window_size, wrap)
             self.relative_position_bias_table = table
             self.register_buffer("relative_position_index", index, persistent=False)
         self.qkv = nn.Linear(dim, 3 * dim, bias=qkv_bias)
@@ -199,4 +237,5 @@ class WindowAttention(nn.Module):
             f"dim={self.dim}, window_size={self.window_size}, num_heads={self.num_heads}, "
             f"rel_pos_bias={self.rel_pos_bias}, attn_impl={self.attn_impl!r}"
             + (f", rel_bias_offsets={self.rel_bias_offsets!r}" if self.rel_pos_bias else "")
+            + (f", wrap={self.wrap}" if any(self.wrap) else "")
         )

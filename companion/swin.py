@@ -137,12 +137,14 @@ class SwinBlock(nn.Module):
     zero-padded at the bottom/right after the roll and cropped before rolling back, the order
     timm 1.0 uses (so its weights give the same outputs).
 
-    ``shift_mask=False`` is a controlled variant: the rolled map is attended *without* the mask,
-    i.e. as a torus whose opposite borders touch. Every token then attends within a full window
-    in every block, so no attention region reveals where the map's border is (with the mask,
-    tokens within half a window of any border attend within smaller regions). It needs ``H`` and
-    ``W`` to be multiples of the window (padding would bring a border back).
-    ``rel_bias_offsets`` is passed to ``WindowAttention``.
+    ``torus=True`` is a controlled variant that hides the map's border: the map is a torus whose
+    opposite borders touch. The rolled map is attended *without* the mask, and where one window
+    spans a whole axis its offsets are taken around that axis (``WindowAttention``'s ``wrap``).
+    Every token then attends within a full window and sees the same offsets wherever it is (up
+    to its place inside the window grid), whereas with the mask tokens within half a window of
+    any border attend within smaller regions, and a window that spans the map has edges at the
+    border. It needs ``H`` and ``W`` to be multiples of the window (padding would bring a border
+    back). ``rel_bias_offsets`` is passed to ``WindowAttention``.
     """
 
     def __init__(
@@ -157,22 +159,25 @@ class SwinBlock(nn.Module):
         drop_path: float = 0.0,
         rel_pos_bias: bool = True,
         attn_impl: AttnImpl = "sdpa",
-        shift_mask: bool = True,
         rel_bias_offsets: RelBiasOffsets = "signed",
+        torus: bool = False,
     ) -> None:
         super().__init__()
         self.input_resolution = tuple(input_resolution)
         self.window_size, shift = fit_window(self.input_resolution, window_size)
         self.shift_size = shift if shifted else (0, 0)
-        self.shift_mask = check_bool("shift_mask", shift_mask)
-        if not shift_mask and any(
+        self.torus = check_bool("torus", torus)
+        if torus and any(
             r % w for r, w in zip(self.input_resolution, self.window_size, strict=True)
         ):
             raise ValueError(
-                f"shift_mask=False (a torus) needs input_resolution to be a multiple of "
-                f"window_size, got input_resolution={self.input_resolution} and "
-                f"window_size={self.window_size}"
+                f"torus=True needs input_resolution to be a multiple of window_size, got "
+                f"input_resolution={self.input_resolution} and window_size={self.window_size}"
             )
+        # On a torus, a window that spans a whole axis has no ends on it: its offsets wrap.
+        wrap = tuple(
+            torus and r == w for r, w in zip(self.input_resolution, self.window_size, strict=True)
+        )
         self.norm1 = nn.LayerNorm(dim)
         self.attn = WindowAttention(
             dim,
@@ -182,13 +187,14 @@ class SwinBlock(nn.Module):
             rel_pos_bias=rel_pos_bias,
             attn_impl=attn_impl,
             rel_bias_offsets=rel_bias_offsets,
+            wrap=wrap,
         )
         self.drop_path1 = DropPath(drop_path)
         self.norm2 = nn.LayerNorm(dim)
         self.mlp = Mlp(dim, int(dim * mlp_ratio))
         self.drop_path2 = DropPath(drop_path)
         mask = None
-        if any(self.shift_size) and shift_mask:
+        if any(self.shift_size) and not torus:
             # The mask is built for the padded map that window_attention partitions.
             padded = [
                 math.ceil(r / w) * w
@@ -225,7 +231,7 @@ class SwinBlock(nn.Module):
     def extra_repr(self) -> str:
         return (
             f"input_resolution={self.input_resolution}, window_size={self.window_size}, "
-            f"shift_size={self.shift_size}" + ("" if self.shift_mask else ", shift_mask=False")
+            f"shift_size={self.shift_size}" + (", torus=True" if self.torus else "")
         )
 
 
@@ -236,7 +242,7 @@ class SwinStage(nn.Module):
     ``shifted_windows=False`` (a controlled variant) makes every block use regular windows.
     ``input_resolution`` is the stage's input; with ``downsample`` the blocks see half of it,
     merged by ``PatchMerging`` (``patch_merging="concat"``) or ``PoolMerging`` (``"avgpool"``).
-    ``shift_mask`` and ``rel_bias_offsets`` are passed to every block.
+    ``rel_bias_offsets`` and ``torus`` are passed to every block.
     """
 
     def __init__(
@@ -254,8 +260,8 @@ class SwinStage(nn.Module):
         attn_impl: AttnImpl = "sdpa",
         shifted_windows: bool = True,
         patch_merging: PatchMergingKind = "concat",
-        shift_mask: bool = True,
         rel_bias_offsets: RelBiasOffsets = "signed",
+        torus: bool = False,
     ) -> None:
         super().__init__()
         check_bool("shifted_windows", shifted_windows)
@@ -281,8 +287,8 @@ class SwinStage(nn.Module):
                     drop_path=drop_path[i] if drop_path else 0.0,
                     rel_pos_bias=rel_pos_bias,
                     attn_impl=attn_impl,
-                    shift_mask=shift_mask,
                     rel_bias_offsets=rel_bias_offsets,
+                    torus=torus,
                 )
                 for i in range(depth)
             )
@@ -348,9 +354,10 @@ class SwinTransformer(nn.Module):
         rel_bias_offsets: ``"signed"`` (a bias per offset ``(dy, dx)``) or ``"magnitude"`` (per
             ``(|dy|, |dx|)``: left/right and above/below look alike); used with ``pos`` ``"rel"``
             or ``"abs+rel"``.
-        shift_mask: ``False``: shifted windows wrap around without the mask (a torus), so no
-            attention region reveals the map border; every stage's map must then be a multiple
-            of its window.
+        torus: ``True``: every feature map is a torus (shifted windows wrap around without the
+            mask, a window spanning a whole axis measures offsets around it), so no attention
+            region or offset reveals the map's border; every stage's map must then be a
+            multiple of its window (see ``SwinBlock``).
 
     ``forward``: ``(B, in_chans, H, W)`` -> logits ``(B, num_classes)``.
     """
@@ -373,7 +380,7 @@ class SwinTransformer(nn.Module):
         shifted_windows: bool = True,
         patch_merging: PatchMergingKind = "concat",
         rel_bias_offsets: RelBiasOffsets = "signed",
-        shift_mask: bool = True,
+        torus: bool = False,
     ) -> None:
         super().__init__()
         self.img_size = to_pair("img_size", img_size)
@@ -409,7 +416,7 @@ class SwinTransformer(nn.Module):
         self.shifted_windows = check_bool("shifted_windows", shifted_windows)
         self.patch_merging = check_choice("patch_merging", patch_merging, PATCH_MERGING_CHOICES)
         self.rel_bias_offsets = check_choice("rel_bias_offsets", rel_bias_offsets, REL_BIAS_OFFSETS)
-        self.shift_mask = check_bool("shift_mask", shift_mask)
+        self.torus = check_bool("torus", torus)
         use_rel = pos in ("rel", "abs+rel")
 
         self.patch_embed = PatchEmbed(self.img_size, self.patch_size, in_chans, embed_dim)
@@ -440,8 +447,8 @@ class SwinTransformer(nn.Module):
                 attn_impl=attn_impl,
                 shifted_windows=shifted_windows,
                 patch_merging=patch_merging,
-                shift_mask=shift_mask,
                 rel_bias_offsets=rel_bias_offsets,
+                torus=torus,
             )
             stages.append(stage)
             resolution = stage.output_resolution

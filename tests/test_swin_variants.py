@@ -3,8 +3,12 @@
 import pytest
 import torch
 
-from companion.attention import WindowAttention, magnitude_position_index
-from companion.relative import pairwise_offsets
+from companion.attention import (
+    WindowAttention,
+    magnitude_position_index,
+    wrapped_position_index,
+)
+from companion.relative import offset_to_index, pairwise_offsets, relative_position_index
 from companion.swin import CONFIGS, PatchMerging, PoolMerging, SwinBlock, SwinTransformer
 
 TINY = CONFIGS["tiny-cpu"]
@@ -12,7 +16,7 @@ VARIANTS = {
     "no shifted windows": {"shifted_windows": False},
     "pooling merge": {"patch_merging": "avgpool"},
     "|offset| bias": {"rel_bias_offsets": "magnitude"},
-    "torus windows": {"shift_mask": False},
+    "torus": {"torus": True},
 }
 
 
@@ -23,6 +27,15 @@ def tiny(**overrides) -> SwinTransformer:
 
 def images(batch: int = 2) -> torch.Tensor:
     return torch.randn(batch, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+
+
+def strong_bias(model: SwinTransformer) -> SwinTransformer:
+    """Give every bias table values of order 1 (the initial ones, std 0.02, barely matter)."""
+    torch.manual_seed(1)
+    for name, p in model.named_parameters():
+        if name.endswith("relative_position_bias_table"):
+            torch.nn.init.normal_(p.data)
+    return model
 
 
 def roll_by_a_window(x: torch.Tensor) -> torch.Tensor:
@@ -49,7 +62,7 @@ def test_without_shifted_windows_no_block_shifts_or_masks():
     assert all(b.shift_size == (0, 0) and b.attn_mask is None for b in blocks)
 
 
-@pytest.mark.parametrize("variant", [{"shifted_windows": False}, {"shift_mask": False}])
+@pytest.mark.parametrize("variant", [{"shifted_windows": False}, {"torus": True}])
 def test_without_the_shift_mask_nothing_tells_a_position_free_swin_where_the_border_is(variant):
     # Rolling the image by a whole window moves no token across a window or merge-group border,
     # so only the shifted windows' mask (which treats rows and columns near the map's borders
@@ -60,9 +73,34 @@ def test_without_the_shift_mask_nothing_tells_a_position_free_swin_where_the_bor
     assert not torch.allclose(masked(roll_by_a_window(x)), masked(x), atol=1e-4)
 
 
-def test_torus_windows_keep_the_shift_but_drop_the_mask():
-    block = SwinBlock(8, (8, 8), 2, (4, 4), shifted=True, shift_mask=False)
-    assert block.shift_size == (2, 2) and block.attn_mask is None
+@pytest.mark.parametrize("offsets", ["signed", "magnitude"])
+def test_on_a_torus_even_relative_bias_cannot_tell_where_the_border_is(offsets):
+    # Stage 1's single window spans the 4 x 4 map: without wrapping, its edges are the border.
+    model = strong_bias(tiny(pos="rel", torus=True, rel_bias_offsets=offsets))
+    clipped = strong_bias(tiny(pos="rel", shifted_windows=False, rel_bias_offsets=offsets))
+    x = images()
+    torch.testing.assert_close(model(roll_by_a_window(x)), model(x))
+    assert not torch.allclose(clipped(roll_by_a_window(x)), clipped(x), atol=1e-4)
+
+
+def test_torus_keeps_the_shift_drops_the_mask_and_wraps_windows_that_span_the_map():
+    model = tiny(pos="rel", torus=True)
+    shifted = model.layers[0].blocks[1]
+    assert shifted.shift_size == (2, 2) and shifted.attn_mask is None
+    assert (
+        shifted.attn.wrap == (False, False) and model.layers[1].blocks[0].attn.wrap == (True,) * 2
+    )
+
+
+def test_wrapped_offsets_go_around_the_ring():
+    index = wrapped_position_index((1, 4), (False, True))
+    # Query 0, key 3 of a 4-token ring are neighbours: offset -3 becomes +1 ... (0 - 3 + 2) % 4 - 2.
+    assert index[0, 3] == offset_to_index(0, 1, (1, 4))
+    assert index[3, 0] == offset_to_index(0, -1, (1, 4))
+    assert index[0, 2] == index[2, 0] == offset_to_index(0, -2, (1, 4))
+    assert torch.equal(
+        wrapped_position_index((3, 4), (False, False)), relative_position_index((3, 4))
+    )
 
 
 @pytest.mark.parametrize("shifts", [(4, 0), (0, 4), (4, 4)])
@@ -70,16 +108,16 @@ def test_torus_blocks_with_relative_bias_commute_with_rolling_by_whole_windows(s
     torch.manual_seed(0)
     blocks = torch.nn.Sequential(
         SwinBlock(8, (8, 8), 2, (4, 4), shifted=False),
-        SwinBlock(8, (8, 8), 2, (4, 4), shifted=True, shift_mask=False),
+        SwinBlock(8, (8, 8), 2, (4, 4), shifted=True, torus=True),
     ).eval()
     x = torch.randn(1, 8, 8, 8)
     roll = lambda t: torch.roll(t, shifts=shifts, dims=(1, 2))  # noqa: E731
     torch.testing.assert_close(blocks(roll(x)), roll(blocks(x)))
 
 
-def test_torus_windows_refuse_a_map_that_needs_padding():
-    with pytest.raises(ValueError, match=r"shift_mask=False \(a torus\) needs input_resolution"):
-        SwinBlock(8, (6, 8), 2, (4, 4), shifted=True, shift_mask=False)
+def test_a_torus_refuses_a_map_that_needs_padding():
+    with pytest.raises(ValueError, match=r"torus=True needs input_resolution"):
+        SwinBlock(8, (6, 8), 2, (4, 4), shifted=True, torus=True)
 
 
 # --------------------------------------------------------------------------- (b): merging
@@ -172,7 +210,7 @@ def test_magnitude_variant_has_one_bias_per_absolute_offset_in_every_block():
     ("kwargs", "error", "match"),
     [
         ({"shifted_windows": "no"}, TypeError, "shifted_windows must be True or False, got 'no'"),
-        ({"shift_mask": 0}, TypeError, "shift_mask must be True or False, got 0"),
+        ({"torus": 0}, TypeError, "torus must be True or False, got 0"),
         ({"patch_merging": "max"}, ValueError, r"patch_merging must be one of \['concat', 'avg"),
         ({"rel_bias_offsets": "abs"}, ValueError, r"rel_bias_offsets must be one of \['signed'"),
     ],
