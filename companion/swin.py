@@ -573,3 +573,30 @@ def swin_from_config(name: str, **overrides: Any) -> SwinTransformer:
     if name not in CONFIGS:
         raise ValueError(f"name must be one of {sorted(CONFIGS)}, got {name!r}")
     return SwinTransformer(**{**CONFIGS[name], **overrides})
+
+
+#: The controlled variants by name: the ``SwinTransformer`` options each one changes.
+VARIANTS: dict[str, dict[str, Any]] = {
+    "no-shift": {"shifted_windows": False},
+    "pool-merge": {"patch_merging": "avgpool"},
+    "abs-offset-bias": {"rel_bias_offsets": "magnitude"},
+    "torus": {"torus": True},
+}
+
+
+def variant_overrides(variant: str) -> dict[str, Any]:
+    """The ``SwinTransformer`` options of ``variant``: ``"swin"`` (none changed), a name of
+    ``VARIANTS``, or several joined by ``"+"`` (``"pool-merge+abs-offset-bias"``).
+
+    >>> variant_overrides("pool-merge+torus")
+    {'patch_merging': 'avgpool', 'torus': True}
+    """
+    if not isinstance(variant, str):
+        raise TypeError(f"variant must be a str, got {variant!r} ({type(variant).__name__})")
+    if variant == "swin":
+        return {}
+    overrides: dict[str, Any] = {}
+    for part in variant.split("+"):
+        check_choice("variant", part, ("swin", *VARIANTS))
+        overrides.update(VARIANTS.get(part, {}))
+    return overrides

@@ -9,15 +9,18 @@ from companion.attention import (
     wrapped_position_index,
 )
 from companion.relative import offset_to_index, pairwise_offsets, relative_position_index
-from companion.swin import CONFIGS, PatchMerging, PoolMerging, SwinBlock, SwinTransformer
+from companion.swin import (
+    CONFIGS,
+    VARIANTS,
+    PatchMerging,
+    PoolMerging,
+    SwinBlock,
+    SwinTransformer,
+    swin_from_config,
+    variant_overrides,
+)
 
 TINY = CONFIGS["tiny-cpu"]
-VARIANTS = {
-    "no shifted windows": {"shifted_windows": False},
-    "pooling merge": {"patch_merging": "avgpool"},
-    "|offset| bias": {"rel_bias_offsets": "magnitude"},
-    "torus": {"torus": True},
-}
 
 
 def tiny(**overrides) -> SwinTransformer:
@@ -218,3 +221,16 @@ def test_magnitude_variant_has_one_bias_per_absolute_offset_in_every_block():
 def test_bad_variant_arguments_raise_naming_the_parameter(kwargs, error, match):
     with pytest.raises(error, match=match):
         SwinTransformer(**{**TINY, **kwargs})
+
+
+def test_variant_names_combine_with_plus_into_model_options():
+    assert variant_overrides("swin") == {}
+    assert variant_overrides("pool-merge+abs-offset-bias") == {
+        "patch_merging": "avgpool",
+        "rel_bias_offsets": "magnitude",
+    }
+    assert set(VARIANTS) == {"no-shift", "pool-merge", "abs-offset-bias", "torus"}
+    model = swin_from_config("tiny-cpu", **variant_overrides("no-shift+torus"))
+    assert not model.shifted_windows and model.torus
+    with pytest.raises(ValueError, match=r"variant must be one of \['swin', 'no-shift'"):
+        variant_overrides("pool-merge+flip")
