@@ -236,6 +236,10 @@ class WindowAttention(nn.Module):
         return (
             f"dim={self.dim}, window_size={self.window_size}, num_heads={self.num_heads}, "
             f"rel_pos_bias={self.rel_pos_bias}, attn_impl={self.attn_impl!r}"
-            + (f", rel_bias_offsets={self.rel_bias_offsets!r}" if self.rel_pos_bias else "")
+            + (
+                f", rel_bias_offsets={self.rel_bias_offsets!r}"
+                if self.rel_bias_offsets != "signed"
+                else ""
+            )
             + (f", wrap={self.wrap}" if any(self.wrap) else "")
         )
