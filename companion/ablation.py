@@ -11,10 +11,12 @@ into published results:
 
 * ``results.json``: a header (hardware, torch, git commit and whether the tree was dirty, this
   command, the date) and every run's final metrics, all taken from the runs' own records;
-* ``results.md``: mean ± std (over seeds) of the final test accuracy per ``pos`` x dataset;
-* ``curves/<dataset>__<pos>__seed<k>.json``: each run's per-epoch metrics and settings;
-* ``bias/<dataset>__<pos>.pt``: for the first seed of every ``pos`` whose model has them, the
-  learned relative position bias tables of every block (``weights_only``-loadable).
+* ``results.md``: mean ± std (over seeds) of the final test accuracy per cell x dataset;
+* ``curves/<key>.json``: each run's per-epoch metrics and settings, ``<key>`` being
+  ``<dataset>__<pos>__seed<k>``, or ``<dataset>__<pos>__<variant>__seed<k>`` for a controlled
+  variant (``--extra grid-cell:rel:torus`` adds that cell, for every seed);
+* ``bias/<dataset>__<pos>[__<variant>].pt``: for the first seed of every cell whose model has
+  them, the learned relative position bias tables of every block (``weights_only``-loadable).
 
 Stopping and starting again is safe: a finished run is reused only when its recorded settings and
 code hash equal the requested ones, and an interrupted run resumes from its checkpoint only under
@@ -47,6 +49,8 @@ from companion.provenance import hardware, provenance, source_digest
 from companion.results import (  # noqa: F401  (re-exported: the book imports them from here)
     BIAS_POS,
     RESULTS_URL,
+    bias_file,
+    cell_label,
     find_results,
     gaps_table,
     load_bias_tables,
@@ -61,6 +65,7 @@ from companion.train.cli import add_debug_flag, run_reporting_errors
 from companion.train.config import (
     add_config_arguments,
     check_setting,
+    check_variant_pos,
     config_fields,
     config_from_args,
     recorded_settings,
@@ -79,7 +84,9 @@ class StaleRunError(ValueError):
 
 @dataclass
 class AblationPlan:
-    """What to run: the grid ``datasets x pos x seeds``, each with ``base``'s other settings."""
+    """What to run: the grid ``datasets x pos x seeds`` (the model of ``base.variant``, the Swin
+    itself by default), plus each ``extra`` cell ``(dataset, pos, variant)`` for every seed, each
+    run with ``base``'s other settings."""
 
     name: str
     datasets: tuple[str, ...] = ("grid-cell", "relation")
@@ -90,6 +97,7 @@ class AblationPlan:
     work_dir: str = "runs/ablation"
     jobs: int = 1
     fresh: bool = False
+    extra: tuple[tuple[str, str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name or "/" in self.name or self.name.startswith("."):
@@ -108,6 +116,15 @@ class AblationPlan:
                     check_setting(setting, value)
                 except (TypeError, ValueError) as exc:
                     raise type(exc)(f"{GRID[setting]}: {exc}") from None
+        for pos in self.pos:
+            check_variant_pos(self.base.variant, pos)
+        self.extra = tuple(tuple(cell) for cell in self.extra)
+        cells = [(d, p, self.base.variant) for d in self.datasets for p in self.pos]
+        for cell in self.extra:
+            check_extra_cell(cell)
+            if cell in cells:
+                raise ValueError(f"extra: cell {':'.join(cell)} is already in the plan")
+            cells.append(cell)
         if isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or self.jobs < 1:
             raise ValueError(f"jobs must be an int >= 1, got {self.jobs!r}")
 
@@ -119,29 +136,68 @@ class AblationPlan:
     def work(self) -> Path:
         return Path(self.work_dir) / self.name
 
-    def runs(self) -> list[tuple[str, str, int]]:
-        """Every ``(dataset, pos, seed)``, seed-major: the first seed's whole grid comes first, so
-        an early look (or an interrupted ablation) already compares every variant."""
-        return [(d, p, s) for s in self.seeds for d in self.datasets for p in self.pos]
+    def cells(self) -> list[tuple[str, str, str]]:
+        """Every ``(dataset, pos, variant)``: the main grid, then the extra cells."""
+        main = [(d, p, self.base.variant) for d in self.datasets for p in self.pos]
+        return main + list(self.extra)
 
-    def config(self, dataset: str, pos: str, seed: int) -> TrainConfig:
-        out = str(self.work / run_key(dataset, pos, seed))
-        return replace(self.base, dataset=dataset, pos=pos, seed=seed, out=out, progress=False)
+    def runs(self) -> list[tuple[str, str, str, int]]:
+        """Every ``(dataset, pos, variant, seed)``, seed-major: the first seed's cells all come
+        first, so an early look (or an interrupted ablation) already compares every cell."""
+        return [(d, p, v, s) for s in self.seeds for d, p, v in self.cells()]
+
+    def config(self, dataset: str, pos: str, seed: int, variant: str = "swin") -> TrainConfig:
+        out = str(self.work / run_key(dataset, pos, seed, variant))
+        return replace(
+            self.base, dataset=dataset, pos=pos, variant=variant, seed=seed, out=out,
+            progress=False,
+        )  # fmt: skip
+
+
+def check_extra_cell(cell: object) -> tuple[str, str, str]:
+    """Check an extra cell ``(dataset, pos, variant)``: known values, a controlled variant (not
+    ``"swin"``: those cells are the main grid's), and one that changes something for ``pos``."""
+    if not isinstance(cell, tuple) or len(cell) != 3:
+        raise ValueError(f"extra: a cell must be (dataset, pos, variant), got {cell!r}")
+    dataset, pos, variant = cell
+    try:
+        for name, value in (("dataset", dataset), ("pos", pos), ("variant", variant)):
+            check_setting(name, value)
+        if variant == "swin":
+            raise ValueError("variant 'swin' is the main grid's (--datasets, --pos)")
+        check_variant_pos(variant, pos)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"extra cell {dataset}:{pos}:{variant}: {exc}") from None
+    return dataset, pos, variant
+
+
+def parse_cell(text: str) -> tuple[str, str, str]:
+    """``"grid-cell:rel:torus"`` -> ``("grid-cell", "rel", "torus")``, checked."""
+    parts = tuple(text.split(":"))
+    if len(parts) != 3:
+        raise ValueError(
+            f"extra: a cell is dataset:pos:variant (grid-cell:rel:torus), got {text!r}"
+        )
+    return check_extra_cell(parts)
 
 
 def bias_tables(model: nn.Module) -> dict[str, dict[str, Any]]:
     """Every relative position bias table of ``model``, by module name.
 
-    Returns ``{name: {"table": ((2Wh-1)(2Ww-1), H) tensor, "window_size": [Wh, Ww]}}``.
+    Returns ``{name: {"table": ((2Wh-1)(2Ww-1), H) tensor, "window_size": [Wh, Ww]}}``: always
+    one row per signed offset (``offset_table()``), also for a table that stores one row per
+    ``(|dy|, |dx|)`` (``rel_bias_offsets="magnitude"``), so every table plots the same way.
     """
     found = {}
     for name, module in model.named_modules():
-        table = getattr(module, "relative_position_bias_table", None)
-        if isinstance(table, Tensor):
-            found[name] = {
-                "table": table.detach().cpu().clone(),
-                "window_size": list(module.window_size),
-            }
+        if not isinstance(getattr(module, "relative_position_bias_table", None), Tensor):
+            continue
+        offset_table = getattr(module, "offset_table", None)
+        table = offset_table() if offset_table else module.relative_position_bias_table
+        found[name] = {
+            "table": table.detach().cpu().clone(),
+            "window_size": list(module.window_size),
+        }
     return found
 
 
@@ -189,10 +245,15 @@ def _read_record(plan: AblationPlan, path: Path) -> dict[str, Any]:
 
 
 def _run_one(
-    plan: AblationPlan, dataset: str, pos: str, seed: int, factory: ModelFactory | None
+    plan: AblationPlan,
+    dataset: str,
+    pos: str,
+    variant: str,
+    seed: int,
+    factory: ModelFactory | None,
 ) -> dict[str, Any]:
-    """Train one grid point, or reuse it when its record matches the request exactly."""
-    cfg = plan.config(dataset, pos, seed)
+    """Train one run, or reuse it when its record matches the request exactly."""
+    cfg = plan.config(dataset, pos, seed, variant)
     out = Path(cfg.out)
     record_path = out.with_name(out.name + ".json")
     if record_path.exists():
@@ -212,6 +273,7 @@ def _run_one(
     record = {
         "dataset": dataset,
         "pos": pos,
+        "variant": variant,
         "seed": seed,
         "settings": result.header["config"],
         "code_sha256": result.header["code_sha256"],
@@ -245,7 +307,7 @@ def _common(records: Sequence[dict[str, Any]], get, what: str) -> Any:
 def _results(plan: AblationPlan, records: list[dict[str, Any]], header: dict[str, Any]) -> dict:
     """``results.json``'s content, from the runs' own records (never from the command line)."""
     first = records[0]["settings"]
-    shared = [k for k in first if k not in GRID]
+    shared = [k for k in first if k not in GRID and k != "variant"]
     train_settings = {k: _common(records, lambda r, k=k: r["settings"][k], k) for k in shared}
     code = _common(records, lambda r: r["code_sha256"], "code_sha256")
     for key in ("cpu", "cpu_count", "gpu", "torch", "python", "platform"):
@@ -261,9 +323,11 @@ def _results(plan: AblationPlan, records: list[dict[str, Any]], header: dict[str
         "header": header,
         "plan": {
             "name": plan.name,
-            "datasets": datasets,
-            "pos": list(dict.fromkeys(r["pos"] for r in records)),
+            "datasets": list(plan.datasets),
+            "pos": list(plan.pos),
             "seeds": list(dict.fromkeys(r["seed"] for r in records)),
+            "variant": plan.base.variant,
+            "extra": [":".join(cell) for cell in plan.extra],
             "train": train_settings,
         },
         "chance": chance,
@@ -280,7 +344,8 @@ def _publish(plan: AblationPlan, results: dict[str, Any], records: list[dict[str
     shutil.rmtree(staging, ignore_errors=True)
     bias_files = []
     for r in records:
-        key = run_key(r["dataset"], r["pos"], r["seed"])
+        variant = r.get("variant", "swin")
+        key = run_key(r["dataset"], r["pos"], r["seed"], variant)
         summary = {k: r[k] for k in ("final", "best_test_acc", "wall_s", "num_params")}
         atomic_write_json(
             staging / "curves" / f"{key}.json",
@@ -289,7 +354,7 @@ def _publish(plan: AblationPlan, results: dict[str, Any], records: list[dict[str
         )  # fmt: skip
         tables = plan.work / f"{key}.bias.pt"
         if r["seed"] == plan.seeds[0] and tables.is_file():
-            rel = f"bias/{r['dataset']}__{r['pos']}.pt"
+            rel = bias_file(r["dataset"], r["pos"], variant)
             (staging / "bias").mkdir(parents=True, exist_ok=True)
             shutil.copyfile(tables, staging / rel)
             bias_files.append(rel)
@@ -354,6 +419,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--name", required=True, help="results/<name>/ receives the results")
     add_config_arguments(p, kinds=("result", "hardware", "speed"), grid=True)
+    p.add_argument(
+        "--extra", nargs="+", default=[], metavar="DATASET:POS:VARIANT",
+        help="controlled-variant cells, each trained for every seed (grid-cell:rel:torus); "
+        "variants: see --variant",
+    )  # fmt: skip
     p.add_argument("--jobs", type=int, default=1, help="runs in parallel (processes)")
     p.add_argument("--results-dir", default="results", help="where results/<name>/ goes")
     p.add_argument("--work-dir", default="runs/ablation", help="checkpoints (not committed)")
@@ -381,6 +451,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             work_dir=args.work_dir,
             jobs=args.jobs,
             fresh=args.fresh,
+            extra=tuple(parse_cell(text) for text in args.extra),
         )
         validate_config(base)  # after the plan, which names a bad grid value by its flag
     except (ValueError, TypeError) as exc:

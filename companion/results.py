@@ -17,76 +17,161 @@ import torch
 
 from companion import _repository
 from companion._io import atomic_write, atomic_write_json
+from companion.stats import paired_interval
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 BIAS_POS = ("rel", "abs+rel")  # the variants of the committed results that have bias tables
 
 
-def run_key(dataset: str, pos: str, seed: int) -> str:
-    return f"{dataset}__{pos}__seed{seed}"
+def run_key(dataset: str, pos: str, seed: int, variant: str = "swin") -> str:
+    """A run's file name: ``grid-cell__rel__seed0``, with ``__<variant>`` added before the seed
+    for a controlled variant (``grid-cell__rel__torus__seed0``)."""
+    middle = "" if variant == "swin" else f"__{variant}"
+    return f"{dataset}__{pos}{middle}__seed{seed}"
+
+
+def cell_label(pos: str, variant: str = "swin") -> str:
+    """How a cell of one dataset is named in tables and gaps: ``rel``, or ``rel:torus``."""
+    return pos if variant == "swin" else f"{pos}:{variant}"
 
 
 def summarize(runs: Sequence[dict[str, Any]], metric: str = "test_acc") -> list[dict[str, Any]]:
-    """Mean and sample standard deviation (``n - 1``) of the final ``metric`` per dataset x pos."""
-    rows = []
-    groups: dict[tuple[str, str], list[float]] = {}
+    """One row per dataset x pos x variant: the final ``metric`` of each seed (``seeds`` and
+    ``values``, in the same order), their mean and sample standard deviation (``n - 1``)."""
+    groups: dict[tuple[str, str, str], list[tuple[int, float]]] = {}
     for r in runs:
-        groups.setdefault((r["dataset"], r["pos"]), []).append(r["final"][metric])
-    for (dataset, pos), values in groups.items():
+        key = (r["dataset"], r["pos"], r.get("variant", "swin"))
+        groups.setdefault(key, []).append((r["seed"], r["final"][metric]))
+    rows = []
+    for (dataset, pos, variant), pairs in groups.items():
+        values = [v for _, v in pairs]
         rows.append(
             {
                 "dataset": dataset,
                 "pos": pos,
+                "variant": variant,
                 "n": len(values),
                 "mean": statistics.fmean(values),
                 "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+                "seeds": [s for s, _ in pairs],
                 "values": values,
             }
         )
     return rows
 
 
-#: The differences between position encodings that chapter 5 discusses: ``(a, b)`` reads "a - b".
-DISCUSSED_GAPS: tuple[tuple[str, str], ...] = (("abs", "rel"), ("abs+rel", "abs"), ("rel", "none"))
+def _cells(summary: Sequence[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """``(dataset, cell label) -> summary row``."""
+    return {(r["dataset"], cell_label(r["pos"], r.get("variant", "swin"))): r for r in summary}
+
+
+def _per_seed(row: dict[str, Any]) -> dict[int, float]:
+    # Rows written before seeds were listed hold their values in the plan's seed order.
+    seeds = row.get("seeds", range(len(row["values"])))
+    return dict(zip(seeds, row["values"], strict=True))
+
+
+def paired_gap(
+    summary: Sequence[dict[str, Any]], dataset: str, a: str, b: str, confidence: float = 0.95
+) -> dict[str, Any]:
+    """Cell ``a`` minus cell ``b`` of ``dataset`` (labels as :func:`cell_label` writes them),
+    paired over the seeds both have, in percentage points: ``{"dataset", "a", "b", "seeds",
+    "differences", "n", "mean", "low", "high", "excludes_zero"}`` with the paired t interval of
+    :func:`companion.stats.paired_interval` (``low``/``high`` are ``None`` with fewer than 2
+    seeds; ``excludes_zero`` is then False)."""
+    cells = _cells(summary)
+    for name in (a, b):
+        if (dataset, name) not in cells:
+            known = sorted(c for d, c in cells if d == dataset)
+            raise ValueError(f"no cell {name!r} for dataset {dataset!r}; it has {known}")
+    va, vb = _per_seed(cells[dataset, a]), _per_seed(cells[dataset, b])
+    seeds = [s for s in va if s in vb]
+    diffs = [100 * (va[s] - vb[s]) for s in seeds]
+    if not diffs:
+        raise ValueError(f"cells {a!r} and {b!r} of {dataset!r} share no seed")
+    if len(diffs) > 1:
+        mean, low, high = paired_interval(diffs, confidence)
+    else:
+        mean, low, high = diffs[0], None, None
+    excludes = low is not None and (low > 0 or high < 0)
+    return {
+        "dataset": dataset, "a": a, "b": b, "seeds": seeds, "differences": diffs,
+        "n": len(diffs), "mean": mean, "low": low, "high": high, "excludes_zero": excludes,
+    }  # fmt: skip
+
+
+#: The differences chapter 5 discusses: ``(a, b)`` reads "cell a - cell b" (cell labels as
+#: :func:`cell_label` writes them); a pair whose cells a results folder lacks is skipped.
+DISCUSSED_GAPS: tuple[tuple[str, str], ...] = (
+    ("abs", "rel"),
+    ("abs+rel", "abs"),
+    ("rel", "none"),
+    ("none:torus", "none"),
+    ("rel:torus", "rel"),
+    ("rel:no-shift", "rel"),
+    ("rel:abs-offset-bias", "rel"),
+    ("none:pool-merge", "none"),
+    ("rel:pool-merge", "rel"),
+)
 
 
 def gaps_table(
     summary: Sequence[dict[str, Any]],
     chance: dict[str, float],
     pairs: Sequence[tuple[str, str]] = DISCUSSED_GAPS,
+    confidence: float = 0.95,
 ) -> str:
-    """Gaps between mean final accuracies, in percentage points, one line per dataset: first each
-    ``pos`` above chance, then each pair ``(a, b)`` of ``pairs`` as ``a - b``."""
-    mean = {(r["dataset"], r["pos"]): 100 * r["mean"] for r in summary}
+    """The gaps the text reads, in percentage points, each with its paired t interval over seeds
+    (see :func:`paired_gap`) and ``*`` when the interval excludes 0: first every cell above
+    chance (a one-sample interval), then each pair ``(a, b)`` of ``pairs`` present in a dataset."""
+    cells = _cells(summary)
     datasets = list(dict.fromkeys(r["dataset"] for r in summary))
-    pos_order = list(dict.fromkeys(r["pos"] for r in summary))
-    lines = []
+    level = f"{100 * confidence:g}%"
+    lines = [f"gaps in percentage points, mean [{level} paired t interval over seeds]; "
+             "* = the interval excludes 0"]  # fmt: skip
+
+    def line(dataset: str, label: str, diffs: Sequence[float]) -> str:
+        if len(diffs) > 1:
+            mean, low, high = paired_interval(diffs, confidence)
+            mark = " *" if low > 0 or high < 0 else ""
+            return f"{dataset:9}  {label:34} {mean:+6.1f}  [{low:+6.1f}, {high:+6.1f}]{mark}"
+        return f"{dataset:9}  {label:34} {diffs[0]:+6.1f}  (1 seed: no interval)"
+
     for d in datasets:
-        row = "  ".join(f"{p}: {mean[d, p] - 100 * chance[d]:+5.1f}" for p in pos_order)
-        lines.append(f"{d:9}  above chance ->  {row}")
+        for (dd, name), row in cells.items():
+            if dd == d:
+                diffs = [100 * (v - chance[d]) for v in row["values"]]
+                lines.append(line(d, f"{name} - chance", diffs))
     for d in datasets:
-        row = "   ".join(f"{a} - {b} = {mean[d, a] - mean[d, b]:+5.1f}" for a, b in pairs)
-        lines.append(f"{d:9}  {row}")
+        for a, b in pairs:
+            if (d, a) in cells and (d, b) in cells:
+                gap = paired_gap(summary, d, a, b, confidence)
+                lines.append(line(d, f"{a} - {b}", gap["differences"]))
     return "\n".join(lines)
 
 
 def results_table(summary: Sequence[dict[str, Any]], chance: dict[str, float]) -> str:
-    """Markdown: one row per ``pos``, one column per dataset, cells ``mean ± std`` in percent."""
+    """Markdown: one row per cell (``pos``, then ``pos:variant`` for the controlled variants),
+    one column per dataset, cells ``mean ± std`` in percent."""
     datasets = list(dict.fromkeys(r["dataset"] for r in summary))
-    pos_order = list(dict.fromkeys(r["pos"] for r in summary))
-    cell = {(r["dataset"], r["pos"]): r for r in summary}
-    n = max(r["n"] for r in summary)
+    cell = _cells(summary)
+    labels = list(dict.fromkeys(name for _, name in cell))
+    labels = [c for c in labels if ":" not in c] + [c for c in labels if ":" in c]
+    ns = sorted({r["n"] for r in summary})
     head = "| pos | " + " | ".join(f"{d} (chance {100 * chance[d]:.1f})" for d in datasets) + " |"
     lines = [head, "|---" * (len(datasets) + 1) + "|"]
-    for pos in pos_order:
+    for label in labels:
         cells = []
         for d in datasets:
-            r = cell.get((d, pos))
+            r = cell.get((d, label))
             cells.append("" if r is None else f"{100 * r['mean']:.1f} ± {100 * r['std']:.1f}")
-        lines.append(f"| {pos} | " + " | ".join(cells) + " |")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines.append("")
-    seeds = "seed" if n == 1 else "seeds"
-    lines.append(f"*Final test accuracy (%), mean ± sample std over {n} {seeds}.*")
+    n = "/".join(str(k) for k in ns)
+    seeds = "seed" if ns == [1] else "seeds"
+    note = "; `pos:variant` rows are controlled variants (companion.swin.VARIANTS)"
+    extra = note if any(":" in c for c in labels) else ""
+    lines.append(f"*Final test accuracy (%), mean ± sample std over {n} {seeds}{extra}.*")
     return "\n".join(lines) + "\n"
 
 
@@ -135,7 +220,7 @@ def _download_results(name: str, base_url: str = RESULTS_URL) -> Path:
 
     results = json.loads(fetch("results.json"))
     for run in results["runs"]:
-        key = run_key(run["dataset"], run["pos"], run["seed"])
+        key = run_key(run["dataset"], run["pos"], run["seed"], run.get("variant", "swin"))
         atomic_write(
             folder / "curves" / f"{key}.json", lambda f, k=key: f.write(fetch(f"curves/{k}.json"))
         )
@@ -159,22 +244,39 @@ def load_results(folder: str | os.PathLike[str]) -> dict[str, Any]:
     return json.loads((Path(folder) / "results.json").read_text())
 
 
-def load_curves(folder: str | os.PathLike[str]) -> dict[tuple[str, str, int], list[dict]]:
-    """Every run's per-epoch records, keyed by ``(dataset, pos, seed)``."""
-    curves = {}
+def load_curves(
+    folder: str | os.PathLike[str], variant: str | None = "swin"
+) -> dict[tuple, list[dict]]:
+    """Every run's per-epoch records: of ``variant``'s runs keyed by ``(dataset, pos, seed)``, or
+    with ``variant=None`` of every run keyed by ``(dataset, pos, variant, seed)``."""
+    curves: dict[tuple, list[dict]] = {}
     for run in load_results(folder)["runs"]:
-        key = run_key(run["dataset"], run["pos"], run["seed"])
+        v = run.get("variant", "swin")
+        if variant is not None and v != variant:
+            continue
+        key = run_key(run["dataset"], run["pos"], run["seed"], v)
         saved = json.loads((Path(folder) / "curves" / f"{key}.json").read_text())
-        curves[(run["dataset"], run["pos"], run["seed"])] = saved["epochs"]
+        where = (run["dataset"], run["pos"], run["seed"])
+        curves[where if variant is not None else (*where[:2], v, where[2])] = saved["epochs"]
     return curves
 
 
-def load_bias_tables(folder: str | os.PathLike[str], dataset: str, pos: str) -> dict[str, Any]:
-    """The bias tables saved for ``dataset`` and ``pos`` (see :func:`bias_tables`)."""
-    path = Path(folder) / "bias" / f"{dataset}__{pos}.pt"
+def bias_file(dataset: str, pos: str, variant: str = "swin") -> str:
+    """A cell's bias tables in a results folder: ``bias/<dataset>__<pos>[__<variant>].pt``."""
+    middle = "" if variant == "swin" else f"__{variant}"
+    return f"bias/{dataset}__{pos}{middle}.pt"
+
+
+def load_bias_tables(
+    folder: str | os.PathLike[str], dataset: str, pos: str, variant: str = "swin"
+) -> dict[str, Any]:
+    """The bias tables saved for ``dataset``, ``pos`` and ``variant`` (see
+    ``companion.ablation.bias_tables``: every table in the signed-offset layout)."""
+    path = Path(folder) / bias_file(dataset, pos, variant)
     if not path.is_file():
         raise FileNotFoundError(
-            f"no bias tables for dataset={dataset!r}, pos={pos!r} in {folder} (they are saved "
-            f"for the first seed of each pos whose model has relative position bias tables)"
+            f"no bias tables for dataset={dataset!r}, pos={pos!r}, variant={variant!r} in "
+            f"{folder} (they are saved for the first seed of each cell whose model has relative "
+            f"position bias tables)"
         )
     return torch.load(path, weights_only=True)

@@ -242,17 +242,84 @@ def test_bias_table_figure_has_a_panel_per_head_and_block(mini):
     assert len(heat_maps) == 2 + 2 + 4 + 4
 
 
-def test_gaps_table_reports_each_pos_above_chance_and_the_discussed_differences():
+def test_gaps_table_of_rows_without_seeds_pairs_them_in_plan_order():
+    """Results written before rows listed their seeds still read (values are seed-major)."""
     from companion.ablation import gaps_table
 
     summary = [
-        {"dataset": "grid-cell", "pos": "none", "mean": 0.25},
-        {"dataset": "grid-cell", "pos": "abs", "mean": 0.75},
-        {"dataset": "grid-cell", "pos": "rel", "mean": 0.5},
-        {"dataset": "grid-cell", "pos": "abs+rel", "mean": 1.0},
+        {"dataset": "grid-cell", "pos": "none", "mean": 0.25, "values": [0.2, 0.3]},
+        {"dataset": "grid-cell", "pos": "rel", "mean": 0.5, "values": [0.45, 0.55]},
     ]
-    text = gaps_table(summary, {"grid-cell": 0.0625})
-    assert text.splitlines() == [
-        "grid-cell  above chance ->  none: +18.8  abs: +68.8  rel: +43.8  abs+rel: +93.8",
-        "grid-cell  abs - rel = +25.0   abs+rel - abs = +25.0   rel - none = +25.0",
-    ]
+    lines = gaps_table(summary, {"grid-cell": 0.0625}).splitlines()
+    assert lines[1].split()[:4] == ["grid-cell", "none", "-", "chance"]
+    assert lines[-1].split()[:5] == ["grid-cell", "rel", "-", "none", "+25.0"]
+    assert lines[-1].endswith("*")  # both seeds differ by exactly 25 points
+
+
+def test_old_run_keys_are_unchanged_and_variants_get_their_own():
+    assert ablation.run_key("grid-cell", "rel", 3) == "grid-cell__rel__seed3"
+    assert ablation.run_key("grid-cell", "rel", 3, "torus") == "grid-cell__rel__torus__seed3"
+
+
+@pytest.fixture(scope="module")
+def with_extra(tmp_path_factory):
+    """Relation, pos none, seeds 0 and 1, plus the extra cell rel with an |offset|-only table."""
+    tmp_path = tmp_path_factory.mktemp("extra")
+    plan = tiny_plan(tmp_path, pos=("none",), extra=(("relation", "rel", "abs-offset-bias"),))
+    return run_ablation(plan), tmp_path / "results" / "mini", plan
+
+
+def test_extra_cells_run_for_every_seed_and_are_recorded_with_their_variant(with_extra):
+    results, folder, plan = with_extra
+    assert plan.runs() == [
+        ("relation", "none", "swin", 0), ("relation", "rel", "abs-offset-bias", 0),
+        ("relation", "none", "swin", 1), ("relation", "rel", "abs-offset-bias", 1),
+    ]  # fmt: skip
+    assert [(r["pos"], r["variant"], r["settings"]["variant"]) for r in results["runs"]] == [
+        ("none", "swin", "swin"), ("rel", "abs-offset-bias", "abs-offset-bias"),
+    ] * 2  # fmt: skip
+    assert results["plan"]["extra"] == ["relation:rel:abs-offset-bias"]
+    assert "variant" not in results["plan"]["train"]
+    rows = {(r["pos"], r["variant"]): r for r in results["summary"]}
+    assert rows["rel", "abs-offset-bias"]["seeds"] == [0, 1]
+    assert len(rows["rel", "abs-offset-bias"]["values"]) == 2
+    assert "| rel:abs-offset-bias |" in (folder / "results.md").read_text()
+    assert results["header"]["wall_s"] > 0
+    curves = load_curves(folder, variant=None)
+    assert set(curves) == {("relation", p, v, s) for p, v in rows for s in (0, 1)}
+    assert set(load_curves(folder)) == {("relation", "none", 0), ("relation", "none", 1)}
+
+
+def test_a_magnitude_bias_table_is_saved_in_the_signed_offset_layout(with_extra):
+    _, folder, _ = with_extra
+    tables = load_bias_tables(folder, "relation", "rel", "abs-offset-bias")
+    entry = tables["layers.0.blocks.0.attn"]
+    wh, ww = entry["window_size"]
+    grid = entry["table"].reshape(2 * wh - 1, 2 * ww - 1, -1)
+    assert torch.equal(grid, grid.flip(0)) and torch.equal(grid, grid.flip(1))
+    with pytest.raises(FileNotFoundError, match="variant='swin'"):
+        load_bias_tables(folder, "relation", "rel")
+
+
+@pytest.mark.parametrize(
+    "cell, message",
+    [
+        ("grid-cell:none:abs-offset-bias", "extra cell grid-cell:none:abs-offset-bias: variant"),
+        ("grid-cell:rel:wobble", "variant must be one of"),
+        ("grid-cell:sinus:torus", "pos must be one of"),
+        ("mnist:rel:torus", "dataset must be one of"),
+        ("grid-cell:rel:swin", "main grid"),
+        ("grid-cell:rel", "dataset:pos:variant"),
+    ],
+)
+def test_meaningless_extra_cells_are_refused_in_one_line(capsys, cell, message):
+    with pytest.raises(SystemExit):
+        main(["--name", "x", "--extra", cell])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert message in err and "Traceback" not in err
+
+
+def test_an_extra_cell_already_in_the_grid_is_refused(tmp_path):
+    base = TrainConfig(variant="torus", progress=False)
+    with pytest.raises(ValueError, match="already in the plan"):
+        tiny_plan(tmp_path, base=base, extra=(("relation", "rel", "torus"),))

@@ -342,3 +342,38 @@ def test_lr_schedule_figure_draws_every_step():
     fig = plot_lr_schedule(total_steps=50, warmup_steps=5, peak_lr=1e-3)
     (line,) = fig.axes[0].get_lines()[:1]
     assert len(line.get_xdata()) == 50 and max(line.get_ydata()) == pytest.approx(1e-3)
+
+
+# --------------------------------------------------------------------------- controlled variants
+
+
+def test_the_variant_setting_reaches_the_model():
+    from companion.swin import PoolMerging
+    from companion.train.build import build_model
+
+    model = build_model(TrainConfig(variant="pool-merge+no-shift"), 4, None)
+    assert isinstance(model.layers[1].downsample, PoolMerging)
+    assert all(block.shift_size == (0, 0) for stage in model.layers for block in stage.blocks)
+    assert not isinstance(build_model(TrainConfig(), 4, None).layers[1].downsample, PoolMerging)
+    with pytest.raises(ValueError, match="variant must be 'swin' with a model factory"):
+        build_model(TrainConfig(variant="torus"), 4, stand_in)
+
+
+def test_bad_variants_are_refused_naming_the_setting():
+    with pytest.raises(ValueError, match="variant must be one of"):
+        validate_config(TrainConfig(variant="wobble"))
+    with pytest.raises(ValueError, match="variant 'abs-offset-bias' changes the relative"):
+        validate_config(TrainConfig(pos="abs", variant="abs-offset-bias"))
+    validate_config(TrainConfig(pos="abs+rel", variant="abs-offset-bias+torus"))
+
+
+def test_variant_is_a_flag_recorded_in_the_checkpoint_and_resume_must_match_it(tmp_path):
+    out = tmp_path / "run"
+    flags = ["--dataset", "grid-cell", "--epochs", "2", "--batch-size", "16", "--train-size",
+             "32", "--test-size", "16", "--device", "cpu", "--warmup-epochs", "0.5",
+             "--no-progress", "--out", str(out), "--variant", "pool-merge"]  # fmt: skip
+    assert main([*flags, "--stop-after-epochs", "1"]) == 0
+    saved = torch.load(out / CHECKPOINT, weights_only=True)
+    assert saved["config"]["variant"] == "pool-merge"
+    with pytest.raises(ValueError, match="variant: checkpoint 'pool-merge' vs now 'swin'"):
+        train(tiny(tmp_path, resume=True, epochs=2, train_size=32, test_size=16))

@@ -182,7 +182,8 @@ def plot_ablation_bars(
     paper: Mapping[str, float] | None = None,
     title: str = "",
 ) -> Figure:
-    """Final test accuracy, mean ± std over seeds, per dataset and position encoding.
+    """Final test accuracy, mean ± std over seeds, per dataset and position encoding (the Swin
+    itself; controlled-variant rows are left out).
 
     ``paper`` (optional) maps ``pos`` to the Swin paper's ImageNet-1K top-1 (Table 4), drawn in an
     extra panel on its own scale: a different model, dataset and budget, shown for the ordering.
@@ -191,7 +192,12 @@ def plot_ablation_bars(
     datasets = list(dict.fromkeys(r["dataset"] for r in summary))
     fig, axes = _panel_grid(len(datasets) + (paper is not None), 3.0)
     for ax, dataset in zip(axes, datasets, strict=False):
-        rows = [r for p in POS_COLORS for r in summary if r["dataset"] == dataset and r["pos"] == p]
+        rows = [
+            r
+            for p in POS_COLORS
+            for r in summary
+            if r["dataset"] == dataset and r["pos"] == p and r.get("variant", "swin") == "swin"
+        ]
         x = np.arange(len(rows))
         means = [100 * r["mean"] for r in rows]
         stds = [100 * r["std"] for r in rows]

@@ -21,12 +21,20 @@ ModelFactory = Callable[[int, str], nn.Module]
 
 def build_model(cfg: TrainConfig, num_classes: int, factory: ModelFactory | None) -> nn.Module:
     """``factory(num_classes, cfg.pos)``, or by default ``swin_from_config(cfg.config, ...)``
-    with every ``model=True`` setting of the config passed by name."""
+    with every ``model=True`` setting of the config passed by name and the options of
+    ``cfg.variant`` (``companion.swin.variant_overrides``). A ``factory`` builds its own model,
+    so it takes no variant."""
     if factory is not None:
+        if cfg.variant != "swin":
+            raise ValueError(
+                f"variant must be 'swin' with a model factory (it builds its own model), "
+                f"got {cfg.variant!r}"
+            )
         return factory(num_classes, cfg.pos)
-    from companion.swin import swin_from_config
+    from companion.swin import swin_from_config, variant_overrides
 
-    return swin_from_config(cfg.config, num_classes=num_classes, **model_options(cfg))
+    options = model_options(cfg) | variant_overrides(cfg.variant)
+    return swin_from_config(cfg.config, num_classes=num_classes, **options)
 
 
 def load_data(

@@ -33,10 +33,11 @@ from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any
 
 from companion.data import DATASETS, DEFAULT_DATA_DIR
-from companion.swin import CONFIGS, POS_CHOICES
+from companion.swin import CONFIGS, POS_CHOICES, VARIANTS, variant_overrides
 
 KINDS = ("result", "hardware", "speed", "process")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+REL_BIAS_POS = tuple(p for p in POS_CHOICES if "rel" in p)  # the pos with bias tables
 
 
 def parse_device(name: object) -> str:
@@ -87,6 +88,11 @@ class TrainConfig:
     pos: str = setting(
         "rel", "position encoding", kind="result", choices=POS_CHOICES, model=True,
         grid=("pos", POS_CHOICES),
+    )  # fmt: skip
+    variant: str = setting(
+        "swin", "the Swin itself, or a controlled variant: one of "
+        f"{', '.join(VARIANTS)}, or several joined by '+' (companion.swin.VARIANTS)",
+        kind="result", check=variant_overrides,
     )  # fmt: skip
     drop_path_rate: float | None = setting(
         None, "stochastic depth (default: the model config's own rate)", kind="result",
@@ -204,9 +210,20 @@ def validate_config(cfg: TrainConfig) -> None:
     """Check every setting (see :func:`check_setting`), then the rules between settings."""
     for f in fields(cfg):
         check_setting(f.name, getattr(cfg, f.name))
+    check_variant_pos(cfg.variant, cfg.pos)
     if cfg.warmup_epochs > cfg.epochs:
         raise ValueError(
             f"warmup_epochs must be a number in [0, epochs={cfg.epochs}], got {cfg.warmup_epochs}"
+        )
+
+
+def check_variant_pos(variant: str, pos: str) -> None:
+    """Refuse a variant that changes nothing for ``pos``: a bias-table variant (e.g.
+    ``abs-offset-bias``) needs a ``pos`` with relative position bias tables."""
+    if "rel_bias_offsets" in variant_overrides(variant) and pos not in REL_BIAS_POS:
+        raise ValueError(
+            f"variant {variant!r} changes the relative position bias table, which pos={pos!r} "
+            f"does not have; use it with pos in {list(REL_BIAS_POS)}"
         )
 
 

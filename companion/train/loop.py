@@ -119,9 +119,10 @@ def _train(cfg, info: DistInfo, device, factory, out: Path) -> TrainResult:
     ids = [device.index] if device.type == "cuda" else None
     net = nn.parallel.DistributedDataParallel(model, device_ids=ids) if info.enabled else model
     net = torch.compile(net) if cfg.compile else net
+    variant = "" if cfg.variant == "swin" else f" variant={cfg.variant}"
     log(
         info,
-        f"training {cfg.config} pos={cfg.pos} on {cfg.dataset} ({len(train_data)} train / "
+        f"training {cfg.config} pos={cfg.pos}{variant} on {cfg.dataset} ({len(train_data)} train / "
         f"{len(test_data)} test images), {device} {precision}, "
         f"{info.world_size} process(es), {steps} steps/epoch",
     )

@@ -1,0 +1,79 @@
+"""The paired t interval behind every gap the book reads, and the t quantile it rests on."""
+
+import math
+
+import pytest
+
+from companion.results import gaps_table, paired_gap
+from companion.stats import paired_interval, t_cdf, t_quantile
+
+#: t_{0.975, df} for df = 1..30, as printed in every statistics table (3 decimals).
+T975 = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("df", range(1, 31))
+def test_t_quantile_matches_the_printed_table_for_df_1_to_30(df):
+    assert t_quantile(0.975, df) == pytest.approx(T975[df - 1], abs=5e-4)
+
+
+def test_t_quantile_other_levels_and_symmetry():
+    assert t_quantile(0.95, 10) == pytest.approx(1.812, abs=5e-4)
+    assert t_quantile(0.995, 4) == pytest.approx(4.604, abs=5e-4)
+    assert t_quantile(0.025, 4) == pytest.approx(-2.776, abs=5e-4)
+    assert t_quantile(0.5, 3) == pytest.approx(0.0, abs=1e-9)
+    assert t_cdf(t_quantile(0.9, 7), 7) == pytest.approx(0.9, abs=1e-9)
+
+
+def test_t_quantile_rejects_bad_arguments_naming_them():
+    with pytest.raises(ValueError, match="df must be an int >= 1"):
+        t_quantile(0.975, 0)
+    with pytest.raises(ValueError, match=r"p must be a number in \(0, 1\)"):
+        t_quantile(1.0, 4)
+
+
+def test_paired_interval_is_mean_plus_minus_t_times_standard_error():
+    mean, low, high = paired_interval([1.0, 2.0, 3.0, 4.0, 5.0])
+    half = 2.7764451 * math.sqrt(2.5) / math.sqrt(5)
+    assert (mean, low, high) == pytest.approx((3.0, 3.0 - half, 3.0 + half), abs=1e-6)
+    with pytest.raises(ValueError, match="at least 2"):
+        paired_interval([1.0])
+
+
+def row(pos, values, seeds=(0, 1, 2), variant="swin", dataset="relation"):
+    n = len(values)
+    return {"dataset": dataset, "pos": pos, "variant": variant, "n": n, "mean": sum(values) / n,
+            "std": 0.0, "seeds": list(seeds), "values": list(values)}  # fmt: skip
+
+
+def test_paired_gap_pairs_values_by_seed_not_by_position():
+    summary = [row("rel", [0.5, 0.6, 0.7]), row("rel", [0.73, 0.52, 0.63], (2, 0, 1), "torus")]
+    gap = paired_gap(summary, "relation", "rel:torus", "rel")
+    assert gap["seeds"] == [2, 0, 1]
+    assert gap["differences"] == pytest.approx([3.0, 2.0, 3.0])
+    mean, half = 8 / 3, 4.303 * math.sqrt(1 / 3) / math.sqrt(3)
+    assert gap["mean"] == pytest.approx(mean)
+    assert (gap["low"], gap["high"]) == pytest.approx((mean - half, mean + half), abs=1e-3)
+    assert gap["excludes_zero"]
+    with pytest.raises(ValueError, match="no cell 'abs'"):
+        paired_gap(summary, "relation", "abs", "rel")
+
+
+def test_gaps_table_marks_only_intervals_that_exclude_zero():
+    summary = [
+        row("none", [0.25, 0.35, 0.30]),
+        row("rel", [0.90, 0.92, 0.94]),
+        row("rel", [0.95, 0.88, 0.96], variant="torus"),
+    ]
+    lines = gaps_table(summary, {"relation": 0.25}).splitlines()
+    assert lines[0].startswith("gaps in percentage points")
+    by_label = {line[11:45].strip(): line for line in lines[1:]}
+    assert set(by_label) == {
+        "none - chance", "rel - chance", "rel:torus - chance", "rel - none", "rel:torus - rel",
+    }  # fmt: skip
+    assert by_label["rel - none"].endswith("*")
+    assert "+62.0" in by_label["rel - none"]
+    assert not by_label["rel:torus - rel"].endswith("*")  # +1.0 with a spread of 6 points
