@@ -1,7 +1,9 @@
 # Two commands do all set-up on a fresh machine:
-#   make book   -> .venv, install, offline JS (npm), build the HTML book into _build/html
-#   make test   -> .venv, install, lint, unit tests, nbval over book/, book build, and the
-#                  browser test of the built book (headless Chromium, offline)
+#   make book   -> npm (apt-get if missing), .venv, install, offline JS, the HTML book in _build/html
+#   make test   -> chromium and npm (apt-get if missing; else it stops at once saying what to
+#                  install), .venv, install, lint, unit tests, nbval over book/, the book build,
+#                  and the browser test of the built book (headless Chromium, offline)
+#   make colab-test -> every chapter as Colab runs it (tools/colab_emulate.py); .ci/run runs it
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
@@ -18,7 +20,7 @@ NODE_STAMP := node_modules/.package-lock.json
 OFFLINE_STAMP := _build/offline.stamp
 
 .PHONY: setup test unit nbval lint book book-check browser-test notebooks clean \
-	offline-js colab-sync colab-check linkcheck system-deps
+	offline-js colab-sync colab-check colab-test linkcheck system-deps browser-deps node-deps
 
 $(STAMP): pyproject.toml $(TORCH_REQUIREMENTS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,7 +32,8 @@ $(STAMP): pyproject.toml $(TORCH_REQUIREMENTS)
 
 setup: $(STAMP)
 
-test: setup lint unit nbval book-check browser-test
+# The system tools come first, so a machine that lacks one fails in a second, not after nbval.
+test: browser-deps node-deps setup lint unit nbval book-check browser-test
 
 lint: setup
 	$(VENV)/bin/ruff check .
@@ -43,7 +46,7 @@ nbval: setup
 	$(PY) -m pytest -q --nbval --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider book
 
-$(NODE_STAMP): package.json package-lock.json
+$(NODE_STAMP): package.json package-lock.json | node-deps
 	npm ci --ignore-scripts --no-audit --no-fund
 
 $(OFFLINE_STAMP): $(NODE_STAMP) tools/vendor_js.py tools/widgets-setup.js | setup
@@ -52,7 +55,9 @@ $(OFFLINE_STAMP): $(NODE_STAMP) tools/vendor_js.py tools/widgets-setup.js | setu
 
 offline-js: $(OFFLINE_STAMP)
 
-book: setup $(OFFLINE_STAMP)
+# The build renders the committed outputs (_config.yml: execute_notebooks: off); nbval is what
+# proves them reproduced, so `make test` runs every chapter once, not twice.
+book: node-deps setup $(OFFLINE_STAMP)
 	$(VENV)/bin/jupyter-book build . $(JB_FLAGS)
 	@echo "Book built: _build/html/index.html"
 
@@ -61,8 +66,16 @@ book-check: book
 # Every page of _build/html in headless Chromium, served on 127.0.0.1, no other host reachable;
 # screenshots go to _build/screenshots/. To re-test an existing build without rebuilding:
 #   .venv/bin/python -m pytest tests/browser
-browser-test: book
+browser-test: browser-deps book
 	$(PY) -m pytest -q -p no:cacheprovider tests/browser
+
+# Every chapter as Colab runs it: a venv with Colab's torch, torchvision, numpy, matplotlib and
+# ipywidgets (_build/colab-venv, made once), the install cell run as written against a clone of
+# this commit, each chapter executed outside the repository with no network. Fails on any error
+# output or a changed Colab package; _build/colab/drift.txt lists outputs that differ from the
+# committed ones.
+colab-test: setup
+	$(PY) tools/colab_emulate.py
 
 # Colab install cells, Colab links and README badges from _config.yml's `repository`.
 colab-sync: setup
@@ -75,14 +88,15 @@ colab-check: setup
 linkcheck: setup $(OFFLINE_STAMP)
 	$(VENV)/bin/jupyter-book build . --builder linkcheck
 
-# Debian's chromium (the browser test) and npm (offline JS), when missing; needs root (CI).
-SYSTEM_DEPS ?= chromium npm
-system-deps:
-	@need=""; \
-	for tool in $(SYSTEM_DEPS); do command -v $$tool >/dev/null || need="$$need $$tool"; done; \
-	if [ -n "$$need" ]; then \
-		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $$need; \
-	fi
+# Debian's chromium (the browser test) and npm (offline JS) when missing: apt-get as root, else
+# one line saying what to install (tools/system_deps.sh).
+browser-deps:
+	@tools/system_deps.sh chromium
+
+node-deps:
+	@tools/system_deps.sh npm
+
+system-deps: browser-deps node-deps
 
 # Re-execute every chapter in place (after changing companion/ or a notebook).
 notebooks: setup

@@ -48,7 +48,6 @@ from companion.data import num_classes
 from companion.provenance import hardware, provenance, source_digest
 from companion.results import (  # noqa: F401  (re-exported: the book imports them from here)
     BIAS_POS,
-    RESULTS_URL,
     bias_file,
     cell_label,
     find_results,

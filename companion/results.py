@@ -1,7 +1,7 @@
 """Reading an ablation's results folder back, and the tables the book prints from it.
 
 (Written by :mod:`companion.ablation`; read here, also by readers who installed only the package,
-e.g. on Colab, who get the published folder downloaded from the book's repository.)
+e.g. on Colab: the book's ``results/`` folder ships inside it as ``companion/book_results``.)
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ from typing import Any
 
 import torch
 
-from companion import _repository
-from companion._io import atomic_write, atomic_write_json
 from companion.stats import paired_interval
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -175,15 +173,11 @@ def results_table(summary: Sequence[dict[str, Any]], chance: dict[str, float]) -
     return "\n".join(lines) + "\n"
 
 
-#: Where the book's repository publishes its results (for readers who installed only the package,
-#: e.g. on Colab, and so have no ``results/`` folder beside them).
-RESULTS_URL = f"https://raw.githubusercontent.com/{_repository.OWNER}/{_repository.NAME}/{_repository.REF}/results"
-
-
 def find_results(name: str, search: Sequence[Path] | None = None) -> Path:
     """The folder ``results/<name>``: looked for in the current directory, its parent (the book's
-    notebooks run in ``book/``) and beside the companion package (an editable install); if it is
-    in none of them, it is downloaded from ``RESULTS_URL`` into the cache folder.
+    notebooks run in ``book/``), in the installed package (``companion/book_results``, the package
+    data a plain install such as Colab's ships) and beside the package (a clone, an editable
+    install). No network: the results travel with the package.
     """
     places = (
         search
@@ -191,43 +185,18 @@ def find_results(name: str, search: Sequence[Path] | None = None) -> Path:
         else [
             Path.cwd() / "results",
             Path.cwd().parent / "results",
+            PACKAGE_DIR / "book_results",
             PACKAGE_DIR.parent / "results",
         ]
     )
     for place in places:
         if (Path(place) / name / "results.json").is_file():
             return Path(place) / name
-    return _download_results(name)
-
-
-def _download_results(name: str, base_url: str = RESULTS_URL) -> Path:
-    import urllib.request
-
-    from companion.data import DEFAULT_DATA_DIR
-
-    folder = DEFAULT_DATA_DIR / "results" / name
-
-    def fetch(relative: str) -> bytes:
-        try:
-            with urllib.request.urlopen(f"{base_url}/{name}/{relative}", timeout=30) as response:
-                return response.read()
-        except OSError as exc:
-            raise FileNotFoundError(
-                f"results {name!r} are not in a local results/ folder and could not be "
-                f"downloaded from {base_url}/{name} ({exc}); run the notebook from a clone of "
-                f"the book's repository"
-            ) from exc
-
-    results = json.loads(fetch("results.json"))
-    for run in results["runs"]:
-        key = run_key(run["dataset"], run["pos"], run["seed"], run.get("variant", "swin"))
-        atomic_write(
-            folder / "curves" / f"{key}.json", lambda f, k=key: f.write(fetch(f"curves/{k}.json"))
-        )
-    for rel in bias_files(results):
-        atomic_write(folder / rel, lambda f, r=rel: f.write(fetch(r)))
-    atomic_write_json(folder / "results.json", results)
-    return folder
+    raise FileNotFoundError(
+        f"no results {name!r} (a results/{name}/results.json) in any of "
+        f"{[str(p) for p in places]}; the companion package ships the book's results: "
+        "reinstall it, or run from a clone of the book's repository"
+    )
 
 
 def bias_files(results: dict[str, Any]) -> list[str]:

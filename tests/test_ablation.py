@@ -180,35 +180,9 @@ def test_find_results_looks_in_the_given_places_first(mini):
     assert find_results("mini", search=[folder.parent]) == folder
 
 
-def test_find_results_downloads_a_missing_folder(mini, tmp_path, monkeypatch):
-    import io
-    import urllib.request
-
-    _, folder = mini
-    served = []
-
-    def fake_urlopen(url, timeout):
-        relative = url.split("/mini/", 1)[1]
-        served.append(relative)
-        return io.BytesIO((folder / relative).read_bytes())
-
-    monkeypatch.setattr(urllib.request, "urlopen", fake_urlopen)
-    monkeypatch.setattr("companion.data.DEFAULT_DATA_DIR", tmp_path)
-    got = find_results("mini", search=[tmp_path / "nowhere"])
-    assert got == tmp_path / "results" / "mini"
-    assert load_curves(got) == load_curves(folder)
-    assert "bias/relation__rel.pt" in served and "bias/relation__none.pt" not in served
-
-
-def test_find_results_offline_says_what_to_do(tmp_path, monkeypatch):
-    import urllib.request
-
-    def offline(url, timeout):
-        raise OSError("network is unreachable")
-
-    monkeypatch.setattr(urllib.request, "urlopen", offline)
-    with pytest.raises(FileNotFoundError, match="could not be downloaded"):
-        find_results("nothing-here", search=[tmp_path])
+def test_find_results_says_where_it_looked(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"no results 'nothing-here'.*nowhere"):
+        find_results("nothing-here", search=[tmp_path / "nowhere"])
 
 
 # --------------------------------------------------------------------------- figures

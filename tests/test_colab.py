@@ -1,8 +1,9 @@
 """Colab delivery: install cells, links, badges and GPU requests all agree with ``_config.yml``.
 
-The install cell's promise (it never reinstalls or upgrades torch, numpy or matplotlib) is checked
-with a real pip resolution in this venv, which already holds a torch that satisfies the package's
-range, while newer torch/numpy/matplotlib wheels are on offer.
+The install cell's promise (it never changes torch, torchvision, numpy, matplotlib or ipywidgets)
+is checked with a real pip resolution in this venv, which already holds versions that satisfy the
+package's ranges, while newer wheels of all five are on offer, even to `--upgrade`.
+`make colab-test` (tools/colab_emulate.py) then runs every chapter as Colab does.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sys
 import tomllib
 import types
 import zipfile
+from importlib import metadata
 from importlib.metadata import version
 from pathlib import Path
 
@@ -29,7 +31,11 @@ import colab_sync  # noqa: E402 (tools/ is not a package; see sys.path above)
 REPO = colab_sync.load_repository(ROOT / "_config.yml")
 NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-KEPT = ("torch", "numpy", "matplotlib")
+KEPT = colab_sync.KEEP
+#: Newer releases offered beside this venv's, each one the package's range admits.
+NEWER = {"ipywidgets": "8.99.0"}
+#: The kept packages the companion itself depends on (torchvision comes only with timm).
+DEPENDED = [n for n in KEPT if n in {Requirement(r).name for r in PROJECT["dependencies"]}]
 
 
 def _load(path: Path) -> dict:
@@ -40,11 +46,28 @@ def _source(cell: dict) -> str:
     return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
 
 
-def _run_install_cell(source: str, in_colab: bool) -> list:
-    """Execute an install cell with ``subprocess.run`` replaced; return the calls it made."""
+def _run_install_cell(source: str, in_colab: bool, installed: dict[str, str] | None = None) -> list:
+    """Execute an install cell with ``subprocess.run`` replaced; return the calls it made.
+
+    ``installed`` (name -> version) replaces what ``importlib.metadata`` finds; by default this
+    venv's distributions without the companion package, as on a Colab that lacks it.
+    """
+    if installed is None:
+        installed = {
+            d.metadata["Name"].lower(): d.version
+            for d in metadata.distributions()
+            if d.metadata["Name"] and d.metadata["Name"].lower() != PROJECT["name"]
+        }
+    found = [types.SimpleNamespace(metadata={"Name": n}, version=v) for n, v in installed.items()]
     calls = []
+
+    def run(*args, **kwargs):
+        calls.append((args, kwargs))
+        return subprocess.CompletedProcess(args, 0, "", "")
+
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(subprocess, "run", lambda *args, **kwargs: calls.append((args, kwargs)))
+        patch.setattr(subprocess, "run", run)
+        patch.setattr(metadata, "distributions", lambda: iter(found))
         if in_colab:
             patch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
         else:
@@ -81,9 +104,7 @@ def _project_files() -> list[Path]:
 
 def test_the_repository_address_is_written_nowhere_else() -> None:
     address = f"github.com/{REPO.owner}/{REPO.name}"
-    generated = {"_config.yml", "README.md", colab_sync.REPOSITORY_MODULE.as_posix()} | {
-        p.relative_to(ROOT).as_posix() for p in NOTEBOOKS
-    }
+    generated = {"_config.yml", "README.md"} | {p.relative_to(ROOT).as_posix() for p in NOTEBOOKS}
     elsewhere = []
     for path in _project_files():
         name = path.relative_to(ROOT).as_posix()
@@ -114,19 +135,69 @@ def test_everything_generated_from_the_config_is_in_sync() -> None:
 def test_each_chapter_starts_with_the_configured_hidden_install_cell(path: Path) -> None:
     first = _load(path)["cells"][0]
     assert first["cell_type"] == "code"
-    assert "remove-input" in first["metadata"].get("tags", [])
-    assert _source(first) == colab_sync.install_cell_source(REPO)
+    assert "remove-input" in first["metadata"].get("tags", [])  # hidden in the built book
+    assert first["metadata"].get("cellView") == "form"  # folded in Colab, under its title
+    source = _source(first)
+    assert source.startswith(colab_sync.INSTALL_TITLE) and "display-mode" in source.splitlines()[0]
+    extra = colab_sync.extra_for(path.name)
+    assert source == colab_sync.install_cell_source(REPO, extra)
     assert first.get("outputs") == []  # outside Colab it does nothing, so it prints nothing
+
+
+def test_only_the_timm_chapter_asks_for_the_timm_extra() -> None:
+    extras = {p.name: colab_sync.extra_for(p.name) for p in NOTEBOOKS}
+    assert {name for name, extra in extras.items() if extra} <= {
+        p.name for p in NOTEBOOKS if p.name.startswith("04_")
+    }
+    for extra in colab_sync.EXTRAS.values():
+        assert extra in PROJECT["optional-dependencies"]
+
+
+def _pins(kwargs_and_args: tuple) -> dict[str, str]:
+    """The constraints file a pip call of the install cell was given, as name -> version."""
+    (argv,), _ = kwargs_and_args
+    path = Path(argv[argv.index("--constraint") + 1])
+    lines = path.read_text(encoding="utf-8").split()
+    path.unlink()
+    return dict(line.split("==") for line in lines)
 
 
 def test_the_install_cell_installs_only_inside_colab() -> None:
     source = colab_sync.install_cell_source(REPO)
     assert _run_install_cell(source, in_colab=False) == []
-    [(args, kwargs)] = _run_install_cell(source, in_colab=True)
+    [call] = _run_install_cell(source, in_colab=True)
+    (argv,), kwargs = call
     requirement = f"{PROJECT['name']} @ git+{REPO.url}@{REPO.ref}"
-    assert args == ([sys.executable, "-m", "pip", "install", "--quiet", requirement],)
-    assert kwargs == {"check": True}  # a failed install stops the notebook at once
-    assert Requirement(requirement).name == PROJECT["name"]  # a valid, quoted direct reference
+    assert argv[:5] == [sys.executable, "-m", "pip", "install", "--quiet"]
+    assert argv[-1] == requirement and Requirement(requirement).name == PROJECT["name"]
+    assert kwargs == {"capture_output": True, "text": True}  # quiet: pip's report only on failure
+    assert _pins(call) == {name: version(name) for name in KEPT}
+
+
+def test_the_install_cell_skips_when_this_version_is_installed() -> None:
+    source = colab_sync.install_cell_source(REPO)
+    colab = {"torch": "2.11.0+cu126", "numpy": "2.0.2"}
+    assert _run_install_cell(source, True, {**colab, PROJECT["name"]: PROJECT["version"]}) == []
+    [call] = _run_install_cell(source, True, {**colab, PROJECT["name"]: "0.0.1"})  # an old one
+    assert _pins(call) == colab  # Colab's exact builds, local version labels included
+    with_timm = colab_sync.install_cell_source(REPO, "timm")
+    [call] = _run_install_cell(with_timm, True, {PROJECT["name"]: PROJECT["version"]})
+    assert call[0][0][-1] == f"{PROJECT['name']}[timm] @ git+{REPO.url}@{REPO.ref}"
+    installed = {PROJECT["name"]: PROJECT["version"], "timm": "1.0.20"}
+    assert _run_install_cell(with_timm, True, installed) == []
+
+
+def test_a_failed_install_stops_the_chapter_with_pips_report() -> None:
+    def fail(*args, **kwargs):
+        return subprocess.CompletedProcess(args, 1, "", "ResolutionImpossible: torch==2.11.0")
+
+    source = colab_sync.install_cell_source(REPO)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(subprocess, "run", fail)
+        patch.setattr(metadata, "distributions", lambda: iter([]))
+        patch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+        with pytest.raises(RuntimeError, match=r"(?s)could not install .*ResolutionImpossible"):
+            exec(compile(source, "<install cell>", "exec"), {})
 
 
 def test_the_package_asks_for_no_python_upper_bound() -> None:
@@ -151,16 +222,20 @@ def _wheel(folder: Path, name: str, version: str, requires=(), python: str | Non
     return path
 
 
-def _pip_would_install(tmp_path: Path, extra: tuple[str, ...] = ()) -> dict:
+def _pip_would_install(tmp_path: Path, extra: tuple[str, ...] = (), keep_pins: bool = True) -> dict:
     """Run the install cell's own pip arguments as a dry run in this venv; return name -> version.
 
     The cell's git requirement is swapped for a wheel with the package's real metadata (its
     dependencies from pyproject.toml), so no network and no build are needed. Beside it, newer
     torch, numpy and matplotlib wheels are offered, as PyPI would offer them to Colab.
     """
-    [(args, _)] = _run_install_cell(colab_sync.install_cell_source(REPO), in_colab=True)
-    argv = args[0]
+    [call] = _run_install_cell(colab_sync.install_cell_source(REPO), in_colab=True)
+    argv = call[0][0]
     assert argv[:3] == [sys.executable, "-m", "pip"]
+    if not keep_pins:  # the same call without its constraints file
+        at = argv.index("--constraint")
+        Path(argv[at + 1]).unlink()
+        argv = argv[:at] + argv[at + 2 :]
     wheels = tmp_path / "wheels"
     wheels.mkdir()
     package = _wheel(
@@ -171,19 +246,23 @@ def _pip_would_install(tmp_path: Path, extra: tuple[str, ...] = ()) -> dict:
         PROJECT["requires-python"],
     )
     for name in KEPT:
-        _wheel(wheels, name, "99.0.0")
+        _wheel(wheels, name, NEWER.get(name, "99.0.0"))
     local = f"{PROJECT['name']} @ {package.as_uri()}"
     pip_args = [local if a.startswith(f"{PROJECT['name']} @ ") else a for a in argv[3:]]
     report = tmp_path / "report.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
     env["PIP_CONFIG_FILE"] = os.devnull  # only our wheels, whatever this machine's pip config
     offline = ["--dry-run", "--report", str(report), "--no-index", "--find-links", str(wheels)]
-    subprocess.run(
-        [sys.executable, "-m", "pip", *pip_args, *extra, *offline],
-        env=env,
-        check=True,
-        capture_output=True,
-    )
+    try:
+        subprocess.run(
+            [sys.executable, "-m", "pip", *pip_args, *extra, *offline],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
+    finally:
+        if keep_pins:
+            Path(argv[argv.index("--constraint") + 1]).unlink()
     planned = json.loads(report.read_text(encoding="utf-8"))["install"]
     return {item["metadata"]["name"]: item["metadata"]["version"] for item in planned}
 
@@ -191,18 +270,26 @@ def _pip_would_install(tmp_path: Path, extra: tuple[str, ...] = ()) -> dict:
 @pytest.mark.slow
 def test_pip_installs_the_companion_and_keeps_torch_numpy_matplotlib(tmp_path: Path) -> None:
     dependencies = {Requirement(r).name: Requirement(r) for r in PROJECT["dependencies"]}
-    for name in KEPT:  # the premise: this venv already satisfies the package's ranges
+    for name in DEPENDED:  # the premise: this venv already satisfies the package's ranges
         assert dependencies[name].specifier.contains(version(name), prereleases=True)
     planned = _pip_would_install(tmp_path)
     assert planned == {PROJECT["name"]: PROJECT["version"]}
 
 
 @pytest.mark.slow
-def test_the_pip_check_would_see_an_upgrade(tmp_path: Path) -> None:
-    # The same resolution with `--upgrade --upgrade-strategy eager` picks the newer wheels: so the
-    # test above passes because the cell's arguments keep torch, not because pip missed them.
+def test_the_pins_hold_even_against_an_eager_upgrade(tmp_path: Path) -> None:
     planned = _pip_would_install(tmp_path, ("--upgrade", "--upgrade-strategy", "eager"))
-    assert {name: planned.get(name) for name in KEPT} == dict.fromkeys(KEPT, "99.0.0")
+    assert planned == {PROJECT["name"]: PROJECT["version"]}
+
+
+@pytest.mark.slow
+def test_without_its_pins_the_same_upgrade_would_change_them(tmp_path: Path) -> None:
+    # So the tests above pass because the cell keeps the five, not because pip missed the wheels.
+    eager = ("--upgrade", "--upgrade-strategy", "eager")
+    planned = _pip_would_install(tmp_path, eager, keep_pins=False)
+    assert {name: planned.get(name) for name in DEPENDED} == {
+        name: NEWER.get(name, "99.0.0") for name in DEPENDED
+    }
 
 
 # ----- links, badges, images, GPU ---------------------------------------------------------------
@@ -292,7 +379,6 @@ def test_sync_rewrites_cells_links_gpu_and_readme_when_the_config_changes(tmp_pa
     assert colab_sync.sync(tmp_path, check=False) == [
         "book/01_abs.ipynb",
         "book/05_train.ipynb",
-        "companion/_repository.py",
         "README.md",
     ]
     assert colab_sync.sync(tmp_path, check=True) == []
@@ -313,6 +399,7 @@ def test_sync_rewrites_cells_links_gpu_and_readme_when_the_config_changes(tmp_pa
     assert train["metadata"]["accelerator"] == "GPU"
     abs_nb = _load(tmp_path / "book" / "01_abs.ipynb")
     assert abs_nb["cells"][0]["metadata"]["tags"] == ["remove-input"]  # inserted
+    assert abs_nb["cells"][0]["metadata"]["cellView"] == "form"
     assert "accelerator" not in abs_nb["metadata"]
     readme = (tmp_path / "README.md").read_text(encoding="utf-8")
     assert readme.count(colab_sync.README_START) == 1
@@ -320,8 +407,6 @@ def test_sync_rewrites_cells_links_gpu_and_readme_when_the_config_changes(tmp_pa
     assert f"| 1. Abs | [![Open In Colab]({colab_sync.BADGE})]" in readme
     assert "old-owner" not in readme
     assert readme.index(colab_sync.README_END) < readme.index("## Run it")
-    module = (tmp_path / "companion" / "_repository.py").read_text(encoding="utf-8")
-    assert 'OWNER = "new-owner"' in module and 'REF = "v1.0"' in module
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -1,7 +1,11 @@
 """House rules: the configuration agrees with itself; notebooks follow the book's rules."""
 
 import json
+import os
 import re
+import shutil
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -112,13 +116,53 @@ def test_ignored_outputs_say_why(nb):
             assert first_line.startswith("#"), f"cell {i} is nbval-ignore-output without a reason"
 
 
-def test_a_plain_install_ships_every_companion_subpackage():
-    from setuptools import find_packages
-
-    include = PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]
-    found = set(find_packages(where=str(ROOT), include=include))
+def test_a_plain_install_lists_every_companion_package_and_the_results():
+    setuptools = PYPROJECT["tool"]["setuptools"]
     on_disk = {
         ".".join(p.parent.relative_to(ROOT).parts)
         for p in (ROOT / "companion").rglob("__init__.py")
     }
-    assert on_disk <= found and {"companion.figures", "companion.exercises"} <= found
+    assert set(setuptools["packages"]) == on_disk | {"companion.book_results"}
+    assert setuptools["package-dir"] == {"companion.book_results": "results"}
+    # results/ stays the one copy at the top level: the ablation writes there, the book reads it.
+    assert not (ROOT / "companion" / "book_results").exists()
+
+
+@pytest.mark.slow
+def test_a_plain_install_ships_the_books_results(tmp_path):
+    """``pip install .`` (not editable), as Colab's install cell does: results come with it."""
+    source = tmp_path / "source"  # a copy, so that the build leaves nothing in the repository
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(ROOT / name, source / name)
+    for folder in ("companion", "results"):
+        shutil.copytree(
+            ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    site = tmp_path / "site"
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index"]
+    pip += ["--no-build-isolation", "--target", str(site), str(source)]
+    subprocess.run(pip, check=True, capture_output=True)
+    shutil.rmtree(source)
+    probe = (
+        "import companion.ablation as a\n"
+        "folder = a.find_results('cpu-tiny')\n"
+        "print(a.PACKAGE_DIR)\n"
+        "print(folder)\n"
+        "print(len(a.load_curves(folder)), len(a.load_bias_tables(folder, 'grid-cell', 'rel')))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    elsewhere = tmp_path / "elsewhere"  # no results/ here nor in its parent
+    elsewhere.mkdir()
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=elsewhere, env=env, check=True, capture_output=True
+    )
+    package, folder, counts = out.stdout.decode().splitlines()
+    assert Path(package) == site / "companion"
+    assert Path(folder) == site / "companion" / "book_results" / "cpu-tiny"
+    committed = json.loads((ROOT / "results" / "cpu-tiny" / "results.json").read_text())
+    assert counts.split()[0] == str(len(committed["runs"]))
+    shipped = sum(
+        f.stat().st_size for f in (site / "companion" / "book_results").rglob("*") if f.is_file()
+    )
+    assert shipped < 2_000_000, f"{shipped} bytes of results in the package: keep them small"

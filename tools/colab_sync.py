@@ -3,13 +3,14 @@
 ``_config.yml``'s ``repository`` section (``url``, ``branch``, ``path_to_book``) is the one place
 that says where the book lives. From it this tool writes:
 
-- cell 0 of every ``book/*.ipynb``: the Colab install cell (tagged ``remove-input``), which installs
-  the companion package from the repository at ``branch`` and only inside Colab;
+- cell 0 of every ``book/*.ipynb``: the Colab install cell (tagged ``remove-input``, folded in
+  Colab by ``# @title`` and ``cellView: form``), which installs the companion package (version from
+  ``pyproject.toml``) from the repository at ``branch``, only inside Colab, only when that version
+  is not installed yet, quietly, with Colab's torch, torchvision, numpy, matplotlib and ipywidgets
+  pinned as they are; a chapter listed in ``EXTRAS`` installs that extra of the package too;
 - every Colab link in the notebooks' Markdown, pointing at that notebook on ``branch``;
 - ``metadata.accelerator = "GPU"`` on the training chapter (``book/05_*.ipynb``), so Colab opens it
   on a GPU runtime;
-- ``companion/_repository.py``: the same owner, name and ref as constants, for code that fetches
-  from the repository at run time (``companion.ablation`` downloads published results on Colab);
 - the README block between ``<!-- colab-sync:start -->`` and ``<!-- colab-sync:end -->``: the
   book's URL (GitHub Pages of the repository) and a Colab badge per chapter.
 
@@ -24,6 +25,7 @@ import copy
 import json
 import re
 import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -36,14 +38,21 @@ sys.path.insert(0, str(ROOT))  # run as a script from anywhere: companion._io is
 
 from companion._io import atomic_write_text  # noqa: E402
 
-PACKAGE = "vit-position-book-companion"
-INSTALL_MARKER = "# Colab only: install the book's companion package."
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+PACKAGE = PYPROJECT["name"]
+VERSION = PYPROJECT["version"]
+INSTALL_TITLE = "# @title Install the book's companion package (Colab only)"
+INSTALL_MARKER = "# Colab only: install the book's companion package"
+#: What the install cell never changes: Colab's own builds, pinned to the versions it finds.
+KEEP = ("torch", "torchvision", "numpy", "matplotlib", "ipywidgets")
+#: Chapters (by file-name prefix) whose install cell also installs an extra of the package (its
+#: optional dependencies, pyproject.toml): chapter 4 compares the book's Swin with timm's.
+EXTRAS = {"04_": "timm"}
 COLAB = "https://colab.research.google.com"
 BADGE = f"{COLAB}/assets/colab-badge.svg"
 COLAB_LINK = re.compile(re.escape(COLAB) + r"/github/[^\s)\"'<>\]]+")
 #: Notebooks (by file-name prefix) that ask Colab for a GPU runtime: the training chapter.
 GPU_PREFIXES = ("05_",)
-REPOSITORY_MODULE = Path("companion") / "_repository.py"
 README_START = "<!-- colab-sync:start -->"
 README_END = "<!-- colab-sync:end -->"
 
@@ -66,9 +75,9 @@ class Repository:
         """The GitHub Pages address that ``.github/workflows/pages.yml`` deploys to."""
         return f"https://{self.owner.lower()}.github.io/{self.name}/"
 
-    def requirement(self) -> str:
-        """The quoted pip requirement the install cell uses (a direct reference at ``ref``)."""
-        return f"{PACKAGE} @ git+{self.url}@{self.ref}"
+    def requirement(self, extra: str | None = None) -> str:
+        """The pip requirement the install cell uses (a direct reference at ``ref``)."""
+        return f"{PACKAGE}{f'[{extra}]' if extra else ''} @ git+{self.url}@{self.ref}"
 
     def colab_url(self, notebook: str) -> str:
         """Colab's address of ``notebook`` (a path relative to the book's root)."""
@@ -91,23 +100,59 @@ def load_repository(config: Path) -> Repository:
     return Repository(match[1], match[2], ref, path_to_book)
 
 
-def install_cell_source(repo: Repository) -> str:
-    """The source of cell 0: pip-installs the companion only when running inside Colab.
+def extra_for(notebook: str) -> str | None:
+    """The package extra that ``notebook``'s install cell asks for (``EXTRAS``), if any."""
+    name = PurePosixPath(notebook).name
+    return next((extra for prefix, extra in EXTRAS.items() if name.startswith(prefix)), None)
 
-    Plain ``pip install`` of a package whose dependencies are already satisfied keeps them:
-    Colab's own torch, numpy and matplotlib stay (no ``--upgrade``, no ``--force-reinstall``).
+
+#: Cell 0, as `ruff format` leaves it (so linting the notebooks never rewrites it); ``@NAME@`` are
+#: filled in by :func:`install_cell_source`.
+INSTALL_CELL = """\
+@TITLE@ { display-mode: "form" }
+@MARKER@, unless this version is installed;
+# Colab's torch, torchvision, numpy, matplotlib and ipywidgets are pinned as they are.
+import subprocess
+import sys
+import tempfile
+from importlib import metadata
+
+PACKAGE, VERSION = "@PACKAGE@", "@VERSION@"
+REQUIREMENT = "@REQUIREMENT@"
+NEEDS = @NEEDS@
+KEEP = @KEEP@
+if "google.colab" in sys.modules:
+    found = metadata.distributions()
+    have = {(d.metadata["Name"] or "").lower().replace("_", "-"): d.version for d in found}
+    if have.get(PACKAGE) != VERSION or not set(NEEDS) <= have.keys():
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as pins:
+            pins.writelines(f"{name}=={have[name]}\\n" for name in KEEP if name in have)
+        pip = [sys.executable, "-m", "pip", "install", "--quiet", "--constraint"]
+        done = subprocess.run([*pip, pins.name, REQUIREMENT], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"pip could not install {REQUIREMENT}:\\n{done.stderr}")"""
+
+
+def install_cell_source(repo: Repository, extra: str | None = None) -> str:
+    """The source of cell 0: installs the companion (and ``extra``'s packages) only in Colab.
+
+    It does nothing outside Colab, nor when this ``VERSION`` (and the extra's packages) is already
+    installed, as in a chapter opened after another in the same runtime. Otherwise it runs pip
+    quietly (its report is shown only if it fails) with a constraints file pinning every ``KEEP``
+    package to the version Colab has, so pip installs what is missing and changes none of them.
     """
-    # Written the way `ruff format` leaves it, so linting the notebooks never rewrites it.
-    return (
-        f"{INSTALL_MARKER} It never reinstalls torch, numpy or matplotlib.\n"
-        "import subprocess\n"
-        "import sys\n"
-        "\n"
-        f'REQUIREMENT = "{repo.requirement()}"\n'
-        'if "google.colab" in sys.modules:\n'
-        '    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", REQUIREMENT], '
-        "check=True)"
-    )
+    extras = PYPROJECT["optional-dependencies"][extra] if extra else []
+    needs = [PACKAGE] + [re.split(r"[<>=!~ ;\[]", r, maxsplit=1)[0] for r in extras]
+    fields = {
+        "TITLE": INSTALL_TITLE,
+        "MARKER": INSTALL_MARKER,
+        "PACKAGE": PACKAGE,
+        "VERSION": VERSION,
+        "REQUIREMENT": repo.requirement(extra),
+        "NEEDS": json.dumps(needs),
+        "KEEP": json.dumps(list(KEEP)),
+    }
+    return re.sub(r"@([A-Z]+)@", lambda m: fields[m[1]], INSTALL_CELL)
 
 
 def _source(cell: dict[str, Any]) -> str:
@@ -122,11 +167,9 @@ def sync_notebook(nb: dict[str, Any], repo: Repository, notebook: str) -> dict[s
     """
     nb = copy.deepcopy(nb)
     cells = nb.setdefault("cells", [])
-    wanted = install_cell_source(repo)
+    wanted = install_cell_source(repo, extra_for(notebook))
     first = cells[0] if cells else None
-    if first is None or not (
-        first.get("cell_type") == "code" and _source(first).startswith(INSTALL_MARKER)
-    ):
+    if first is None or not (first.get("cell_type") == "code" and INSTALL_MARKER in _source(first)):
         first = json.loads(json.dumps(nbformat.v4.new_code_cell(wanted)))
         if nb.get("nbformat_minor", 0) < 5:  # cell ids exist from nbformat 4.5 on
             first.pop("id", None)
@@ -136,6 +179,7 @@ def sync_notebook(nb: dict[str, Any], repo: Repository, notebook: str) -> dict[s
     tags = first.setdefault("metadata", {}).setdefault("tags", [])
     if "remove-input" not in tags:
         tags.append("remove-input")
+    first["metadata"]["cellView"] = "form"  # Colab shows the title, folded
     link = repo.colab_url(notebook)
     for cell in cells:
         if cell.get("cell_type") == "markdown":
@@ -197,14 +241,6 @@ def dump_notebook(nb: dict[str, Any]) -> str:
     return nbformat.writes(nbformat.from_dict(nb)) + "\n"
 
 
-def repository_module(repo: Repository) -> str:
-    """The source of ``companion/_repository.py`` for ``repo``."""
-    return (
-        '"""Where the book lives. Written by `make colab-sync` from _config.yml; do not edit."""\n'
-        f'\nOWNER = "{repo.owner}"\nNAME = "{repo.name}"\nREF = "{repo.ref}"\n'
-    )
-
-
 def sync(root: Path, check: bool) -> list[str]:
     """Sync every notebook under ``root/book`` and ``root/README.md``; return what differed.
 
@@ -222,12 +258,6 @@ def sync(root: Path, check: bool) -> list[str]:
             changed.append(rel)
             if not check:
                 atomic_write_text(path, dump_notebook(synced))
-    module = root / REPOSITORY_MODULE
-    source = repository_module(repo)
-    if not module.is_file() or module.read_text(encoding="utf-8") != source:
-        changed.append(REPOSITORY_MODULE.as_posix())
-        if not check:
-            atomic_write_text(module, source)
     readme = root / "README.md"
     text = readme.read_text(encoding="utf-8")
     new = sync_readme(text, readme_block(repo, chapters))

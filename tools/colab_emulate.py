@@ -1,0 +1,333 @@
+"""Run every chapter as Google Colab runs it, offline, and fail on any error output.
+
+What "as Colab runs it" means here:
+
+- a separate venv (``_build/colab-venv``, made once) with Colab's versions of the packages the
+  install cell promises never to change (``COLAB_KEEP``: torch, torchvision, numpy, matplotlib,
+  ipywidgets), Colab's Python where this machine has it, and what else Colab preinstalls that the
+  chapters lean on (``COLAB_OTHERS``); no timm, no companion;
+- a stub ``google.colab`` module imported at start-up, so each chapter's install cell runs;
+- the repository's URL redirected (``git config url.<local>.insteadOf <url>`` in a temporary HOME)
+  to a clone of this working tree's commit, so the install cell installs *this* code;
+- every chapter executed from a folder outside the repository, in a fresh kernel, with the
+  network cut (a new network namespace where ``unshare`` can make one; else pip told ``--no-index``
+  and every proxy pointed at a closed port). pip finds the few wheels the install cell needs
+  beyond Colab's (the build backend, timm) in a wheelhouse filled during set-up.
+
+Pass: no error output in any chapter, and the ``COLAB_KEEP`` packages at the versions they had
+before. Outputs that differ from the committed ones (other torch, other numbers) are listed in
+``_build/colab/drift.txt`` for a reader to judge: they are not failures.
+
+Usage: ``python tools/colab_emulate.py [--venv DIR] [--out DIR] [NOTEBOOK ...]`` (``make
+colab-test``), with the project's venv (it reads ``_config.yml`` through ``colab_sync``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+from colab_sync import PACKAGE, load_repository  # noqa: E402 (tools/ is not a package)
+
+#: Colab's versions (2026) of the packages the install cell must leave alone.
+COLAB_KEEP = {
+    "torch": "2.11.0",
+    "torchvision": "0.26.0",
+    "numpy": "2.0.2",
+    "matplotlib": "3.10.0",
+    "ipywidgets": "7.7.1",
+}
+#: Also preinstalled on Colab, and needed here: to run notebooks, by the companion's or timm's
+#: dependencies (so the install cell finds them satisfied, as on Colab).
+COLAB_OTHERS = (
+    "ipykernel",
+    "nbclient",
+    "nbformat",
+    "tqdm",
+    "pygments",
+    "pyyaml",
+    "requests",
+    "huggingface-hub",
+    "safetensors",
+)
+#: What the install cell may fetch beyond Colab's packages: the build backend and the optional timm.
+WHEELHOUSE = ("setuptools>=77", "wheel", "timm>=1.0.9,<1.1")
+PYTHON_VERSION = "3.12"
+TIMEOUT_S = 900  # per cell
+
+
+def colab_python() -> str:
+    """Python 3.12 (Colab's) where this machine has one, else the Python running this script."""
+    candidates = [shutil.which(f"python{PYTHON_VERSION}")]
+    candidates += sorted(
+        glob.glob(os.path.expanduser(f"~/.pyenv/versions/{PYTHON_VERSION}.*/bin/python3"))
+    )
+    for candidate in filter(None, candidates):
+        ok = subprocess.run([candidate, "-c", "import venv"], capture_output=True).returncode == 0
+        if ok:
+            return candidate
+    return sys.executable
+
+
+def venv_spec() -> str:
+    """What the venv was made from; a venv made from another spec is made again."""
+    return json.dumps({"keep": COLAB_KEEP, "others": COLAB_OTHERS, "wheels": WHEELHOUSE})
+
+
+def pip(venv: Path, *args: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([str(venv / "bin" / "python"), "-m", "pip", *args], check=True, **kwargs)
+
+
+def make_venv(venv: Path) -> None:
+    """Create ``venv`` with Colab's packages and a wheelhouse, unless it already matches."""
+    stamp = venv / "colab-spec.json"
+    if stamp.is_file() and stamp.read_text() == venv_spec():
+        return
+    shutil.rmtree(venv, ignore_errors=True)
+    python = colab_python()
+    print(f"Making the Colab venv in {venv} with {python} (once; torch alone is ~3 GB)...")
+    subprocess.run([python, "-m", "venv", str(venv)], check=True)
+    pins = [f"{name}=={version}" for name, version in COLAB_KEEP.items()]
+    pip(venv, "install", "--quiet", *pins, *COLAB_OTHERS)
+    pip(venv, "download", "--quiet", "--no-deps", "--dest", str(venv / "wheelhouse"), *WHEELHOUSE)
+    # google.colab: a stub package, imported at every start as Colab's kernel imports the real one.
+    stub = venv / "colab-stub" / "google" / "colab"
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text(
+        '"""Stand-in for Colab\'s google.colab (tools/colab_emulate.py)."""\n'
+    )
+    site = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import sysconfig; print(sysconfig.get_path('purelib'))",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    (Path(site) / "colab_stub.pth").write_text(f"{venv / 'colab-stub'}\nimport google.colab\n")
+    stamp.write_text(venv_spec())
+
+
+def installed_versions(venv: Path) -> dict[str, str]:
+    listed = pip(venv, "list", "--format=json", capture_output=True, text=True).stdout
+    return {re.sub(r"[-_.]+", "-", p["name"]).lower(): p["version"] for p in json.loads(listed)}
+
+
+def snapshot_repository(scratch: Path) -> Path:
+    """A bare clone whose configured branch holds this working tree (tracked files, as they are)."""
+    repo = load_repository(ROOT / "_config.yml")
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "stash", "create"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    if not commit:  # a clean tree: HEAD itself
+        commit = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    mirror = scratch / "repository.git"
+    subprocess.run(["git", "init", "--quiet", "--bare", str(mirror)], check=True)
+    subprocess.run(
+        ["git", "-C", str(ROOT), "push", "--quiet", str(mirror), f"{commit}:refs/heads/{repo.ref}"],
+        check=True,
+    )
+    subprocess.run(
+        ["git", "--git-dir", str(mirror), "symbolic-ref", "HEAD", f"refs/heads/{repo.ref}"],
+        check=True,
+    )
+    return mirror
+
+
+def offline_env(venv: Path, scratch: Path, mirror: Path) -> dict[str, str]:
+    """The environment of the kernels: no repository on the path, no index, the URL redirected."""
+    repo = load_repository(ROOT / "_config.yml")
+    home = scratch / "home"
+    home.mkdir()
+    gitconfig = home / ".gitconfig"
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PIP_", "PYTHON", "GIT_", "VIRTUAL_ENV", "JUPYTER", "MPL"))
+    }
+    env.update(
+        HOME=str(home),
+        GIT_CONFIG_GLOBAL=str(gitconfig),
+        GIT_CONFIG_NOSYSTEM="1",
+        PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}",
+        PIP_CONFIG_FILE=os.devnull,
+        PIP_NO_INDEX="1",
+        PIP_FIND_LINKS=str(venv / "wheelhouse"),
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        PIP_NO_CACHE_DIR="1",
+        # Where no network namespace can be made, anything that honours a proxy goes nowhere.
+        HTTP_PROXY="http://127.0.0.1:9",
+        HTTPS_PROXY="http://127.0.0.1:9",
+        http_proxy="http://127.0.0.1:9",
+        https_proxy="http://127.0.0.1:9",
+        NO_PROXY="127.0.0.1,localhost",
+        HF_HUB_OFFLINE="1",
+    )
+    subprocess.run(
+        ["git", "config", "--global", f"url.{mirror.as_uri()}.insteadOf", repo.url],
+        env=env,
+        check=True,
+    )
+    return env
+
+
+def netns_prefix() -> list[str]:
+    """``unshare`` into a new network namespace with only loopback up, where that is allowed."""
+    if not (shutil.which("unshare") and shutil.which("ip")):
+        return []
+    for unshare in (["unshare", "--net"], ["unshare", "--net", "--map-root-user"]):
+        probe = [*unshare, "sh", "-c", "ip link set lo up"]
+        if subprocess.run(probe, capture_output=True).returncode == 0:
+            return [*unshare, "sh", "-c", 'ip link set lo up && exec "$@"', "sh"]
+    return []
+
+
+#: Runs inside the Colab venv: execute one notebook in place, keep going past errors.
+RUNNER = """
+import sys, nbformat
+from nbclient import NotebookClient
+path, timeout = sys.argv[1], int(sys.argv[2])
+nb = nbformat.read(path, as_version=4)
+NotebookClient(nb, timeout=timeout, allow_errors=True, kernel_name="python3").execute()
+nbformat.write(nb, path)
+"""
+
+
+def _text(output: dict) -> str:
+    if output.get("output_type") == "stream":
+        text = output.get("text", "")
+    else:
+        text = output.get("data", {}).get("text/plain", "")
+    return "".join(text) if isinstance(text, list) else text
+
+
+def _source(cell: dict) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def errors_of(nb: dict) -> list[str]:
+    """``cell N (first line): EName: value`` for every error output."""
+    found = []
+    for i, cell in enumerate(nb["cells"]):
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                first = _source(cell).splitlines()[0] if _source(cell) else ""
+                found.append(
+                    f"cell {i} ({first[:60]}): {output['ename']}: {output['evalue'][:200]}"
+                )
+    return found
+
+
+def drift_of(committed: dict, ran: dict) -> list[str]:
+    """Text outputs that differ from the committed ones (images are not compared)."""
+    found = []
+    for i, (old, new) in enumerate(zip(committed["cells"], ran["cells"], strict=False)):
+        if old.get("cell_type") != "code":
+            continue
+        before = "".join(_text(o) for o in old.get("outputs", []))
+        after = "".join(_text(o) for o in new.get("outputs", []))
+        if before != after:
+            lines = [
+                (a, b)
+                for a, b in zip(before.splitlines(), after.splitlines(), strict=False)
+                if a != b
+            ]
+            shown = lines[:3] or [(before[-120:], after[-120:])]
+            first = _source(old).splitlines()[0] if _source(old) else ""
+            found.append(f"  cell {i} ({first[:70]}):")
+            for a, b in shown:
+                found.append(f"    committed: {a[:110]}\n    colab    : {b[:110]}")
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--venv", type=Path, default=ROOT / "_build" / "colab-venv")
+    parser.add_argument("--out", type=Path, default=ROOT / "_build" / "colab")
+    parser.add_argument("notebooks", nargs="*", type=Path)
+    args = parser.parse_args(argv)
+    notebooks = args.notebooks or sorted((ROOT / "book").glob("*.ipynb"))
+    venv = args.venv.resolve()
+    start = time.perf_counter()
+    make_venv(venv)
+    for name in (PACKAGE, "timm"):  # start from Colab's state: neither is preinstalled there
+        pip(venv, "uninstall", "--quiet", "--yes", name, capture_output=True)
+    before = installed_versions(venv)
+    changed_keep = {
+        n: before.get(n) for n in COLAB_KEEP if not (before.get(n) or "").startswith(COLAB_KEEP[n])
+    }
+    if changed_keep:
+        print(f"The Colab venv does not hold Colab's versions: {changed_keep}", file=sys.stderr)
+        return 1
+    out = args.out.resolve()
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    failures, drift = [], []
+    with tempfile.TemporaryDirectory(prefix="colab-") as tmp:
+        scratch = Path(tmp)
+        env = offline_env(venv, scratch, snapshot_repository(scratch))
+        work = scratch / "content"  # Colab's working folder; outside the repository
+        work.mkdir()
+        prefix = netns_prefix()
+        cut = "cut (own network namespace)" if prefix else "proxies closed, pip --no-index"
+        print(f"Network: {cut}")
+        for path in notebooks:
+            copy = work / path.name
+            shutil.copyfile(path, copy)
+            tick = time.perf_counter()
+            runner = [str(venv / "bin" / "python"), "-c", RUNNER, str(copy), str(TIMEOUT_S)]
+            done = subprocess.run(
+                [*prefix, *runner], cwd=work, env=env, capture_output=True, text=True
+            )
+            if done.returncode != 0:
+                failures.append(f"{path.name}: the runner failed: {done.stderr.strip()[-800:]}")
+                continue
+            ran = json.loads(copy.read_text(encoding="utf-8"))
+            shutil.copyfile(copy, out / path.name)
+            errors = errors_of(ran)
+            failures += [f"{path.name}: {e}" for e in errors]
+            differ = drift_of(json.loads(path.read_text(encoding="utf-8")), ran)
+            if differ:
+                drift += [f"{path.name}:", *differ]
+            differing = sum(1 for line in differ if line.startswith("  cell"))
+            print(
+                f"{path.name}: {len(errors)} error outputs, {differing} outputs differ from the "
+                f"committed ones ({time.perf_counter() - tick:.0f} s)"
+            )
+    after = installed_versions(venv)
+    for name in COLAB_KEEP:
+        if after.get(name) != before.get(name):
+            failures.append(
+                f"the install cells changed {name}: {before.get(name)} -> {after.get(name)}"
+            )
+    if after.get(PACKAGE) is None:
+        failures.append(f"no install cell installed {PACKAGE}")
+    (out / "drift.txt").write_text("\n".join(drift) + "\n", encoding="utf-8")
+    print(f"Outputs that differ under Colab's versions: {out / 'drift.txt'}")
+    print(f"Colab emulation: {time.perf_counter() - start:.0f} s")
+    for failure in failures:
+        print("FAILED", failure, file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

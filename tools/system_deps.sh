@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Make sure the system tools a make target needs are here, before any slow step runs.
+#   tools/system_deps.sh chromium npm
+# A tool that is present: nothing to do. A missing one: Debian's package through apt-get when
+# this runs as root on a machine that has apt-get (CI's containers, this project's machines);
+# anywhere else, one line saying what to install, and exit status 1.
+# chromium is found at $CHROMIUM (the browser test's setting), else /usr/bin/chromium.
+set -euo pipefail
+
+present() {
+    case "$1" in
+        chromium) [ -x "${CHROMIUM:-/usr/bin/chromium}" ] ;;
+        *) command -v "$1" >/dev/null ;;
+    esac
+}
+
+missing=()
+for tool in "$@"; do
+    present "$tool" || missing+=("$tool")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+    echo "Installing Debian's ${missing[*]} with apt-get (once per machine)..."
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    for tool in "${missing[@]}"; do
+        present "$tool" || { echo "apt-get installed $tool, but it is still not found" >&2; exit 1; }
+    done
+    exit 0
+fi
+
+why="the browser test needs chromium (set CHROMIUM=/path/to/chromium for another build) and the book's offline JavaScript needs npm"
+echo "Missing ${missing[*]}: install it (Debian/Ubuntu as root: apt-get install -y ${missing[*]}; $why)." >&2
+exit 1
