@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from companion._checks import check_choice, check_positive_int, to_pair
+from companion.init import trunc_normal_
 
 Size = int | tuple[int, int]
 ClassTokenOrder = Literal["concat-then-add", "add-then-concat"]
@@ -32,11 +33,11 @@ EMBED_INIT_STD = 0.02
 def init_embedding_(param: Tensor, std: float = EMBED_INIT_STD) -> Tensor:
     """Fill ``param`` in place from a normal distribution truncated to ``[-2, 2]``.
 
-    ``nn.init.trunc_normal_`` takes its bounds ``a=-2, b=2`` in absolute units, not in standard
-    deviations: with ``std=0.02`` they sit 100 standard deviations away, so nothing is ever cut
-    and the values are, in practice, plain normal with ``std=0.02``.
+    ``trunc_normal_`` (``companion.init``, torch's algorithm of 2.14 under any torch) takes its
+    bounds ``a=-2, b=2`` in absolute units, not in standard deviations: with ``std=0.02`` they sit
+    100 standard deviations away, so nothing is ever cut and the values are plain normal.
     """
-    return nn.init.trunc_normal_(param, std=std)
+    return trunc_normal_(param, std=std)
 
 
 def _check_grid_multiple(

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from companion._checks import check_choice, check_divisible, check_positive_int, to_pair
+from companion.init import trunc_normal_
 from companion.relative import (
     WindowSize,
     flatten_coordinates,
@@ -130,7 +131,7 @@ class WindowAttention(nn.Module):
                 )
             else:  # one row per (|dy|, |dx|), initialised like Swin's table
                 table = nn.Parameter(torch.zeros(self.num_tokens, num_heads))
-                nn.init.trunc_normal_(table, std=0.02)
+                trunc_normal_(table, std=0.02)
                 index = magnitude_position_index(self.window_size, wrap)
             self.relative_position_bias_table = table
             self.register_buffer("relative_position_index", index, persistent=False)

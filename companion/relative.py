@@ -17,6 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from companion._checks import check_pairs_fit_in_memory, check_positive_int, to_pair
+from companion.init import trunc_normal_
 
 WindowSize = int | tuple[int, int]
 
@@ -102,7 +103,7 @@ def make_bias_table(window_size: WindowSize, num_heads: int) -> nn.Parameter:
     """
     check_positive_int("num_heads", num_heads)
     table = nn.Parameter(torch.zeros(bias_table_size(window_size), num_heads))
-    nn.init.trunc_normal_(table, std=0.02)
+    trunc_normal_(table, std=0.02)
     return table
 
 

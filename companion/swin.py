@@ -28,6 +28,7 @@ from torch import Tensor, nn
 from companion import absolute
 from companion._checks import check_bool, check_choice, check_positive_int, to_pair
 from companion.attention import REL_BIAS_OFFSETS, AttnImpl, RelBiasOffsets, WindowAttention
+from companion.init import trunc_normal_
 from companion.layers import DropPath, Mlp
 from companion.relative import WindowSize
 from companion.window import (
@@ -486,7 +487,7 @@ class SwinTransformer(nn.Module):
 def _init_linear(module: nn.Module) -> None:
     # The ViT/Swin recipe: small truncated-normal weights, zero biases; LayerNorm keeps (1, 0).
     if isinstance(module, nn.Linear):
-        nn.init.trunc_normal_(module.weight, std=0.02)
+        trunc_normal_(module.weight, std=0.02)
         if module.bias is not None:
             nn.init.zeros_(module.bias)
 
