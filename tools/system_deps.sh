@@ -30,6 +30,12 @@ if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
     exit 0
 fi
 
-why="the browser test needs chromium (set CHROMIUM=/path/to/chromium for another build) and the book's offline JavaScript needs npm"
-echo "Missing ${missing[*]}: install it (Debian/Ubuntu as root: apt-get install -y ${missing[*]}; $why)." >&2
+for tool in "${missing[@]}"; do
+    case "$tool" in
+        chromium) why="the browser test drives it; or set CHROMIUM=/path/to/a/chromium" ;;
+        npm) why="it fetches the JavaScript the book serves itself (package.json)" ;;
+        *) why="a make target needs it" ;;
+    esac
+    echo "Missing $tool: install it first (as root on Debian: apt-get install -y $tool; $why)." >&2
+done
 exit 1
