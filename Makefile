@@ -91,10 +91,10 @@ linkcheck: setup $(OFFLINE_STAMP)
 # Debian's chromium (the browser test) and npm (offline JS) when missing: apt-get as root, else
 # one line saying what to install (tools/system_deps.sh).
 browser-deps:
-	@tools/system_deps.sh chromium
+	@bash tools/system_deps.sh chromium
 
 node-deps:
-	@tools/system_deps.sh npm
+	@bash tools/system_deps.sh npm
 
 system-deps: browser-deps node-deps
 

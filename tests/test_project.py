@@ -60,10 +60,25 @@ def test_book_config_fails_on_errors_and_builds_only_the_toc():
         assert folder in CONFIG["exclude_patterns"]
 
 
-def test_ci_runs_the_readme_test_command():
-    assert "make test" in (ROOT / ".ci" / "run").read_text()
+def test_ci_runs_the_readme_test_command_then_the_colab_emulation():
+    lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert lines.index("make test") < lines.index("make colab-test")
     readme = (ROOT / "README.md").read_text()
-    assert "make test" in readme and "make book" in readme
+    assert "make test" in readme and "make book" in readme and "make colab-test" in readme
+
+
+@pytest.mark.parametrize(("target", "tools"), [("test", "chromium npm"), ("book", "npm")])
+def test_system_tools_are_checked_before_any_slow_step(target, tools):
+    # `make -n` lists the recipes in the order make would run them, running none.
+    dry = subprocess.run(
+        ["make", "-n", "--no-print-directory", "-C", str(ROOT), target],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    checks = [i for i, line in enumerate(dry) if "tools/system_deps.sh" in line]
+    assert " ".join(dry[i].split()[-1] for i in checks) == tools
+    assert checks == list(range(len(checks))), "a system tool is checked after a slow step"
 
 
 def _toc_files() -> list[str]:
