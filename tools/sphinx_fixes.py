@@ -33,7 +33,9 @@ def _drop_early_inline_scripts(app: Sphinx, env: Any) -> None:
         return
     registered = {attrs.get("body") for filename, attrs in app.registry.js_files if not filename}
     js_files[:] = [
-        js for js in js_files if not (js.filename is None and js.attributes.get("body") in registered)
+        js
+        for js in js_files
+        if not (js.filename is None and js.attributes.get("body") in registered)
     ]
 
 

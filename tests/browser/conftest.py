@@ -10,7 +10,7 @@ import http.server
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from book_browser import (
@@ -40,7 +40,7 @@ def book_html() -> Path:
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     #: Every path answered with an error, e.g. ``404 /favicon.ico``.
-    errors: list[str] = []
+    errors: ClassVar[list[str]] = []
 
     def log_message(self, format: str, *args: object) -> None:
         pass  # one line per request would bury pytest's report

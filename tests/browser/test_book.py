@@ -25,6 +25,7 @@ from book_browser import (
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 from colab_sync import load_repository
 
+
 def _failures(reports: dict[str, PageReport], attribute: str) -> dict[str, list]:
     return {path: value for path, r in reports.items() if (value := getattr(r, attribute))}
 

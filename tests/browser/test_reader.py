@@ -31,7 +31,8 @@ def _open(context: Any, base_url: str, path: str) -> Any:
 
 def _shot(page: Any, prefix: str, path: str, full_page: bool = True) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{prefix}_{screenshot_name(path)}"), full_page=full_page)
+    target = SCREENSHOTS / f"{prefix}_{screenshot_name(path)}"
+    page.screenshot(path=str(target), full_page=full_page)
 
 
 @pytest.fixture(scope="module")
@@ -90,8 +91,11 @@ def test_exercise_answers_are_hidden_until_opened(
             continue
         checked += len(found["cells"])
         bad = [f"cell {i}" for i, c in enumerate(found["cells"]) if c["input"] or c["output"]]
-        bad += [f"cell {i}: {c['toggles']} toggles" for i, c in enumerate(found["cells"])
-                if c["toggles"] != 1]
+        bad += [
+            f"cell {i}: {c['toggles']} toggles"
+            for i, c in enumerate(found["cells"])
+            if c["toggles"] != 1
+        ]
         bad += [f"dropdown {i}" for i, shown in enumerate(found["dropdowns"]) if shown]
         if bad:
             visible[path] = bad
@@ -145,7 +149,7 @@ _SCROLL_WIDTH = """
   page: document.documentElement.scrollWidth,
   widest: Array.from(document.querySelectorAll("article *"))
     .filter((el) => el.getBoundingClientRect().right > window.innerWidth + 1
-      && !el.closest("div.math, pre, .cell_output table, .jupyter-widgets, .pst-scrollable-table-container"))
+      && !el.closest("div.math, pre, .cell_output table, .jupyter-widgets, #pst-secondary-sidebar"))
     .slice(0, 5).map((el) => `${el.tagName}.${el.className}`.slice(0, 60)),
 })
 """
