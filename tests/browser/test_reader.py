@@ -147,6 +147,11 @@ def test_tables_are_html_tables(
 _SCROLL_WIDTH = """
 () => ({
   page: document.documentElement.scrollWidth,
+  // Boxes whose content is wider than they are must scroll (not clip): equations, code, output.
+  clipped: Array.from(document.querySelectorAll("article div.math, article pre"))
+    .filter((el) => el.scrollWidth > el.clientWidth + 1
+      && !["auto", "scroll"].includes(getComputedStyle(el).overflowX))
+    .slice(0, 5).map((el) => el.textContent.trim().slice(0, 40)),
   widest: Array.from(document.querySelectorAll("article *"))
     .filter((el) => el.getBoundingClientRect().right > window.innerWidth + 1
       && !el.closest("div.math, pre, .cell_output table, .jupyter-widgets, #pst-secondary-sidebar"))
@@ -162,11 +167,14 @@ def test_no_page_scrolls_sideways_on_a_phone(
     for path in reports:
         page = _open(phone, base_url, path)
         found = page.evaluate(_SCROLL_WIDTH)
-        if found["page"] > PHONE["width"]:
+        if found["page"] > PHONE["width"] or found["clipped"]:
             wide[path] = found
         _shot(page, "phone", path)
         page.close()
-    assert not wide, f"pages wider than the {PHONE['width']} px phone (widest elements listed)"
+    assert not wide, (
+        f"pages wider than the {PHONE['width']} px phone (widest elements listed), "
+        "or wide equations and code that are clipped instead of scrolling in their box"
+    )
 
 
 _DRAWER = """
