@@ -63,7 +63,10 @@ _ANSWERS = """
 () => {
   const section = document.querySelector("section#exercises");
   if (!section) return null;
-  const shown = (el) => !!el && el.getClientRects().length > 0 && el.offsetHeight > 0;
+  // checkVisibility: the content of a closed <details> keeps its layout boxes in Chromium
+  // (content-visibility: hidden), so sizes alone would call it visible.
+  const shown = (el) => !!el && el.offsetHeight > 0
+    && el.checkVisibility({visibilityProperty: true, opacityProperty: true});
   const cells = Array.from(section.querySelectorAll("div.cell"));
   return {
     cells: cells.map((cell) => ({
