@@ -312,8 +312,10 @@ def test_code_listings_are_readable_in_dark_mode(
 
 _FIGURES = """
 () => Array.from(document.querySelectorAll("article img")).filter((img) => img.offsetWidth > 0)
-  .map((img) => ({src: img.getAttribute("src").slice(0, 60), natural: img.naturalWidth,
-                  shown: img.getBoundingClientRect().width,
+  .map((img) => ({natural: img.naturalWidth, shown: img.getBoundingClientRect().width,
+                  // the code that drew it, to find it
+                  cell: ((img.closest(".cell") || img).querySelector(".cell_input pre") || img)
+                    .textContent.trim().split("\\n").pop().slice(0, 70),
                   svg: /\\.svg($|\\?)|^data:image\\/svg/.test(img.getAttribute("src"))}))
 """
 
@@ -329,7 +331,7 @@ def test_figures_are_sharp_on_high_density_screens(
         found = page.evaluate(_FIGURES)
         figures += len(found)
         if bad := [f for f in found if not f["svg"] and f["natural"] < 2 * f["shown"] - 1]:
-            soft[path] = bad
+            soft[path] = [f"{f['natural']} px shown at {f['shown']:.0f}: {f['cell']}" for f in bad]
         _shot(page, "figures", path)
         page.close()
     context.close()
