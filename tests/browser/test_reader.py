@@ -1,9 +1,10 @@
 """The book as a reader meets it, on every page: folded answers, real tables, navigation on a
 phone and on a desktop, readable dark mode, sharp figures, a contents highlight that follows.
 
-Each test visits every page again in the state it checks (a 390 px phone, dark mode, ...), lists
-every offending page in its failure message and saves a screenshot of what it checked under
-``_build/screenshots/`` (``phone_*``, ``dark_*``, ...).
+Every page is visited three more times (desktop, a 390 px phone, dark mode); each visit records
+what the tests below check, and saves screenshots under ``_build/screenshots/`` (``desktop_*``,
+``solutions_open_*``, ``phone_*``, ``phone_nav_open_*``, ``dark_*``). Each test lists every
+offending page in its failure message.
 """
 
 from __future__ import annotations
@@ -82,39 +83,6 @@ _ANSWERS = """
 """
 
 
-def test_exercise_answers_are_hidden_until_opened(
-    browser: OfflineBrowser, base_url: str, reports: dict[str, PageReport]
-) -> None:
-    visible, opened_wrong, checked = {}, {}, 0
-    for path in reports:
-        page = _open(browser.context, base_url, path)
-        found = page.evaluate(_ANSWERS)
-        if found is None:
-            page.close()
-            continue
-        checked += len(found["cells"])
-        bad = [f"cell {i}" for i, c in enumerate(found["cells"]) if c["input"] or c["output"]]
-        bad += [
-            f"cell {i}: {c['toggles']} toggles"
-            for i, c in enumerate(found["cells"])
-            if c["toggles"] != 1
-        ]
-        bad += [f"dropdown {i}" for i, shown in enumerate(found["dropdowns"]) if shown]
-        if bad:
-            visible[path] = bad
-        # Opening every fold shows the answers.
-        for summary in page.locator("section#exercises div.cell details > summary").all():
-            summary.click()
-        after = page.evaluate(_ANSWERS)
-        if not all(c["input"] for c in after["cells"]):
-            opened_wrong[path] = after["cells"]
-        _shot(page, "solutions_open", path)
-        page.close()
-    assert checked, "no solution cells found in any Exercises section"
-    assert not visible, "answers visible before the reader opens them (or not one fold per cell)"
-    assert not opened_wrong, "solution cells whose code does not show when opened"
-
-
 # --- tables ---------------------------------------------------------------------------------
 
 _RAW_TABLES = """
@@ -123,26 +91,6 @@ _RAW_TABLES = """
   .filter((text) => /^\\|.*\\|/.test(text) && /\\|\\s*:?-{3,}|—\\s*\\|/.test(text))
   .map((text) => text.slice(0, 80))
 """
-
-
-def test_tables_are_html_tables(
-    browser: OfflineBrowser, base_url: str, reports: dict[str, PageReport]
-) -> None:
-    raw, tables = {}, {}
-    for path in reports:
-        page = _open(browser.context, base_url, path)
-        if found := page.evaluate(_RAW_TABLES):
-            raw[path] = found
-        tables[path] = page.evaluate(
-            "() => Array.from(document.querySelectorAll('article table'))"
-            ".map((t) => t.textContent.replace(/\\s+/g, ' ').trim())"
-        )
-        page.close()
-    assert not raw, "Markdown tables printed as text instead of rendered as <table>"
-    # The paper's Table 4 (chapter 0) is a real table with its headline row.
-    intro = [p for p in reports if p.endswith("00_introduction.html")]
-    for path in intro:
-        assert any("relative (default)" in t for t in tables[path]), tables[path]
 
 
 # --- navigation on a phone and a desktop ----------------------------------------------------
@@ -163,23 +111,6 @@ _SCROLL_WIDTH = """
 """
 
 
-def test_no_page_scrolls_sideways_on_a_phone(
-    phone: Any, base_url: str, reports: dict[str, PageReport]
-) -> None:
-    wide = {}
-    for path in reports:
-        page = _open(phone, base_url, path)
-        found = page.evaluate(_SCROLL_WIDTH)
-        if found["page"] > PHONE["width"] or found["clipped"]:
-            wide[path] = found
-        _shot(page, "phone", path)
-        page.close()
-    assert not wide, (
-        f"pages wider than the {PHONE['width']} px phone (widest elements listed), "
-        "or wide equations and code that are clipped instead of scrolling in their box"
-    )
-
-
 _DRAWER = """
 (selector) => {
   const el = document.querySelector(selector);
@@ -188,66 +119,6 @@ _DRAWER = """
     && box.left < window.innerWidth;
 }
 """
-
-
-def test_phone_navigation_drawers_open_and_close(
-    phone: Any, base_url: str, reports: dict[str, PageReport]
-) -> None:
-    broken = {}
-    for path in reports:
-        page = _open(phone, base_url, path)
-        problems = []
-        for name, toggle, drawer in (
-            ("☰", "button.primary-toggle", "#pst-primary-sidebar-modal"),
-            ("contents", "button.secondary-toggle", "#pst-secondary-sidebar-modal"),
-        ):
-            button = page.locator(toggle).filter(visible=True)
-            if name == "contents" and not page.locator("#pst-page-toc-nav a").count():
-                continue  # a page without sections has no contents drawer
-            if button.count() != 1:
-                problems.append(f"{name}: {button.count()} visible buttons")
-                continue
-            button.click()
-            page.wait_for_timeout(400)
-            if not page.evaluate(_DRAWER, drawer):
-                problems.append(f"{name}: the drawer does not open")
-                continue
-            if name == "☰":
-                links = page.locator(f"{drawer} nav.bd-links a").filter(visible=True).count()
-                if links < 2:
-                    problems.append(f"☰: the drawer shows {links} chapter links")
-                _shot(page, "phone_nav_open", path, full_page=False)
-            page.keyboard.press("Escape")
-            page.wait_for_timeout(400)
-            if page.evaluate(f"() => document.querySelector('{drawer}').open"):
-                problems.append(f"{name}: the drawer does not close")
-        if page.locator(".search-button-field").filter(visible=True).count() > 1:
-            problems.append("more than one search box")
-        if problems:
-            broken[path] = problems
-        page.close()
-    assert not broken
-
-
-def test_desktop_menu_button_hides_and_shows_the_sidebar(
-    browser: OfflineBrowser, base_url: str, reports: dict[str, PageReport]
-) -> None:
-    context = browser.context.browser.new_context(viewport=DESKTOP)
-    context.route("**/*", browser.route)
-    broken = {}
-    for path in reports:
-        page = _open(context, base_url, path)
-        states = [page.evaluate(_DRAWER, "#pst-primary-sidebar")]
-        for _ in range(2):
-            page.locator("button.primary-toggle").filter(visible=True).click()
-            page.wait_for_timeout(400)
-            states.append(page.evaluate(_DRAWER, "#pst-primary-sidebar"))
-        searches = page.locator(".search-button-field").filter(visible=True).count()
-        if states != [True, False, True] or searches != 1:
-            broken[path] = f"sidebar shown after 0, 1, 2 clicks: {states}; search boxes: {searches}"
-        page.close()
-    context.close()
-    assert not broken
 
 
 # --- dark mode ------------------------------------------------------------------------------
@@ -320,25 +191,6 @@ _FIGURES = """
 """
 
 
-def test_figures_are_sharp_on_high_density_screens(
-    browser: OfflineBrowser, base_url: str, reports: dict[str, PageReport]
-) -> None:
-    context = browser.context.browser.new_context(viewport=DESKTOP)
-    context.route("**/*", browser.route)
-    soft, figures = {}, 0
-    for path in reports:
-        page = _open(context, base_url, path)
-        found = page.evaluate(_FIGURES)
-        figures += len(found)
-        if bad := [f for f in found if not f["svg"] and f["natural"] < 2 * f["shown"] - 1]:
-            soft[path] = [f"{f['natural']} px shown at {f['shown']:.0f}: {f['cell']}" for f in bad]
-        _shot(page, "figures", path)
-        page.close()
-    context.close()
-    assert figures, "no figures found"
-    assert not soft, "figures neither SVG nor at least 2x their display width"
-
-
 # --- in-page contents -----------------------------------------------------------------------
 
 _ACTIVE = """
@@ -356,31 +208,182 @@ _ACTIVE = """
 """
 
 
-def test_contents_highlight_follows_the_reader_both_ways(
+# --- one visit per page on a desktop, one on a phone ------------------------------------------
+
+
+def _contents_sweep(page: Any, path: str) -> list[str]:
+    """Scroll down through every section and back up; where the highlight is not the section."""
+    targets = page.evaluate(
+        "() => Array.from(document.querySelectorAll('#pst-page-toc-nav a[href^=\"#\"]'))"
+        ".map((a) => document.getElementById(decodeURIComponent(a.hash.slice(1))))"
+        ".filter(Boolean).map((el) => el.getBoundingClientRect().top + window.scrollY)"
+    )
+    if len(targets) < 2:
+        return []
+    wrong = []
+    stops = [t + 200 for t in targets]  # 200 px into every section
+    for y in stops + stops[::-1]:
+        page.evaluate(f"() => window.scrollTo(0, {y})")
+        page.wait_for_timeout(150)
+        found = page.evaluate(_ACTIVE)
+        if found["active"] != [found["expected"]]:
+            wrong.append(f"at y={y:.0f}: {found}")
+    _shot(page, "contents", path, full_page=False)
+    return wrong
+
+
+@pytest.fixture(scope="module")
+def desktop(
     browser: OfflineBrowser, base_url: str, reports: dict[str, PageReport]
-) -> None:
+) -> dict[str, dict]:
+    """Every page at 1366 px: its answers, tables, figures, menu button and contents highlight."""
     context = browser.context.browser.new_context(viewport=DESKTOP)
     context.route("**/*", browser.route)
-    lagging = {}
+    visits = {}
     for path in reports:
         page = _open(context, base_url, path)
-        targets = page.evaluate(
-            "() => Array.from(document.querySelectorAll('#pst-page-toc-nav a[href^=\"#\"]'))"
-            ".map((a) => document.getElementById(decodeURIComponent(a.hash.slice(1))))"
-            ".filter(Boolean).map((el) => el.getBoundingClientRect().top + window.scrollY)"
-        )
-        if len(targets) < 2:
-            page.close()
-            continue
-        # Down through the page, then back up: stop 200 px into every section.
-        stops = [t + 200 for t in targets]
-        for y in stops + stops[::-1]:
-            page.evaluate(f"() => window.scrollTo(0, {y})")
-            page.wait_for_timeout(150)
-            found = page.evaluate(_ACTIVE)
-            if found["active"] != [found["expected"]]:
-                lagging.setdefault(path, []).append(f"at y={y:.0f}: {found}")
-        _shot(page, "contents", path, full_page=False)
+        visit: dict[str, Any] = {
+            "answers": page.evaluate(_ANSWERS),
+            "raw_tables": page.evaluate(_RAW_TABLES),
+            "tables": page.evaluate(
+                "() => Array.from(document.querySelectorAll('article table'))"
+                ".map((t) => t.textContent.replace(/\\s+/g, ' ').trim())"
+            ),
+            "figures": page.evaluate(_FIGURES),
+            "searches": page.locator(".search-button-field").filter(visible=True).count(),
+        }
+        _shot(page, "desktop", path)
+        states = [page.evaluate(_DRAWER, "#pst-primary-sidebar")]
+        for _ in range(2):
+            page.locator("button.primary-toggle").filter(visible=True).click()
+            page.wait_for_timeout(400)
+            states.append(page.evaluate(_DRAWER, "#pst-primary-sidebar"))
+        visit["sidebar"] = states
+        visit["contents"] = _contents_sweep(page, path)
+        if visit["answers"] is not None:  # open every fold: the answers must then show
+            for summary in page.locator("section#exercises div.cell details > summary").all():
+                summary.click()
+            visit["opened"] = page.evaluate(_ANSWERS)
+            _shot(page, "solutions_open", path)
+        visits[path] = visit
         page.close()
     context.close()
+    return visits
+
+
+def _drawers(page: Any, path: str) -> list[str]:
+    """Open and close the phone's ☰ and contents drawers; what went wrong."""
+    problems = []
+    for name, toggle, drawer in (
+        ("☰", "button.primary-toggle", "#pst-primary-sidebar-modal"),
+        ("contents", "button.secondary-toggle", "#pst-secondary-sidebar-modal"),
+    ):
+        if name == "contents" and not page.locator("#pst-page-toc-nav a").count():
+            continue  # a page without sections has no contents drawer
+        button = page.locator(toggle).filter(visible=True)
+        if button.count() != 1:
+            problems.append(f"{name}: {button.count()} visible buttons")
+            continue
+        button.click()
+        page.wait_for_timeout(400)
+        if not page.evaluate(_DRAWER, drawer):
+            problems.append(f"{name}: the drawer does not open")
+            continue
+        if name == "☰":
+            links = page.locator(f"{drawer} nav.bd-links a").filter(visible=True).count()
+            if links < 2:
+                problems.append(f"☰: the drawer shows {links} chapter links")
+            _shot(page, "phone_nav_open", path, full_page=False)
+        page.keyboard.press("Escape")
+        page.wait_for_timeout(400)
+        if page.evaluate(f"() => document.querySelector('{drawer}').open"):
+            problems.append(f"{name}: the drawer does not close")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def phone_visits(phone: Any, base_url: str, reports: dict[str, PageReport]) -> dict[str, dict]:
+    """Every page on the phone: its width, clipped boxes and navigation drawers."""
+    visits = {}
+    for path in reports:
+        page = _open(phone, base_url, path)
+        visit = page.evaluate(_SCROLL_WIDTH)
+        _shot(page, "phone", path)
+        visit["drawers"] = _drawers(page, path)
+        visit["searches"] = page.locator(".search-button-field").filter(visible=True).count()
+        visits[path] = visit
+        page.close()
+    return visits
+
+
+def test_exercise_answers_are_hidden_until_opened(desktop: dict[str, dict]) -> None:
+    visible, opened_wrong, checked = {}, {}, 0
+    for path, visit in desktop.items():
+        found = visit["answers"]
+        if found is None:
+            continue
+        checked += len(found["cells"])
+        bad = [f"cell {i}" for i, c in enumerate(found["cells"]) if c["input"] or c["output"]]
+        bad += [
+            f"cell {i}: {c['toggles']} folds"
+            for i, c in enumerate(found["cells"])
+            if c["toggles"] != 1
+        ]
+        bad += [f"dropdown {i}" for i, shown in enumerate(found["dropdowns"]) if shown]
+        if bad:
+            visible[path] = bad
+        if not all(c["input"] for c in visit["opened"]["cells"]):
+            opened_wrong[path] = visit["opened"]["cells"]
+    assert checked, "no solution cells found in any Exercises section"
+    assert not visible, "answers visible before the reader opens them (or not one fold per cell)"
+    assert not opened_wrong, "solution cells whose code does not show when opened"
+
+
+def test_tables_are_html_tables(desktop: dict[str, dict]) -> None:
+    raw = {path: visit["raw_tables"] for path, visit in desktop.items() if visit["raw_tables"]}
+    assert not raw, "Markdown tables printed as text instead of rendered as <table>"
+    # The paper's Table 4 (chapter 0) is a real table with its headline row.
+    for path in [p for p in desktop if p.endswith("00_introduction.html")]:
+        assert any("relative (default)" in t for t in desktop[path]["tables"]), path
+
+
+def test_figures_are_sharp_on_high_density_screens(desktop: dict[str, dict]) -> None:
+    soft = {}
+    for path, visit in desktop.items():
+        figures = visit["figures"]
+        if bad := [f for f in figures if not f["svg"] and f["natural"] < 2 * f["shown"] - 1]:
+            soft[path] = [f"{f['natural']} px shown at {f['shown']:.0f}: {f['cell']}" for f in bad]
+    assert sum(len(v["figures"]) for v in desktop.values()), "no figures found"
+    assert not soft, "figures neither SVG nor at least 2x their display width"
+
+
+def test_desktop_menu_button_hides_and_shows_the_sidebar(desktop: dict[str, dict]) -> None:
+    broken = {
+        path: f"sidebar shown after 0, 1, 2 clicks: {v['sidebar']}; search boxes: {v['searches']}"
+        for path, v in desktop.items()
+        if v["sidebar"] != [True, False, True] or v["searches"] != 1
+    }
+    assert not broken
+
+
+def test_contents_highlight_follows_the_reader_both_ways(desktop: dict[str, dict]) -> None:
+    lagging = {path: v["contents"] for path, v in desktop.items() if v["contents"]}
     assert not lagging, "the contents highlight is not the section on screen"
+
+
+def test_no_page_scrolls_sideways_on_a_phone(phone_visits: dict[str, dict]) -> None:
+    wide = {
+        path: v for path, v in phone_visits.items() if v["page"] > PHONE["width"] or v["clipped"]
+    }
+    assert not wide, (
+        f"pages wider than the {PHONE['width']} px phone (widest elements listed), "
+        "or wide equations and code that are clipped instead of scrolling in their box"
+    )
+
+
+def test_phone_navigation_drawers_open_and_close(phone_visits: dict[str, dict]) -> None:
+    broken = {path: v["drawers"] for path, v in phone_visits.items() if v["drawers"]}
+    broken |= {
+        path: ["more than one search box"] for path, v in phone_visits.items() if v["searches"] > 1
+    }
+    assert not broken
