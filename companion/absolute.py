@@ -30,11 +30,9 @@ EMBED_INIT_STD = 0.02
 
 
 def init_embedding_(param: Tensor, std: float = EMBED_INIT_STD) -> Tensor:
-    """Fill ``param`` in place from a normal distribution truncated to ``[-2, 2]``.
+    """Fill ``param`` in place with ``nn.init.trunc_normal_(std=std)``, as ViT, DeiT and Swin do.
 
-    ``nn.init.trunc_normal_`` takes its bounds ``a=-2, b=2`` in absolute units, not in standard
-    deviations: with ``std=0.02`` they sit 100 standard deviations away, so nothing is ever cut
-    and the values are, in practice, plain normal with ``std=0.02``.
+    Its default bounds ``a=-2, b=2`` are absolute values, far outside ``std=0.02``'s range.
     """
     return nn.init.trunc_normal_(param, std=std)
 
