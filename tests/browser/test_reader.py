@@ -99,7 +99,8 @@ _SCROLL_WIDTH = """
 () => ({
   page: document.documentElement.scrollWidth,
   // Boxes whose content is wider than they are must scroll (not clip): equations, code, output.
-  clipped: Array.from(document.querySelectorAll("article div.math, article pre"))
+  clipped: Array.from(document.querySelectorAll(
+    "article div.math, article div.math mjx-container, article pre"))
     .filter((el) => el.scrollWidth > el.clientWidth + 1
       && !["auto", "scroll"].includes(getComputedStyle(el).overflowX))
     .slice(0, 5).map((el) => el.textContent.trim().slice(0, 40)),
