@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Any
 
 
 def _is_int(value: object) -> bool:
@@ -81,3 +82,55 @@ def check_bool(name: str, value: object) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
     return value
+
+
+def check_int_in_range(name: str, value: object, low: int, high: int, context: str = "") -> int:
+    """Return ``value`` if it is an int with ``low <= value <= high``, else raise naming ``name``.
+
+    ``context`` (e.g. ``"for window_size=(2, 3)"``) is added to the message, to say why these
+    are the bounds.
+    """
+    if not _is_int(value):
+        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
+    if not low <= value <= high:
+        where = f" {context}" if context else ""
+        raise ValueError(f"{name} must be in [{low}, {high}]{where}, got {value}")
+    return value
+
+
+def check_offset_in_window(dy: object, dx: object, window_size: object) -> None:
+    """Raise unless ``(dy, dx)`` are ints that two tokens of the window can be apart.
+
+    ``window_size`` is ``Wh`` or ``(Wh, Ww)``; then ``|dy| <= Wh - 1`` and ``|dx| <= Ww - 1``.
+    """
+    wh, ww = to_pair("window_size", window_size)
+    where = f"for window_size={window_size!r}"
+    check_int_in_range("dy", dy, -(wh - 1), wh - 1, where)
+    check_int_in_range("dx", dx, -(ww - 1), ww - 1, where)
+
+
+def check_non_negative_int(name: str, value: object) -> int:
+    """Return ``value`` if it is an int >= 0, else raise naming ``name``."""
+    if not _is_int(value):
+        raise TypeError(f"{name} must be an int >= 0, got {value!r} ({type(value).__name__})")
+    if value < 0:
+        raise ValueError(f"{name} must be an int >= 0, got {value}")
+    return value
+
+
+def check_grid_embedding(
+    pos_embed: Any, old_grid: object, num_prefix_tokens: object
+) -> tuple[int, int]:
+    """Check that ``pos_embed`` is ``(1, P + h*w, D)`` for ``old_grid = (h, w)``; return ``(h, w)``.
+
+    ``P = num_prefix_tokens`` (class-token rows, an int >= 0).
+    """
+    oh, ow = to_pair("old_grid", old_grid)
+    prefix = check_non_negative_int("num_prefix_tokens", num_prefix_tokens)
+    expected = prefix + oh * ow
+    if pos_embed.dim() != 3 or pos_embed.shape[0] != 1 or pos_embed.shape[1] != expected:
+        raise ValueError(
+            f"pos_embed must have shape (1, num_prefix_tokens + h*w, D) = (1, {expected}, D) for "
+            f"old_grid={(oh, ow)} and num_prefix_tokens={prefix}, got {tuple(pos_embed.shape)}"
+        )
+    return oh, ow

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from companion._checks import check_choice, check_positive_int, to_pair
+from companion._checks import check_choice, check_grid_embedding, check_positive_int, to_pair
 from companion.init import trunc_normal_
 
 Size = int | tuple[int, int]
@@ -31,11 +31,10 @@ EMBED_INIT_STD = 0.02
 
 
 def init_embedding_(param: Tensor, std: float = EMBED_INIT_STD) -> Tensor:
-    """Fill ``param`` in place from a normal distribution truncated to ``[-2, 2]``.
+    """Fill ``param`` in place with ``trunc_normal_(std=std)``, as ViT, DeiT and Swin do.
 
-    ``trunc_normal_`` (``companion.init``, torch's algorithm of 2.14 under any torch) takes its
-    bounds ``a=-2, b=2`` in absolute units, not in standard deviations: with ``std=0.02`` they sit
-    100 standard deviations away, so nothing is ever cut and the values are plain normal.
+    ``trunc_normal_`` is ``companion.init``'s (torch 2.14's algorithm under any torch version).
+    Its default bounds ``a=-2, b=2`` are absolute values, far outside ``std=0.02``'s range.
     """
     return trunc_normal_(param, std=std)
 
@@ -333,19 +332,8 @@ def resample_position_embedding(
     sum of the 4 x 4 nearest old cells, so neighbouring positions keep similar vectors. This is
     how a ViT trained at 224 px (14 x 14 patches of 16) is fine-tuned at 384 px (24 x 24).
     """
-    oh, ow = to_pair("old_grid", old_grid)
+    oh, ow = check_grid_embedding(pos_embed, old_grid, num_prefix_tokens)
     nh, nw = to_pair("new_grid", new_grid)
-    if isinstance(num_prefix_tokens, bool) or not isinstance(num_prefix_tokens, int):
-        raise TypeError(f"num_prefix_tokens must be an int >= 0, got {num_prefix_tokens!r}")
-    if num_prefix_tokens < 0:
-        raise ValueError(f"num_prefix_tokens must be an int >= 0, got {num_prefix_tokens}")
-    expected = num_prefix_tokens + oh * ow
-    if pos_embed.dim() != 3 or pos_embed.shape[0] != 1 or pos_embed.shape[1] != expected:
-        raise ValueError(
-            f"pos_embed must have shape (1, num_prefix_tokens + h*w, D) = (1, {expected}, D) for "
-            f"old_grid={(oh, ow)} and num_prefix_tokens={num_prefix_tokens}, "
-            f"got {tuple(pos_embed.shape)}"
-        )
     prefix, grid = pos_embed[:, :num_prefix_tokens], pos_embed[:, num_prefix_tokens:]
     d = grid.shape[2]
     image = grid.reshape(1, oh, ow, d).permute(0, 3, 1, 2)  # (1, D, h, w): channels first

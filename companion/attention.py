@@ -73,6 +73,16 @@ def _check_wrap(wrap: object) -> tuple[bool, bool]:
     return wrap  # type: ignore[return-value]
 
 
+def biased_logits(q: Tensor, k: Tensor, scale: float, bias: Tensor | None) -> Tensor:
+    """The attention logits ``q @ kᵀ · scale + B``, before the softmax.
+
+    ``q``, ``k``: ``(B_, H, N, d)``; ``bias``: ``B``, ``(H, N, N)``, or ``None`` for no bias.
+    Returns ``(B_, H, N, N)``: ``B`` is broadcast over the ``B_`` windows, the same in each.
+    """
+    logits = (q * scale) @ k.transpose(-2, -1)
+    return logits if bias is None else logits + bias
+
+
 class WindowAttention(nn.Module):
     """Multi-head self-attention inside windows, with an optional relative position bias.
 
@@ -201,16 +211,13 @@ class WindowAttention(nn.Module):
         return self._eager_probs(q, k, mask)
 
     def _eager_probs(self, q: Tensor, k: Tensor, mask: Tensor | None) -> Tensor:
-        logits = (q * self.scale) @ k.transpose(-2, -1)  # (B_, H, N, N)
-        extra = self._additive_terms(mask)
-        if extra is not None:
-            if mask is not None:
-                nw = mask.shape[0]
-                logits = logits.view(-1, nw, *logits.shape[1:]) + extra
-                logits = logits.flatten(0, 1)
-            else:
-                logits = logits + extra
-        return logits.softmax(dim=-1)
+        if mask is None:
+            return biased_logits(q, k, self.scale, self.relative_position_bias()).softmax(dim=-1)
+        # Shifted windows (chapter 4): the mask of window w is added to window w of every image.
+        logits = biased_logits(q, k, self.scale, None)  # (B_, H, N, N)
+        nw = mask.shape[0]
+        logits = logits.view(-1, nw, *logits.shape[1:]) + self._additive_terms(mask)
+        return logits.flatten(0, 1).softmax(dim=-1)
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         """``x``: ``(num_windows*batch, N, C)``; ``mask``: ``(num_windows, N, N)`` additive

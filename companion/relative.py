@@ -16,7 +16,13 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from companion._checks import check_pairs_fit_in_memory, check_positive_int, to_pair
+from companion._checks import (
+    check_int_in_range,
+    check_offset_in_window,
+    check_pairs_fit_in_memory,
+    check_positive_int,
+    to_pair,
+)
 from companion.init import trunc_normal_
 
 WindowSize = int | tuple[int, int]
@@ -149,16 +155,8 @@ def offset_to_index(dy: int, dx: int, window_size: WindowSize) -> int:
     puts at every pair with this offset. ``dy`` must lie in ``[-(Wh-1), Wh-1]`` and ``dx`` in
     ``[-(Ww-1), Ww-1]``: no two tokens of the window are further apart than that.
     """
+    check_offset_in_window(dy, dx, window_size)
     wh, ww = to_pair("window_size", window_size)
-    for name, value, size in (("dy", dy, wh), ("dx", dx, ww)):
-        # bool is an int subclass, but an offset of True is always a mistake.
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
-        if not -(size - 1) <= value <= size - 1:
-            raise ValueError(
-                f"{name} must be in [{-(size - 1)}, {size - 1}] for window_size={window_size!r}, "
-                f"got {value}"
-            )
     return (dy + wh - 1) * (2 * ww - 1) + (dx + ww - 1)
 
 
@@ -170,13 +168,7 @@ def index_to_offset(index: int, window_size: WindowSize) -> tuple[int, int]:
     shift is undone.
     """
     wh, ww = to_pair("window_size", window_size)
-    if not isinstance(index, int) or isinstance(index, bool):
-        raise TypeError(f"index must be an int, got {index!r} ({type(index).__name__})")
-    size = bias_table_size((wh, ww))
-    if not 0 <= index < size:
-        raise ValueError(
-            f"index must be in [0, {size - 1}] for window_size={window_size!r} "
-            f"(the table has {size} rows), got {index}"
-        )
+    rows = bias_table_size((wh, ww))
+    check_int_in_range("index", index, 0, rows - 1, f"(the table has {rows} rows)")
     row, col = divmod(index, 2 * ww - 1)
     return row - (wh - 1), col - (ww - 1)

@@ -1,20 +1,44 @@
 """Show the source of a companion object in a notebook: highlighted in Jupyter, Colab and the book.
 
 The notebooks never define code; they call ``show_source(obj)`` so the reader sees exactly the code
-that runs. The object renders as inline-styled HTML (no stylesheet needed, so it looks the same in
-Colab and in the built book) and as plain text everywhere else (terminals, nbval comparisons).
+that runs. The object renders as HTML and as plain text everywhere else (terminals, nbval
+comparisons).
+
+The HTML uses Pygments' standard token classes inside ``div.highlight``, so in the built book the
+theme's own code colours apply, light and dark (pydata-sphinx-theme's high-contrast styles, which
+meet WCAG AA). Jupyter and Colab have no such stylesheet; for them the output carries its own,
+scoped to pages without the book theme's ``data-theme`` attribute. Each source line is a block
+with a hanging indent, so a long line that wraps continues indented under its own start instead
+of at the left margin.
 """
 
 from __future__ import annotations
 
 import html
 import inspect
+import re
 import textwrap
 from typing import Any
 
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
+
+#: Continuation lines of a wrapped source line start this many characters right of its indent.
+HANGING_INDENT = 4
+_LINE = re.compile(r'<span id="srcline-(\d+)">(.*?)\n</span>', re.DOTALL)
+# Jupyter and Colab only: the book sets html[data-theme] and styles div.highlight itself.
+_FALLBACK_SCOPE = "html:not([data-theme]) .companion-source .highlight"
+_FALLBACK_CSS = HtmlFormatter(style="default").get_style_defs(_FALLBACK_SCOPE)
+
+
+def _hanging_line(source_line: str, body: str) -> str:
+    """One highlighted line as a block whose wrapped continuation is indented past its start."""
+    hang = len(source_line) - len(source_line.lstrip(" ")) + HANGING_INDENT
+    return (
+        f'<span class="source-line" style="display:block;min-height:1lh;'
+        f'padding-left:{hang}ch;text-indent:-{hang}ch">{body}</span>'
+    )
 
 
 class SourceCode:
@@ -28,15 +52,16 @@ class SourceCode:
         return f"# {self.title}\n{self.source}"
 
     def _repr_html_(self) -> str:
-        # pre-wrap: long lines wrap instead of scrolling sideways in the book's narrow column.
-        formatter = HtmlFormatter(
-            noclasses=True, style="default", prestyles="white-space: pre-wrap; font-size: 90%"
-        )
+        # linespans wraps every line in <span id="srcline-N">...\n</span>, tokens split per line.
+        formatter = HtmlFormatter(linespans="srcline", prestyles="white-space:pre-wrap")
         body = highlight(self.source, PythonLexer(), formatter)
+        lines = self.source.splitlines()
+        body = _LINE.sub(lambda m: _hanging_line(lines[int(m[1]) - 1], m[2]), body)
         return (
+            f"<style>{_FALLBACK_CSS}</style>"
             '<div class="companion-source" style="border-left:3px solid #4c72b0;padding-left:8px">'
-            f'<div style="font-family:monospace;font-size:85%;color:#555">{html.escape(self.title)}'
-            f"</div>{body}</div>"
+            f'<div class="companion-source-title" style="font-family:monospace;font-size:85%">'
+            f"{html.escape(self.title)}</div>{body}</div>"
         )
 
 

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from companion.attention import WindowAttention
+from companion.attention import WindowAttention, biased_logits
 from companion.relative import relative_position_index
 
 
@@ -160,3 +160,12 @@ def test_mask_shape_is_checked():
     module = WindowAttention(8, 2, 2)
     with pytest.raises(ValueError, match="mask must have shape"):
         module(torch.randn(4, 4, 8), torch.zeros(3, 4, 4))
+
+
+def test_biased_logits_is_the_scaled_dot_product_plus_the_bias():
+    torch.manual_seed(0)
+    q, k = torch.randn(2, 3, 4, 8), torch.randn(2, 3, 4, 8)
+    bias = torch.randn(3, 4, 4)
+    plain = torch.einsum("whnd,whmd->whnm", q, k) * 8**-0.5
+    assert torch.allclose(biased_logits(q, k, 8**-0.5, None), plain, atol=1e-6)
+    assert torch.allclose(biased_logits(q, k, 8**-0.5, bias), plain + bias, atol=1e-6)

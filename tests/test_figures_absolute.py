@@ -28,7 +28,10 @@ from companion.permutation import permutation_equivariance_check
 
 
 def _titles(fig: Figure) -> str:
-    return " | ".join(ax.get_title() for ax in fig.axes)
+    """Every axes title and every (sub)figure's suptitle, joined."""
+    titles = [ax.get_title() for ax in fig.axes]
+    titles += [f.get_suptitle() for f in (fig, *fig.subfigs)]
+    return " | ".join(titles)
 
 
 def test_sample_image_is_a_square_float_image_in_unit_range():

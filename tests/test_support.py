@@ -75,7 +75,10 @@ def test_show_source_renders_text_and_highlighted_html():
     assert shown.title == "companion.relative.sum_offsets"
     assert repr(shown).startswith("# companion.relative.sum_offsets\ndef sum_offsets(")
     html = shown._repr_html_()
-    assert "companion-source" in html and "style=" in html and "sum_offsets" in html
+    assert "companion-source" in html and "sum_offsets" in html
+    # one block per source line, each with a hanging indent past its own indentation
+    assert html.count("source-line") == len(shown.source.splitlines())
+    assert "padding-left:8ch;text-indent:-8ch" in html
 
 
 def test_show_source_rejects_objects_without_source():

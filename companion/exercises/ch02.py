@@ -75,7 +75,7 @@ def offset_numbers(window_size: WindowSize, multiplier: int) -> Tensor:
 
 
 def offset_collisions(window_size: WindowSize, multiplier: int) -> dict[int, list[tuple[int, int]]]:
-    """Exercise 2: numbers shared by two or more different offsets ``(dy, dx)``.
+    """The numbers shared by two or more different offsets ``(dy, dx)`` with this multiplier.
 
     Returns ``{number: [offsets that get it]}``, only for numbers that collide; an empty dict means
     every offset got its own number (and so its own row of the bias table).

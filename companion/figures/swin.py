@@ -251,8 +251,9 @@ def plot_shifted_window_masks(
 ) -> Figure:
     """The ``(N, N)`` mask of every window of a cyclically shifted map, laid out like the windows.
 
-    White: the query (row) may attend to the key (column); dark: blocked (``-100`` is added).
-    Thin lines separate the window's rows of tokens.
+    White: the query (row) may attend to the key (column), a 1 in ``mask == 0``; dark: blocked
+    (``-100`` is added), a 0. A legend below says so. Thin lines separate the window's rows of
+    tokens.
     """
     check_positive_int("height", height)
     check_positive_int("width", width)
@@ -270,7 +271,7 @@ def plot_shifted_window_masks(
         nh,
         nw,
         layout="constrained",
-        figsize=(panel * nw + 0.6, (panel + 0.2 * titles[0].count("\n")) * nh + 0.9),
+        figsize=(panel * nw + 0.6, (panel + 0.2 * titles[0].count("\n")) * nh + 1.2),
         squeeze=False,
     )
     cmap = ListedColormap(["#404040", "white"])
@@ -289,6 +290,16 @@ def plot_shifted_window_masks(
     fig.suptitle(
         f"Shifted-window masks: {height} x {width} map, window {wh} x {ww}, shift {shift_size}",
         fontsize=11,
+    )
+    fig.legend(
+        handles=[
+            Patch(facecolor="white", edgecolor="#404040", label="1: may attend (adds 0)"),
+            Patch(facecolor="#404040", edgecolor="#404040", label="0: blocked (adds -100)"),
+        ],
+        loc="outside lower center",
+        ncols=2,
+        fontsize=FONT_SIZE,
+        frameon=False,
     )
     return fig
 

@@ -10,7 +10,7 @@ import http.server
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from book_browser import (
@@ -39,8 +39,15 @@ def book_html() -> Path:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    #: Every path answered with an error, e.g. ``404 /favicon.ico``.
+    errors: ClassVar[list[str]] = []
+
     def log_message(self, format: str, *args: object) -> None:
         pass  # one line per request would bury pytest's report
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        self.errors.append(f"{code} {self.path}")
+        super().send_error(code, message, explain)
 
 
 @pytest.fixture(scope="session")
@@ -53,6 +60,12 @@ def base_url(book_html: Path) -> Iterator[str]:
     yield f"http://127.0.0.1:{server.server_address[1]}/"
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture(scope="session")
+def not_found(base_url: str) -> list[str]:
+    """Errors the server sent (``404 /favicon.ico``), over every request of the session so far."""
+    return _QuietHandler.errors
 
 
 @pytest.fixture(scope="session")
