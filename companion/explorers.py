@@ -144,9 +144,9 @@ def relative_index_figure(window_size: WindowSize = (2, 3), query: Cell = (0, 0)
     # Two panels across fit MAX_WIDTH, so a page shows the figure at full size.
     cell = min(float(np.clip(2.6 / max(wh, ww), 0.55, 0.85)), (MAX_WIDTH - 1.6) / (2 * ww))
     steps = (
-        (view.offsets, "1. offset = query − key\n(dy, dx)"),
-        (view.shifted, f"2. shift: + ({wh - 1}, {ww - 1})\n(Wh − 1, Ww − 1)"),
-        (view.multiplied, f"3. row part × (2·Ww − 1) = {2 * ww - 1}\n(row part, column part)"),
+        (view.offsets, "step 3. offset = query − key\n(dy, dx)"),
+        (view.shifted, f"step 4. shift: + ({wh - 1}, {ww - 1})\n(Wh − 1, Ww − 1)"),
+        (view.multiplied, f"step 5. row part × (2·Ww − 1) = {2 * ww - 1}\n(row part, column part)"),
     )
     # A pair wider than its cell (large windows) is written on two lines, first value on top.
     size = _font_size(wh, ww)
@@ -171,7 +171,7 @@ def relative_index_figure(window_size: WindowSize = (2, 3), query: Cell = (0, 0)
         axes[1, 1],
         index,
         [[str(v) for v in row] for row in index.tolist()],
-        "4. index = row part + column part\n(row of the bias table)",
+        "step 6. index = row part + column part\n(row of the bias table)",
         view.query,
         cmap="viridis",
         vmin=0.0,

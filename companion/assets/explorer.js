@@ -216,14 +216,14 @@
         caption: `Query cell (${row}, ${col}) (token ${row * ww + col}) of a ${wh}×${ww} window: `
           + "each key cell's value",
         panels: [
-          pairs("offset", ["1. offset = query − key", "(dy, dx)"]),
-          pairs("shifted", [`2. shift: + (${wh - 1}, ${ww - 1})`, "(Wh − 1, Ww − 1)"]),
+          pairs("offset", ["step 3. offset = query − key", "(dy, dx)"]),
+          pairs("shifted", [`step 4. shift: + (${wh - 1}, ${ww - 1})`, "(Wh − 1, Ww − 1)"]),
           pairs("multiplied", [
-            `3. row part × (2·Ww − 1) = ${2 * ww - 1}`, "(row part, column part)",
+            `step 5. row part × (2·Ww − 1) = ${2 * ww - 1}`, "(row part, column part)",
           ]),
           grid({
             name: "index", rows: wh, cols: ww, cell, marked: [row, col], onPick: pick,
-            title: ["4. index = row part + column part", "(row of the bias table)"],
+            title: ["step 6. index = row part + column part", "(row of the bias table)"],
             fill: (r, c) => colour(data.colormaps.viridis, 0, top, steps.index[r][c]),
             text: (r, c) => String(steps.index[r][c]),
             value: (r, c) => String(steps.index[r][c]),
