@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from companion._checks import check_choice, check_divisible, check_positive_int, to_pair
+from companion.cpb import ContinuousPositionBias
 from companion.init import trunc_normal_
 from companion.relative import (
     WindowSize,
@@ -24,6 +25,8 @@ from companion.relative import (
     pairwise_offsets,
     relative_position_index,
 )
+from companion.rope import RopeKind, WindowRoPE
+from companion.transfer import ResizeMethod, resized_table_parameter
 
 AttnImpl = Literal["sdpa", "eager"]
 RelBiasOffsets = Literal["signed", "magnitude"]
@@ -100,6 +103,10 @@ class WindowAttention(nn.Module):
             ``(|dy|, |dx|)``, a ``Wh * Ww``-row table; see ``magnitude_position_index``).
         wrap: per axis, whether offsets are taken around a ring (``window_offsets``): for a
             window that spans a whole axis of a feature map treated as a torus.
+        cpb: use Swin V2's continuous position bias (``companion.cpb``) as ``B`` instead of a
+            table (then ``rel_pos_bias`` must be ``False``).
+        rope: ``"axial"`` or ``"mixed"`` rotates ``q`` and ``k`` with a 2-D rotary embedding
+            (``companion.rope``) before ``QKᵀ``; ``None`` for none.
 
     Parameter and buffer names follow timm's ``WindowAttention`` (``qkv``, ``proj``,
     ``relative_position_bias_table``, ``relative_position_index``) so weights load either way.
@@ -115,6 +122,8 @@ class WindowAttention(nn.Module):
         attn_impl: AttnImpl = "sdpa",
         rel_bias_offsets: RelBiasOffsets = "signed",
         wrap: tuple[bool, bool] = (False, False),
+        cpb: bool = False,
+        rope: RopeKind | None = None,
     ) -> None:
         super().__init__()
         check_positive_int("dim", dim)
@@ -145,6 +154,14 @@ class WindowAttention(nn.Module):
                 index = magnitude_position_index(self.window_size, wrap)
             self.relative_position_bias_table = table
             self.register_buffer("relative_position_index", index, persistent=False)
+        if cpb and rel_pos_bias:
+            raise ValueError("cpb=True replaces the bias table: pass rel_pos_bias=False with it")
+        self.cpb = ContinuousPositionBias(self.window_size, num_heads) if cpb else None
+        if rope is not None:
+            check_choice("rope", rope, ("axial", "mixed"))
+        self.rope = (
+            None if rope is None else WindowRoPE(self.window_size, self.head_dim, num_heads, rope)
+        )
         self.qkv = nn.Linear(dim, 3 * dim, bias=qkv_bias)
         self.proj = nn.Linear(dim, dim)
 
@@ -155,6 +172,8 @@ class WindowAttention(nn.Module):
 
     def relative_position_bias(self) -> Tensor | None:
         """The bias ``B`` of shape ``(H, N, N)``, or ``None`` when disabled."""
+        if self.cpb is not None:
+            return self.cpb()
         if not self.rel_pos_bias:
             return None
         return lookup_bias(self.relative_position_bias_table, self.relative_position_index)
@@ -202,7 +221,10 @@ class WindowAttention(nn.Module):
     def _qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         b, n, _ = x.shape
         qkv = self.qkv(x).reshape(b, n, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
-        return qkv.unbind(0)  # each (B_, H, N, d)
+        q, k, v = qkv.unbind(0)  # each (B_, H, N, d)
+        if self.rope is not None:
+            q, k = self.rope(q, k)
+        return q, k, v
 
     def attention_probs(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         """SoftMax(QKᵀ/√d + B + mask) of shape ``(B_, H, N, N)``, for inspection and figures."""
@@ -239,6 +261,25 @@ class WindowAttention(nn.Module):
                 extra = extra.expand(b // nw, *extra.shape).reshape(b, -1, n, n)
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=extra)
         return self.proj(out.transpose(1, 2).reshape(b, n, c))
+
+    def set_window_size(self, window_size: WindowSize, method: ResizeMethod = "geometric") -> None:
+        """Switch to another window: the table is resized with ``method``
+        (``companion.transfer.resize_bias_table``) and the index recomputed; a continuous bias or
+        a rotary embedding recomputes its coordinates. The weights carry over."""
+        window = to_pair("window_size", window_size)
+        if window == self.window_size:
+            return
+        if self.rel_pos_bias:
+            table = self.relative_position_bias_table
+            self.relative_position_bias_table = resized_table_parameter(
+                table, self.window_size, window, method
+            )
+            index = relative_position_index(window).to(table.device)
+            self.register_buffer("relative_position_index", index, persistent=False)
+        for code in (self.cpb, self.rope):
+            if code is not None:
+                code.set_window_size(window)
+        self.window_size = window
 
     def extra_repr(self) -> str:
         return (

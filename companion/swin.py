@@ -9,7 +9,11 @@ The model is built from four parts, each a module below:
 Feature maps stay channels-last ``(B, H, W, C)`` throughout, so windows are a reshape away
 (``companion.window``). ``pos`` chooses the position information: ``"rel"`` (the paper's default,
 a relative position bias in every window attention), ``"abs"`` (a learnable absolute embedding
-added once after the patch embedding, as in ViT), ``"abs+rel"`` (both) or ``"none"``.
+added once after the patch embedding, as in ViT), ``"abs+rel"`` (both) or ``"none"``; and two
+later codes (chapter 6): ``"cpb"`` (Swin V2's continuous position bias, ``companion.cpb``) and
+``"rope-axial"``/``"rope-mixed"`` (2-D rotary embeddings of q and k, ``companion.rope``).
+``set_window_size`` and ``set_img_size`` move a trained model to another window or image size
+(``companion.transfer``).
 
 Parameter and buffer names, shapes and the layout (patch merging at the *start* of stages 1, 2, ...)
 follow ``timm.models.swin_transformer.SwinTransformer`` of timm 1.0, so with ``pos="rel"``
@@ -25,12 +29,14 @@ from typing import Any, Literal
 import torch
 from torch import Tensor, nn
 
-from companion import absolute
+from companion import absolute, transfer
 from companion._checks import check_bool, check_choice, check_positive_int, to_pair
 from companion.attention import REL_BIAS_OFFSETS, AttnImpl, RelBiasOffsets, WindowAttention
+from companion.convert import convert_official_state_dict as convert_official_state_dict
 from companion.init import trunc_normal_
 from companion.layers import DropPath, Mlp
 from companion.relative import WindowSize
+from companion.rope import RopeKind
 from companion.window import (
     cyclic_shift,
     pad_to_windows,
@@ -39,8 +45,9 @@ from companion.window import (
     window_reverse,
 )
 
-Pos = Literal["none", "abs", "rel", "abs+rel"]
-POS_CHOICES: tuple[str, ...] = ("none", "abs", "rel", "abs+rel")
+Pos = Literal["none", "abs", "rel", "abs+rel", "cpb", "rope-axial", "rope-mixed"]
+#: Every ``pos`` value; the trainer and the ablation derive their choices from this tuple.
+POS_CHOICES: tuple[str, ...] = ("none", "abs", "rel", "abs+rel", "cpb", "rope-axial", "rope-mixed")
 PatchMergingKind = Literal["concat", "avgpool"]
 PATCH_MERGING_CHOICES: tuple[str, ...] = ("concat", "avgpool")
 
@@ -162,8 +169,11 @@ class SwinBlock(nn.Module):
         attn_impl: AttnImpl = "sdpa",
         rel_bias_offsets: RelBiasOffsets = "signed",
         torus: bool = False,
+        cpb: bool = False,
+        rope: RopeKind | None = None,
     ) -> None:
         super().__init__()
+        self.shifted = shifted
         self.input_resolution = tuple(input_resolution)
         self.window_size, shift = fit_window(self.input_resolution, window_size)
         self.shift_size = shift if shifted else (0, 0)
@@ -189,21 +199,44 @@ class SwinBlock(nn.Module):
             attn_impl=attn_impl,
             rel_bias_offsets=rel_bias_offsets,
             wrap=wrap,
+            cpb=cpb,
+            rope=rope,
         )
         self.drop_path1 = DropPath(drop_path)
         self.norm2 = nn.LayerNorm(dim)
         self.mlp = Mlp(dim, int(dim * mlp_ratio))
         self.drop_path2 = DropPath(drop_path)
-        mask = None
-        if any(self.shift_size) and not torus:
-            # The mask is built for the padded map that window_attention partitions.
-            padded = [
-                math.ceil(r / w) * w
-                for r, w in zip(self.input_resolution, self.window_size, strict=True)
-            ]
-            mask = shifted_window_mask(*padded, self.window_size, self.shift_size)
         # Non-persistent: it is a function of the configuration, not a learned weight.
-        self.register_buffer("attn_mask", mask, persistent=False)
+        self.register_buffer("attn_mask", self._shift_mask(), persistent=False)
+
+    def _shift_mask(self) -> Tensor | None:
+        """The shifted-window mask for the padded map that ``window_attention`` partitions
+        (``None`` without a shift, or on a torus, where the rolled windows are neighbours)."""
+        if not any(self.shift_size) or self.torus:
+            return None
+        padded = [
+            math.ceil(r / w) * w
+            for r, w in zip(self.input_resolution, self.window_size, strict=True)
+        ]
+        return shifted_window_mask(*padded, self.window_size, self.shift_size)
+
+    def set_input_size(
+        self,
+        input_resolution: tuple[int, int],
+        window_size: tuple[int, int],
+        method: transfer.ResizeMethod = "geometric",
+    ) -> None:
+        """Run on another map size and/or window: window and shift are fitted again, the mask
+        rebuilt and the attention's position code resized (``WindowAttention.set_window_size``)."""
+        self.input_resolution = tuple(input_resolution)
+        self.window_size, shift = fit_window(self.input_resolution, window_size)
+        self.shift_size = shift if self.shifted else (0, 0)
+        self.attn.set_window_size(self.window_size, method)
+        device = self.norm1.weight.device
+        mask = self._shift_mask()
+        self.register_buffer(
+            "attn_mask", None if mask is None else mask.to(device), persistent=False
+        )
 
     def window_attention(self, x: Tensor) -> Tensor:
         """(Shifted-)window attention over a ``(B, H, W, C)`` map; returns the same shape."""
@@ -263,6 +296,8 @@ class SwinStage(nn.Module):
         patch_merging: PatchMergingKind = "concat",
         rel_bias_offsets: RelBiasOffsets = "signed",
         torus: bool = False,
+        cpb: bool = False,
+        rope: RopeKind | None = None,
     ) -> None:
         super().__init__()
         check_bool("shifted_windows", shifted_windows)
@@ -290,6 +325,8 @@ class SwinStage(nn.Module):
                     attn_impl=attn_impl,
                     rel_bias_offsets=rel_bias_offsets,
                     torus=torus,
+                    cpb=cpb,
+                    rope=rope,
                 )
                 for i in range(depth)
             )
@@ -343,7 +380,7 @@ class SwinTransformer(nn.Module):
         mlp_ratio: MLP hidden channels / channels.
         qkv_bias: learn a bias in the query/key/value projections.
         drop_path_rate: stochastic depth of the last block; it grows linearly from 0 over blocks.
-        pos: ``"none"``, ``"abs"``, ``"rel"`` or ``"abs+rel"`` (see the module docstring).
+        pos: one of ``POS_CHOICES`` (see the module docstring).
         attn_impl: ``"sdpa"`` (fused kernels) or ``"eager"`` (the formula spelled out).
 
     Controlled variants, for measuring where a model's position information comes from (the
@@ -419,6 +456,7 @@ class SwinTransformer(nn.Module):
         self.rel_bias_offsets = check_choice("rel_bias_offsets", rel_bias_offsets, REL_BIAS_OFFSETS)
         self.torus = check_bool("torus", torus)
         use_rel = pos in ("rel", "abs+rel")
+        rope: RopeKind | None = pos.removeprefix("rope-") if pos.startswith("rope-") else None  # type: ignore[assignment]
 
         self.patch_embed = PatchEmbed(self.img_size, self.patch_size, in_chans, embed_dim)
         self.grid_size = self.patch_embed.grid_size
@@ -450,6 +488,8 @@ class SwinTransformer(nn.Module):
                 patch_merging=patch_merging,
                 rel_bias_offsets=rel_bias_offsets,
                 torus=torus,
+                cpb=pos == "cpb",
+                rope=rope,
             )
             stages.append(stage)
             resolution = stage.output_resolution
@@ -476,12 +516,29 @@ class SwinTransformer(nn.Module):
         return self.head(self.forward_features(x))
 
     def no_weight_decay(self) -> set[str]:
-        """Names of parameters that an optimiser should not decay: the position tables."""
+        """Names of parameters that an optimiser should not decay: the position tables, the
+        continuous bias's MLP and the rotary frequencies (as Swin V2 and RoPE-ViT do)."""
+        kept = ("relative_position_bias_table", "absolute_pos_embed", "rope.freqs")
         return {
             name
             for name, _ in self.named_parameters()
-            if name.endswith(("relative_position_bias_table", "absolute_pos_embed"))
+            if name.endswith(kept) or ".cpb.cpb_mlp." in name
         }
+
+    def set_window_size(
+        self, window_size: WindowSize, method: transfer.ResizeMethod = "geometric"
+    ) -> None:
+        """Use another window in every stage (clamped to each map as at construction); bias
+        tables are resized with ``method`` (``companion.transfer.resize_bias_table``)."""
+        transfer.set_input_size(self, window_size=window_size, method=method)
+
+    def set_img_size(
+        self, img_size: WindowSize, method: transfer.ResizeMethod = "geometric"
+    ) -> None:
+        """Accept images of ``img_size`` (a multiple of the patch size), keeping the window: the
+        token grid grows, an absolute embedding is resampled and each stage's window, shift,
+        padding and mask follow (a window clamped before may now be resized with ``method``)."""
+        transfer.set_input_size(self, img_size=img_size, method=method)
 
 
 def _init_linear(module: nn.Module) -> None:
