@@ -157,3 +157,15 @@ class WindowRoPE(nn.Module):
             f"window_size={self.window_size}, head_dim={self.head_dim}, "
             f"num_heads={self.num_heads}, kind={self.kind!r}, theta={self.theta}"
         )
+
+
+def equal_content_logits(rope: WindowRoPE, seed: int = 0) -> Tensor:
+    """``(H, N, N)`` logits ``q_i · k_j`` after ``rope`` when every token of the window has the same
+    query and key (one random pair per head, drawn from ``seed``): whatever varies across the
+    matrix comes from the positions alone."""
+    g = torch.Generator().manual_seed(seed)
+    n = rope.window_size[0] * rope.window_size[1]
+    q = torch.randn(1, rope.num_heads, 1, rope.head_dim, generator=g).expand(1, -1, n, -1)
+    k = torch.randn(1, rope.num_heads, 1, rope.head_dim, generator=g).expand(1, -1, n, -1)
+    q, k = rope(q, k)
+    return (q @ k.transpose(-2, -1))[0].detach()

@@ -10,22 +10,13 @@ from companion.attention import WindowAttention
 from companion.rope import (
     WindowRoPE,
     axial_frequencies,
+    equal_content_logits,
     frequency_ladder,
     rotate_pairs,
     window_positions,
 )
 from companion.swin import swin_from_config
 from companion.window import cyclic_shift, shifted_window_regions, window_partition
-
-
-def equal_content_logits(rope: WindowRoPE, seed: int) -> torch.Tensor:
-    """``(H, N, N)`` logits ``q_i · k_j`` when every token has the same query and key."""
-    g = torch.Generator().manual_seed(seed)
-    n = rope.window_size[0] * rope.window_size[1]
-    q = torch.randn(1, rope.num_heads, 1, rope.head_dim, generator=g).expand(1, -1, n, -1)
-    k = torch.randn(1, rope.num_heads, 1, rope.head_dim, generator=g).expand(1, -1, n, -1)
-    q, k = rope(q, k)
-    return (q @ k.transpose(-2, -1))[0]
 
 
 @settings(max_examples=40, deadline=None)
@@ -41,7 +32,7 @@ def test_with_equal_content_the_logit_depends_only_on_the_offset(
 ):
     torch.manual_seed(seed)
     rope = WindowRoPE(window, head_dim, heads, kind)
-    logits = equal_content_logits(rope, seed).detach()
+    logits = equal_content_logits(rope, seed)
     positions = window_positions(window).long()
     seen: dict[tuple[int, int], torch.Tensor] = {}
     for i in range(positions.shape[0]):

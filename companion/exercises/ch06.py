@@ -1,0 +1,52 @@
+"""Chapter 6 exercises: where a preferred offset goes when a table is resized, how far the
+continuous bias must extrapolate, and RoPE's logit as a function of the offset alone."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from companion._checks import check_positive_int
+from companion.cpb import NORM_RANGE, log_space
+from companion.figures.resolution import bump_table
+from companion.rope import rotate_pairs
+from companion.transfer import ResizeMethod, resize_bias_table, table_as_images
+
+
+def peak_after_resize(
+    old_window: int, new_window: int, method: ResizeMethod, peak: tuple[int, int] = (0, 2)
+) -> tuple[int, int]:
+    """Exercise 1: the offset ``(dy, dx)`` where a head's favourite offset ends up after resizing.
+
+    The head is ``bump_table``'s head 1, a bump at ``peak``; returns the offset of the largest
+    value of the resized table (row and column offsets of the ``argmax``).
+    """
+    check_positive_int("old_window", old_window)
+    check_positive_int("new_window", new_window)
+    table = bump_table(old_window, peak)
+    image = table_as_images(resize_bias_table(table, old_window, new_window, method), new_window)[1]
+    row, col = divmod(int(image.argmax()), image.shape[1])
+    return row - (new_window - 1), col - (new_window - 1)
+
+
+def cpb_reach(train_window: int, new_window: int) -> tuple[float, float]:
+    """Exercise 2: the largest MLP input of a continuous bias trained at ``train_window``, at
+    training time and at ``new_window`` (normalised by the training window):
+    ``log2(1 + 8·(W-1)/(W_train-1)) / 3`` for ``W = train_window`` and ``W = new_window``."""
+    train = check_positive_int("train_window", train_window)
+    new = check_positive_int("new_window", new_window)
+    scale = NORM_RANGE / max(train - 1, 1)
+    largest = torch.tensor([(train - 1) * scale, (new - 1) * scale])
+    trained, reached = log_space(largest).tolist()
+    return trained, reached
+
+
+def logit_from_offset(q: Tensor, k: Tensor, offset: Tensor, freqs: Tensor) -> Tensor:
+    """Exercise 3: RoPE's logit computed from the offset alone, ``<q, R(φ) k>`` with
+    ``φ = (t_k - t_q) · f``, without ever knowing the two absolute positions.
+
+    ``q``, ``k``: ``(d,)``; ``offset``: ``(2,)`` key position minus query position (row, col);
+    ``freqs``: ``(2, d/2)`` (row and column frequency per pair). Returns a 0-d tensor.
+    """
+    angles = offset[0] * freqs[0] + offset[1] * freqs[1]  # (d/2,)
+    return q @ rotate_pairs(k[None, None, :], angles[None, None, :])[0, 0]

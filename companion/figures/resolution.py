@@ -1,0 +1,212 @@
+"""Figures for chapter 6: resized bias tables, log-spaced coordinates, and 2-D RoPE.
+
+Every ``plot_*`` function returns a new matplotlib Figure no wider than the book's column, with no
+text smaller than 9 pt. ``bump_table`` makes a hand-built table whose resizing is easy to follow;
+it is an illustration, not a learned bias.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from torch import Tensor
+
+from companion._checks import check_positive_int, to_pair
+from companion.cpb import log_space, normalise_offsets
+from companion.relative import WindowSize
+from companion.rope import WindowRoPE, equal_content_logits, window_positions
+from companion.transfer import ResizeMethod, geometric_positions, resize_bias_table, table_as_images
+
+#: The book's text column, in inches.
+WIDTH = 6.6
+FONT = 9
+
+
+def bump_table(
+    window_size: WindowSize, peak: tuple[int, int] = (0, 2), width: float = 0.7
+) -> Tensor:
+    """A two-head illustrative table ``((2Wh-1)(2Ww-1), 2)`` on a window's offset grid.
+
+    Head 0 prefers near keys: ``-0.5 · distance``. Head 1 prefers one offset: a bump
+    ``exp(-|offset - peak|² / (2 width²))`` at ``peak = (dy, dx)`` (by default the key two columns
+    to the left of the query). Where that bump goes when the table is resized is the question.
+    """
+    wh, ww = to_pair("window_size", window_size)
+    dy = torch.arange(-(wh - 1), wh, dtype=torch.float32)[:, None]
+    dx = torch.arange(-(ww - 1), ww, dtype=torch.float32)[None, :]
+    near = -0.5 * torch.sqrt(dy**2 + dx**2)
+    bump = torch.exp(-((dy - peak[0]) ** 2 + (dx - peak[1]) ** 2) / (2 * width**2))
+    return torch.stack((near.flatten(), bump.flatten()), dim=1)
+
+
+def _draw_offsets(ax: Axes, image: Tensor, window: tuple[int, int], limits, title: str) -> None:
+    """One table picture on axes in offset units, so grids of different windows line up."""
+    wh, ww = window
+    extent = (-(ww - 1) - 0.5, ww - 1 + 0.5, wh - 1 + 0.5, -(wh - 1) - 0.5)
+    ax.imshow(image.numpy(), extent=extent, cmap="viridis", vmin=limits[0], vmax=limits[1])
+    ax.set_title(title, fontsize=FONT)
+    ax.tick_params(labelsize=FONT)
+
+
+def plot_resized_tables(
+    table: Tensor,
+    old_window: WindowSize,
+    new_window: WindowSize,
+    heads: Sequence[int] | None = None,
+    title: str = "",
+) -> Figure:
+    """Rows: heads. Columns: the old table, bicubic and geometric resizing to ``new_window``.
+
+    All panels use offset units (``dx`` across, ``dy`` down) and share one axis range, the new
+    window's, so the old grid sits in the middle and the reader sees where each value went.
+    """
+    old, new = to_pair("old_window", old_window), to_pair("new_window", new_window)
+    pictures = {
+        "old": table_as_images(table.detach(), old),
+        "bicubic": table_as_images(resize_bias_table(table, old, new, "bicubic"), new),
+        "geometric": table_as_images(resize_bias_table(table, old, new, "geometric"), new),
+    }
+    heads = list(range(table.shape[1])) if heads is None else list(heads)
+    fig, axes = plt.subplots(
+        len(heads), 3, figsize=(WIDTH, 2.3 * len(heads) + 0.5), squeeze=False, layout="constrained"
+    )
+    reach = max(new[1], old[1]) - 0.5, max(new[0], old[0]) - 0.5
+    for row, h in enumerate(heads):
+        limits = (float(pictures["old"][h].min()), float(pictures["old"][h].max()))
+        for col, (name, images) in enumerate(pictures.items()):
+            window = old if name == "old" else new
+            label = f"{window[0]}×{window[1]}" + ("" if name == "old" else f", {name}")
+            _draw_offsets(axes[row, col], images[h], window, limits, f"head {h}: {label}")
+            axes[row, col].set_xlim(-reach[0], reach[0])
+            axes[row, col].set_ylim(reach[1], -reach[1])
+        axes[row, 0].set_ylabel("row offset dy", fontsize=FONT)
+    for ax in axes[-1]:
+        ax.set_xlabel("column offset dx", fontsize=FONT)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def plot_offset_placement(old_window: int, new_window: int) -> Figure:
+    """Where each old offset ``0..W-1`` lands on the new axis: bicubic stretches all of them by
+    ``(2W'-1)/(2W-1)``; geometric keeps offset 1 at 1 and spreads the long ones."""
+    old, new = (
+        check_positive_int("old_window", old_window),
+        check_positive_int("new_window", new_window),
+    )
+    offsets = np.arange(old)
+    # align_corners=False maps old pixel centres k to k · (2W'-1)/(2W-1) around the centre.
+    stretched = offsets * (2 * new - 1) / (2 * old - 1)
+    geometric = geometric_positions(2 * old - 1, 2 * new - 1)[old - 1 :].numpy()
+    fig, ax = plt.subplots(figsize=(WIDTH, 2.2), layout="constrained")
+    for y, xs in enumerate((geometric, stretched)):
+        ax.scatter(xs, np.full_like(xs, y, dtype=float), s=40, zorder=3)
+        for k, x in enumerate(xs):
+            ax.annotate(
+                str(k),
+                (x, y),
+                textcoords="offset points",
+                xytext=(0, 7),
+                ha="center",
+                fontsize=FONT,
+            )
+    ax.set_yticks([0, 1], ["geometric", "bicubic"], fontsize=FONT)
+    ax.set_xticks(range(new), [str(t) for t in range(new)], fontsize=FONT)
+    ax.set_xlim(-0.5, new - 0.5)
+    ax.set_ylim(-0.6, 1.6)
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_xlabel(
+        f"offset on the new {new}-wide window's axis (old offsets 0..{old - 1} labelled)",
+        fontsize=FONT,
+    )
+    return fig
+
+
+def plot_log_spacing(window: int, larger_window: int) -> Figure:
+    """The coordinate each offset gets: linear ``8·d/(W-1)`` vs log-spaced, for the training
+    window and for a larger one normalised by the training window (its new offsets lie beyond)."""
+    w, big = (
+        check_positive_int("window", window),
+        check_positive_int("larger_window", larger_window),
+    )
+    fig, axes = plt.subplots(1, 2, figsize=(WIDTH, 2.6), layout="constrained")
+    for ax, side in zip(axes, (w, big), strict=True):
+        d = torch.arange(-(side - 1), side, dtype=torch.float32)
+        normed = normalise_offsets(torch.stack((d, d), -1), w)[:, 0]
+        ax.plot(d, normed / 8, "o", ms=3, label="linear d/(W-1)")
+        ax.plot(d, log_space(normed), "o", ms=3, label="log-spaced")
+        ax.axvspan(-(w - 1), w - 1, color="0.9", zorder=0)
+        ax.set_title(f"window {side} (normalised by {w})", fontsize=FONT)
+        ax.set_xlabel("offset d", fontsize=FONT)
+        ax.tick_params(labelsize=FONT)
+    axes[0].set_ylabel("MLP input", fontsize=FONT)
+    axes[0].legend(fontsize=FONT, loc="upper left")
+    return fig
+
+
+def plot_table_image(table: Tensor, window_size: WindowSize, title: str) -> Figure:
+    """Each head's column of a ``((2Wh-1)(2Ww-1), H)`` table (or a CPB's output) as a picture."""
+    window = to_pair("window_size", window_size)
+    images = table_as_images(table.detach(), window)
+    heads = images.shape[0]
+    fig, axes = plt.subplots(
+        1, heads, figsize=(WIDTH, WIDTH / heads + 0.6), squeeze=False, layout="constrained"
+    )
+    for h, ax in enumerate(axes[0]):
+        limits = (float(images[h].min()), float(images[h].max()))
+        _draw_offsets(ax, images[h], window, limits, f"head {h}")
+        ax.set_xlabel("dx", fontsize=FONT)
+    axes[0, 0].set_ylabel("dy", fontsize=FONT)
+    fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def plot_rope_logits(ropes: dict[str, WindowRoPE], queries: Sequence[int], seed: int = 0) -> Figure:
+    """Rows: RoPE variants; columns: queries. Each panel: head 0's equal-content logits of one
+    query laid out on the window, the query outlined. Moving the query moves the pattern with it."""
+    fig, axes = plt.subplots(
+        len(ropes),
+        len(queries),
+        figsize=(WIDTH, 2.3 * len(ropes) + 0.3),
+        squeeze=False,
+        layout="constrained",
+    )
+    for row, (name, rope) in enumerate(ropes.items()):
+        logits = equal_content_logits(rope, seed)[0]
+        wh, ww = rope.window_size
+        limits = (float(logits.min()), float(logits.max()))
+        positions = window_positions(rope.window_size).long()
+        for col, q in enumerate(queries):
+            ax = axes[row, col]
+            ax.imshow(
+                logits[q].view(wh, ww).numpy(), cmap="viridis", vmin=limits[0], vmax=limits[1]
+            )
+            y, x = positions[q].tolist()
+            ax.add_patch(plt.Rectangle((x - 0.5, y - 0.5), 1, 1, fill=False, ec="red", lw=2))
+            ax.set_title(f"{name}, query ({y}, {x})", fontsize=FONT)
+            ax.set_xticks([])
+            ax.set_yticks([])
+    return fig
+
+
+def resize_figure(old: int, new: int, method: ResizeMethod, head: int) -> Figure:
+    """The explorer's figure: ``bump_table(old)``'s ``head`` before and after resizing."""
+    table = bump_table(old)
+    resized = resize_bias_table(table, old, new, method)
+    fig, axes = plt.subplots(1, 2, figsize=(WIDTH, 3.2), layout="constrained")
+    limits = (float(table[:, head].min()), float(table[:, head].max()))
+    reach = max(old, new) - 0.5
+    for ax, (t, w, label) in zip(
+        axes, ((table, old, f"{old}×{old}"), (resized, new, f"{new}×{new}, {method}")), strict=True
+    ):
+        _draw_offsets(ax, table_as_images(t, w)[head], (w, w), limits, f"head {head}: {label}")
+        ax.set_xlim(-reach, reach)
+        ax.set_ylim(reach, -reach)
+        ax.set_xlabel("column offset dx", fontsize=FONT)
+    axes[0].set_ylabel("row offset dy", fontsize=FONT)
+    return fig
