@@ -66,3 +66,29 @@ def swin_table4_markdown() -> str:
             f"{m['coco_ap_box']} / {m['coco_ap_mask']} | {m['ade20k_miou']} |"
         )
     return "\n".join(lines) + f"\n\n*Source: {SWIN_TABLE4_SOURCE}.*"
+
+
+ROPE_VIT_SWIN_SOURCE = (
+    "Heo et al. 2024, Rotary Position Embedding for Vision Transformer (ECCV 2024); "
+    "naver-ai/rope-vit README, table 'Swin Transformer (300 epochs)', Swin-T rows"
+)
+
+#: pos (this book's name) -> ImageNet-1k top-1 of Swin-T trained at 224 px, tested at 224 and at
+#: 384 px (no fine-tuning), as reported by RoPE-ViT.
+ROPE_VIT_SWIN_T: dict[str, dict[str, float]] = {
+    "rel": {"top1_224": 81.2, "top1_384": 78.9},
+    "rope-axial": {"top1_224": 81.3, "top1_384": 79.2},
+    "rope-mixed": {"top1_224": 81.4, "top1_384": 79.5},
+}
+
+
+def rope_vit_swin_markdown() -> str:
+    """``ROPE_VIT_SWIN_T`` as a Markdown table with the drop from 224 to 384 px and the source."""
+    lines = [
+        "| position code | top-1 at 224 px | top-1 at 384 px | change |",
+        "|---|---:|---:|---:|",
+    ]
+    for pos, m in ROPE_VIT_SWIN_T.items():
+        change = m["top1_384"] - m["top1_224"]
+        lines.append(f"| `{pos}` | {m['top1_224']:.1f} | {m['top1_384']:.1f} | {change:+.1f} |")
+    return "\n".join(lines) + f"\n\n*Source: {ROPE_VIT_SWIN_SOURCE}.*"

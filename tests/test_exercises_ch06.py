@@ -8,6 +8,7 @@ import torch
 from book_figures import assert_fits_the_page, assert_nothing_sticks_out_or_overlaps
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from companion.cpb import log_spaced_coordinates
 from companion.exercises.ch06 import cpb_reach, logit_from_offset, peak_after_resize
@@ -82,6 +83,8 @@ FIGURES = {
 def test_figures_fit_the_page_legibly(name):
     torch.manual_seed(0)
     fig = FIGURES[name]()
+    if not hasattr(fig.canvas, "get_renderer"):  # the explorer's bare Figure has no pyplot canvas
+        FigureCanvasAgg(fig)
     assert_fits_the_page(fig)
     assert_nothing_sticks_out_or_overlaps(fig)
 
@@ -94,3 +97,13 @@ def test_resize_explorer_redraws_for_every_method_and_rejects_bad_values():
         explorer.update(new=40)
     with pytest.raises(ValueError, match="method must be one of"):
         resize_explorer(method="nearest")
+
+
+def test_rope_vit_table_lists_our_pos_names_and_the_drops():
+    from companion.paper import ROPE_VIT_SWIN_T, rope_vit_swin_markdown
+    from companion.swin import POS_CHOICES
+
+    assert set(ROPE_VIT_SWIN_T) <= set(POS_CHOICES)
+    text = rope_vit_swin_markdown()
+    assert "| `rel` | 81.2 | 78.9 | -2.3 |" in text
+    assert "| `rope-mixed` | 81.4 | 79.5 | -1.9 |" in text

@@ -198,7 +198,9 @@ def resize_figure(old: int, new: int, method: ResizeMethod, head: int) -> Figure
     """The explorer's figure: ``bump_table(old)``'s ``head`` before and after resizing."""
     table = bump_table(old)
     resized = resize_bias_table(table, old, new, method)
-    fig, axes = plt.subplots(1, 2, figsize=(WIDTH, 3.2), layout="constrained")
+    # A bare Figure, not pyplot's: the explorer renders it itself, a notebook must not show it too.
+    fig = Figure(figsize=(WIDTH, 3.2), layout="constrained")
+    axes = fig.subplots(1, 2)
     limits = (float(table[:, head].min()), float(table[:, head].max()))
     reach = max(old, new) - 0.5
     for ax, (t, w, label) in zip(
