@@ -241,3 +241,36 @@ def test_drop_path_rejects_a_rate_outside_zero_one():
         DropPath(1.0)
     with pytest.raises(TypeError, match="drop_prob must be a float in"):
         DropPath("0.1")
+
+
+@pytest.mark.parametrize(
+    ("pos", "suffixes"),
+    [
+        ("cpb", {"cpb.cpb_mlp.0.weight", "cpb.cpb_mlp.0.bias", "cpb.cpb_mlp.2.weight"}),
+        ("rope-mixed", {"rope.freqs"}),
+        ("rope-axial", set()),
+    ],
+)
+def test_later_position_codes_live_in_every_attention_and_replace_the_table(pos, suffixes):
+    model = tiny(pos=pos)
+    names = set(model.state_dict())
+    assert not any(n.endswith("relative_position_bias_table") for n in names)
+    assert "absolute_pos_embed" not in names
+    for stage in range(len(TINY["depths"])):
+        for block in range(TINY["depths"][stage]):
+            prefix = f"layers.{stage}.blocks.{block}.attn."
+            assert {n.removeprefix(prefix) for n in names if n.startswith(prefix)} - {
+                "qkv.weight",
+                "qkv.bias",
+                "proj.weight",
+                "proj.bias",
+            } == suffixes
+
+
+@pytest.mark.parametrize("pos", ["cpb", "rope-axial", "rope-mixed"])
+def test_eager_and_sdpa_agree_for_the_later_position_codes(pos):
+    torch.manual_seed(0)
+    sdpa = swin_from_config("tiny-cpu", pos=pos).eval()
+    eager = swin_from_config("tiny-cpu", pos=pos, attn_impl="eager").eval()
+    eager.load_state_dict(sdpa.state_dict())
+    torch.testing.assert_close(sdpa(images()), eager(images()), atol=1e-5, rtol=1e-4)
