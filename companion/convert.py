@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from torch import Tensor
 
 from companion.absolute import resample_position_embedding
-from companion.transfer import ResizeMethod, _check_method, resize_bias_table
+from companion.transfer import ResizeMethod, check_resize_method, resize_bias_table
 
 if TYPE_CHECKING:
     from companion.swin import SwinTransformer
@@ -63,7 +63,7 @@ def convert_official_state_dict(
     Returns:
         A dict for ``model.load_state_dict(..., strict=True)``.
     """
-    method = _check_method(method)
+    method = check_resize_method(method)
     weights = state_dict.get("model", state_dict)
     has_ape = "absolute_pos_embed" in weights
     if has_ape != hasattr(model, "absolute_pos_embed"):

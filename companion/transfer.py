@@ -158,11 +158,12 @@ def resize_bias_table(
             )
             for o, side in zip(old, new_sides, strict=True)
         )
-        resized = ay @ images @ ax.T
+        resized = ay.to(images.device) @ images @ ax.to(images.device).T
     return images_as_table(resized).to(table.dtype)
 
 
-def _check_method(method: object) -> ResizeMethod:
+def check_resize_method(method: object) -> ResizeMethod:
+    """``method`` if it is one of ``RESIZE_METHODS``, else ``ValueError`` naming it."""
     return check_choice("method", method, RESIZE_METHODS)  # type: ignore[return-value]
 
 
@@ -181,7 +182,7 @@ def set_input_size(
     chapter 1) to the new patch grid. Raises ``ValueError`` before changing anything when the new
     image size is not a multiple of the patch size.
     """
-    method = _check_method(method)
+    method = check_resize_method(method)
     img = model.img_size if img_size is None else to_pair("img_size", img_size)
     window = model.window_size if window_size is None else to_pair("window_size", window_size)
     patch = model.patch_size
