@@ -1,0 +1,144 @@
+"""The resolution-transfer experiment's model side: move a model trained at 32 px to a larger
+image, evaluate it, optionally fine-tune it briefly.
+
+Two ways to run a model on ``S``-px images when it was trained at 32 px (chapter 6):
+
+* ``"grid"``: keep the window; the token grid grows (``set_img_size``), so each window covers a
+  smaller part of the image and a stage may now shift where it did not.
+* ``"window"``: grow the window with the image (``set_window_size(M · S / 32)``), so each window
+  covers the same part of the image as in training; a bias table is then resized, with
+  ``"bicubic"`` or ``"geometric"`` (two conditions), while a continuous bias or a rotary
+  embedding just computes its coordinates for the larger window.
+
+Images for the larger size are the test images resized (bicubic, the usual way a classifier is
+evaluated at a higher resolution): every object keeps its place relative to the frame, so every
+label keeps its meaning.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from companion._checks import check_positive_int
+from companion.data import ImageClassificationData
+from companion.swin import SwinTransformer
+from companion.transfer import ResizeMethod
+
+TRAIN_SIZE = 32
+EVAL_SIZES = (48, 64)
+#: The position codes whose model holds a bias table (the only ones a resize method changes).
+TABLE_POS = ("rel", "abs+rel")
+
+
+@dataclass(frozen=True)
+class TransferCondition:
+    """How a model is moved to a larger image: keep or grow the window, and the table resize."""
+
+    name: str
+    grow_window: bool
+    method: ResizeMethod = "geometric"
+
+
+def transfer_conditions(pos: str) -> tuple[TransferCondition, ...]:
+    """The conditions worth running for ``pos``: the window kept, then grown (with both table
+    resize methods when the model has tables, once otherwise)."""
+    grown = (
+        (
+            TransferCondition("window-bicubic", True, "bicubic"),
+            TransferCondition("window-geometric", True, "geometric"),
+        )
+        if pos in TABLE_POS
+        else (TransferCondition("window", True),)
+    )
+    return (TransferCondition("grid", False), *grown)
+
+
+def moved_model(model: SwinTransformer, size: int, condition: TransferCondition) -> SwinTransformer:
+    """A copy of ``model`` for ``size``-px images under ``condition`` (``model`` is unchanged).
+
+    With ``grow_window`` the window scales with the image, ``M · size / 32`` on each axis; it must
+    come out whole (``ValueError`` otherwise: 48 px needs an even window at 32 px).
+    """
+    check_positive_int("size", size)
+    moved = copy.deepcopy(model)
+    moved.set_img_size(size, method=condition.method)
+    if condition.grow_window:
+        window = []
+        for side in moved.window_size:
+            if side * size % TRAIN_SIZE:
+                raise ValueError(
+                    f"size={size} must scale the window {tuple(moved.window_size)} to whole "
+                    f"sides (window * size / {TRAIN_SIZE})"
+                )
+            window.append(side * size // TRAIN_SIZE)
+        moved.set_window_size(tuple(window), method=condition.method)
+    return moved
+
+
+def resized_images(data: ImageClassificationData, images: Tensor, size: int) -> Tensor:
+    """uint8 ``(B, 3, 32, 32)`` -> normalised float ``(B, 3, size, size)`` (bicubic)."""
+    x = data.normalize(images)
+    if x.shape[-1] == size and x.shape[-2] == size:
+        return x
+    return F.interpolate(x, size=(size, size), mode="bicubic", align_corners=False)
+
+
+@torch.no_grad()
+def accuracy_at(
+    model: SwinTransformer, data: ImageClassificationData, size: int, batch_size: int = 256
+) -> float:
+    """Top-1 accuracy of ``model`` (already moved to ``size``) on ``data`` resized to ``size``."""
+    model.eval()
+    device = next(model.parameters()).device
+    correct = 0
+    for start in range(0, len(data), batch_size):
+        images, labels = data[list(range(start, min(start + batch_size, len(data))))]
+        logits = model(resized_images(data, images.to(device), size))
+        correct += int((logits.argmax(-1) == labels.to(device)).sum())
+    return correct / len(data)
+
+
+def fine_tune(
+    model: SwinTransformer,
+    data: ImageClassificationData,
+    size: int,
+    steps: int,
+    lr: float = 1e-4,
+    batch_size: int = 64,
+    seed: int = 0,
+) -> list[float]:
+    """A short fine-tune at ``size``: ``steps`` AdamW steps (constant ``lr``, no weight decay on
+    ``model.no_weight_decay()``'s position parameters) on random batches of ``data``.
+
+    Returns the training loss of every step. This is the "+ short fine-tune" arm of the
+    experiment, deliberately small next to the training run (chapter 5's loop does the training).
+    """
+    check_positive_int("steps", steps)
+    model.train()
+    device = next(model.parameters()).device
+    keep = model.no_weight_decay()
+    params = dict(model.named_parameters())
+    groups = [
+        {"params": [p for n, p in params.items() if n not in keep and p.dim() > 1]},
+        {"params": [p for n, p in params.items() if n in keep or p.dim() <= 1], "weight_decay": 0},
+    ]
+    optimiser = torch.optim.AdamW(groups, lr=lr, weight_decay=0.05)
+    generator = torch.Generator().manual_seed(seed)
+    losses = []
+    for _ in range(steps):
+        index = torch.randint(len(data), (batch_size,), generator=generator)
+        images, labels = data[index]
+        loss = F.cross_entropy(
+            model(resized_images(data, images.to(device), size)), labels.to(device)
+        )
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        optimiser.step()
+        losses.append(loss.item())
+    model.eval()
+    return losses

@@ -1,0 +1,66 @@
+"""companion.resolution_transfer: moving a 32-px model to 48/64 px under each condition."""
+
+import pytest
+import torch
+
+from companion.data import make_dataset
+from companion.resolution_transfer import (
+    accuracy_at,
+    fine_tune,
+    moved_model,
+    resized_images,
+    transfer_conditions,
+)
+from companion.swin import POS_CHOICES, swin_from_config
+
+
+def test_table_models_get_both_resize_methods_and_the_others_one_grown_window():
+    assert [c.name for c in transfer_conditions("rel")] == [
+        "grid",
+        "window-bicubic",
+        "window-geometric",
+    ]
+    assert [c.name for c in transfer_conditions("rope-mixed")] == ["grid", "window"]
+
+
+@pytest.mark.parametrize("pos", POS_CHOICES)
+@pytest.mark.parametrize("size", [48, 64])
+def test_every_pos_and_condition_runs_at_the_new_size_and_leaves_the_original(pos, size):
+    torch.manual_seed(0)
+    model = swin_from_config("tiny-cpu", pos=pos).eval()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    for condition in transfer_conditions(pos):
+        moved = moved_model(model, size, condition)
+        grid = size // 4
+        expected_window = 4 * size // 32 if condition.grow_window else 4
+        assert moved.layers[0].blocks[0].window_size == (min(grid, expected_window),) * 2
+        assert moved(torch.randn(1, 3, size, size)).shape == (1, 10)
+    assert model.img_size == (32, 32)
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
+
+
+def test_a_window_that_would_not_scale_to_whole_sides_is_refused():
+    model = swin_from_config("tiny-cpu", window_size=3)
+    with pytest.raises(ValueError, match="whole sides"):
+        moved_model(model, 48, transfer_conditions("rel")[1])
+
+
+def test_resized_images_keep_the_picture_and_accuracy_is_a_fraction():
+    data = make_dataset("grid-cell", "test", n=16)
+    images, _ = data[list(range(16))]
+    big = resized_images(data, images, 64)
+    assert big.shape == (16, 3, 64, 64)
+    small = torch.nn.functional.avg_pool2d(big, 2)
+    assert (small - data.normalize(images)).abs().mean() < 0.1
+    model = swin_from_config("tiny-cpu", num_classes=16)
+    assert 0.0 <= accuracy_at(moved_model(model, 64, transfer_conditions("rel")[0]), data, 64) <= 1
+
+
+def test_a_short_fine_tune_lowers_the_training_loss():
+    torch.manual_seed(0)
+    data = make_dataset("grid-cell", "train", n=64)
+    model = moved_model(
+        swin_from_config("tiny-cpu", num_classes=16), 48, transfer_conditions("cpb")[1]
+    )
+    losses = fine_tune(model, data, 48, steps=12, lr=1e-3, batch_size=32)
+    assert len(losses) == 12 and sum(losses[-3:]) < sum(losses[:3])
