@@ -218,7 +218,8 @@ class SwinBlock(nn.Module):
             math.ceil(r / w) * w
             for r, w in zip(self.input_resolution, self.window_size, strict=True)
         ]
-        return shifted_window_mask(*padded, self.window_size, self.shift_size)
+        device = self.norm1.weight.device  # where the block lives (after a .to(), too)
+        return shifted_window_mask(*padded, self.window_size, self.shift_size, device=device)
 
     def set_input_size(
         self,
@@ -232,11 +233,7 @@ class SwinBlock(nn.Module):
         self.window_size, shift = fit_window(self.input_resolution, window_size)
         self.shift_size = shift if self.shifted else (0, 0)
         self.attn.set_window_size(self.window_size, method)
-        device = self.norm1.weight.device
-        mask = self._shift_mask()
-        self.register_buffer(
-            "attn_mask", None if mask is None else mask.to(device), persistent=False
-        )
+        self.register_buffer("attn_mask", self._shift_mask(), persistent=False)
 
     def window_attention(self, x: Tensor) -> Tensor:
         """(Shifted-)window attention over a ``(B, H, W, C)`` map; returns the same shape."""
