@@ -27,6 +27,7 @@ from torch import Tensor
 from companion._checks import check_positive_int
 from companion.data import ImageClassificationData
 from companion.swin import SwinTransformer
+from companion.train import param_groups
 from companion.transfer import ResizeMethod
 
 TRAIN_SIZE = 32
@@ -112,8 +113,8 @@ def fine_tune(
     batch_size: int = 64,
     seed: int = 0,
 ) -> list[float]:
-    """A short fine-tune at ``size``: ``steps`` AdamW steps (constant ``lr``, no weight decay on
-    ``model.no_weight_decay()``'s position parameters) on random batches of ``data``.
+    """A short fine-tune at ``size``: ``steps`` AdamW steps (constant ``lr``, the trainer's
+    ``param_groups``) on random batches of ``data``.
 
     Returns the training loss of every step. This is the "+ short fine-tune" arm of the
     experiment, deliberately small next to the training run (chapter 5's loop does the training).
@@ -121,13 +122,7 @@ def fine_tune(
     check_positive_int("steps", steps)
     model.train()
     device = next(model.parameters()).device
-    keep = model.no_weight_decay()
-    params = dict(model.named_parameters())
-    groups = [
-        {"params": [p for n, p in params.items() if n not in keep and p.dim() > 1]},
-        {"params": [p for n, p in params.items() if n in keep or p.dim() <= 1], "weight_decay": 0},
-    ]
-    optimiser = torch.optim.AdamW(groups, lr=lr, weight_decay=0.05)
+    optimiser = torch.optim.AdamW(param_groups(model, weight_decay=0.05), lr=lr)
     generator = torch.Generator().manual_seed(seed)
     losses = []
     for _ in range(steps):
