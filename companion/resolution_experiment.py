@@ -1,0 +1,172 @@
+"""The resolution-transfer experiment: a finished 32-px ablation, every run moved to 48 and 64 px.
+
+Two steps. The ablation runner trains every position code at 32 px and publishes
+``results/<name>/`` (chapter 5's provenance); this module then takes each of its runs from the
+work folder's checkpoint, moves it to every size under every condition of
+``companion.resolution_transfer`` and measures the test accuracy as it is and after a short
+fine-tune at the new size::
+
+    python -m companion.ablation --name transfer-cpu --config tiny-cpu --seeds 0 1 2 ...
+    python -m companion.resolution_experiment --name transfer-cpu --finetune-steps 50
+
+It writes ``results/<name>/transfer.json`` (a provenance header, the settings, one row per run x
+size x condition) and ``transfer.md`` (mean ± std over seeds), atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shlex
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from companion._io import atomic_write_json, atomic_write_text
+from companion.data import make_dataset, num_classes
+from companion.provenance import provenance
+from companion.resolution_transfer import (
+    EVAL_SIZES,
+    accuracy_at,
+    fine_tune,
+    moved_model,
+    transfer_conditions,
+)
+from companion.results import load_results, run_key, summarize
+from companion.swin import SwinTransformer
+from companion.train import CHECKPOINT, TrainConfig, load_checkpoint
+from companion.train.build import build_model
+
+
+def trained_run(
+    work: Path, dataset: str, pos: str, seed: int
+) -> tuple[TrainConfig, SwinTransformer]:
+    """The settings and the trained model of one ablation run, from its checkpoint in ``work``."""
+    saved = load_checkpoint(work / run_key(dataset, pos, seed) / CHECKPOINT)
+    names = {f.name for f in dataclasses.fields(TrainConfig)}
+    cfg = TrainConfig(**{k: v for k, v in saved["config"].items() if k in names})
+    model = build_model(cfg, num_classes(dataset), None)
+    model.load_state_dict(saved["model"])
+    return cfg, model.eval()
+
+
+def transfer_rows(
+    cfg: TrainConfig,
+    model: SwinTransformer,
+    sizes: Sequence[int] = EVAL_SIZES,
+    finetune_steps: int = 50,
+    finetune_lr: float = 1e-4,
+) -> list[dict[str, Any]]:
+    """One row per size x condition: test accuracy as moved and after ``finetune_steps``."""
+
+    def load(split: str, n: int | None):
+        return make_dataset(cfg.dataset, split, n, seed=cfg.data_seed)
+
+    test, train = load("test", cfg.test_size), load("train", cfg.train_size)
+    rows = [{"size": 32, "condition": "trained", "acc": accuracy_at(model, test, 32)}]
+    for size in sizes:
+        for condition in transfer_conditions(cfg.pos):
+            moved = moved_model(model, size, condition)
+            row = {"size": size, "condition": condition.name, "acc": accuracy_at(moved, test, size)}
+            if finetune_steps:
+                start = time.perf_counter()
+                fine_tune(moved, train, size, finetune_steps, finetune_lr, seed=cfg.seed)
+                row["acc_finetuned"] = accuracy_at(moved, test, size)
+                row["finetune_s"] = time.perf_counter() - start
+            rows.append(row)
+    return [{"dataset": cfg.dataset, "pos": cfg.pos, "seed": cfg.seed, **r} for r in rows]
+
+
+def transfer_summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Mean and std over seeds per dataset x pos x size x condition (as moved, and fine-tuned),
+    by ``companion.results.summarize`` with ``(pos, size, condition)`` in the place of ``pos``."""
+    out = []
+    for metric in ("acc", "acc_finetuned"):
+        records = [
+            {
+                "dataset": r["dataset"],
+                "pos": (r["pos"], r["size"], r["condition"]),
+                "final": {metric: r[metric]},
+            }
+            for r in rows
+            if metric in r
+        ]
+        for s in summarize(records, metric=metric):
+            pos, size, condition = s["pos"]
+            out.append({**s, "pos": pos, "size": size, "condition": condition, "metric": metric})
+    return out
+
+
+def transfer_table(summary: Sequence[dict[str, Any]]) -> str:
+    """``transfer_summary`` as Markdown: one line per dataset x pos x size x condition."""
+    lines = ["| dataset | pos | size | condition | accuracy | after fine-tune |", "|---" * 6 + "|"]
+    cells: dict[tuple, dict[str, str]] = {}
+    for s in summary:
+        key = (s["dataset"], s["pos"], s["size"], s["condition"])
+        cells.setdefault(key, {})[s["metric"]] = f"{s['mean']:.3f} ± {s['std']:.3f} (n={s['n']})"
+    for (dataset, pos, size, condition), v in cells.items():
+        after = v.get("acc_finetuned", "")
+        lines.append(f"| {dataset} | {pos} | {size} | {condition} | {v['acc']} | {after} |")
+    return "\n".join(lines)
+
+
+def run_transfer(
+    results_dir: Path,
+    work: Path,
+    sizes: Sequence[int] = EVAL_SIZES,
+    finetune_steps: int = 50,
+    finetune_lr: float = 1e-4,
+    command: str | None = None,
+) -> dict[str, Any]:
+    """Move every run of the ablation published in ``results_dir`` (checkpoints in ``work``)."""
+    start = time.perf_counter()
+    plan = load_results(results_dir)["plan"]
+    rows = []
+    for seed in plan["seeds"]:
+        for dataset in plan["datasets"]:
+            for pos in plan["pos"]:
+                cfg, model = trained_run(work, dataset, pos, seed)
+                rows += transfer_rows(cfg, model, sizes, finetune_steps, finetune_lr)
+    header = {**provenance(command), "wall_s": time.perf_counter() - start}
+    settings = {"sizes": list(sizes), "finetune_steps": finetune_steps, "finetune_lr": finetune_lr}
+    results = {"header": header, "plan": plan, "settings": settings, "rows": rows}
+    results["summary"] = transfer_summary(rows)
+    atomic_write_json(results_dir / "transfer.json", results)
+    atomic_write_text(results_dir / "transfer.md", transfer_table(results["summary"]) + "\n")
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    p = argparse.ArgumentParser(prog="python -m companion.resolution_experiment")
+    p.add_argument("--name", required=True, help="the ablation's name: results/<name>/")
+    p.add_argument("--results-dir", default="results")
+    p.add_argument("--work-dir", default="runs/ablation", help="the ablation's checkpoints")
+    p.add_argument("--sizes", type=int, nargs="+", default=list(EVAL_SIZES))
+    p.add_argument("--finetune-steps", type=int, default=50, help="0: no fine-tune")
+    p.add_argument("--finetune-lr", type=float, default=1e-4)
+    p.add_argument("--threads", type=int, default=None)
+    args = p.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    folder = Path(args.results_dir) / args.name
+    command = shlex.join(["python", "-m", "companion.resolution_experiment", *argv])
+    results = run_transfer(
+        folder,
+        Path(args.work_dir) / args.name,
+        args.sizes,
+        args.finetune_steps,
+        args.finetune_lr,
+        command,
+    )
+    print(transfer_table(results["summary"]))
+    print(f"wrote {folder / 'transfer.json'} in {results['header']['wall_s']:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

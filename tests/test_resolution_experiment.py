@@ -1,0 +1,54 @@
+"""companion.resolution_experiment: a minuscule ablation moved to 48 and 64 px, end to end."""
+
+import json
+
+import pytest
+
+from companion.ablation import AblationPlan, run_ablation
+from companion.resolution_experiment import main, transfer_summary, transfer_table
+from companion.train import TrainConfig
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("transfer")
+    base = TrainConfig(
+        epochs=1, batch_size=16, train_size=32, test_size=16, device="cpu", progress=False
+    )
+    plan = AblationPlan(
+        name="mini",
+        datasets=("grid-cell",),
+        pos=("rel", "rope-axial"),
+        seeds=(0,),
+        base=base,
+        results_dir=str(tmp / "results"),
+        work_dir=str(tmp / "runs"),
+    )
+    run_ablation(plan)
+    argv = ["--name", "mini", "--results-dir", str(tmp / "results"), "--work-dir"]
+    assert main([*argv, str(tmp / "runs"), "--finetune-steps", "2"]) == 0
+    return tmp / "results" / "mini"
+
+
+@pytest.mark.slow
+def test_every_run_is_moved_under_every_condition_with_provenance(finished):
+    results = json.loads((finished / "transfer.json").read_text())
+    assert results["header"]["command"].startswith("python -m companion.resolution_experiment")
+    assert "git" in results["header"] and "wall_s" in results["header"]
+    conditions = {(r["pos"], r["size"], r["condition"]) for r in results["rows"]}
+    assert ("rel", 64, "window-bicubic") in conditions
+    assert ("rope-axial", 48, "window") in conditions and ("rel", 32, "trained") in conditions
+    assert len(results["rows"]) == 2 * (1 + 2 * 3) - 2  # rel: 3 conditions, rope: 2, per size
+    assert all(0 <= r["acc"] <= 1 for r in results["rows"])
+    assert all("acc_finetuned" in r for r in results["rows"] if r["size"] != 32)
+    assert "| grid-cell | rel | 64 | window-geometric |" in (finished / "transfer.md").read_text()
+
+
+def test_summary_groups_seeds_per_condition():
+    rows = [
+        {"dataset": "d", "pos": "rel", "seed": s, "size": 48, "condition": "grid", "acc": a}
+        for s, a in ((0, 0.5), (1, 0.7))
+    ]
+    (summary,) = transfer_summary(rows)
+    assert summary["n"] == 2 and summary["mean"] == pytest.approx(0.6)
+    assert "0.600 ± 0.141 (n=2)" in transfer_table([summary])
