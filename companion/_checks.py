@@ -134,3 +134,21 @@ def check_grid_embedding(
             f"old_grid={(oh, ow)} and num_prefix_tokens={prefix}, got {tuple(pos_embed.shape)}"
         )
     return oh, ow
+
+
+def check_stage_ints(name: str, value: object) -> tuple[int, ...]:
+    """``value`` as a tuple of ints >= 1, one per stage (a non-empty sequence), else raise."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) == 0:
+        raise TypeError(
+            f"{name} must be a non-empty sequence of ints >= 1 (one per stage), got {value!r}"
+        )
+    return tuple(check_positive_int(f"{name}[{i}]", v) for i, v in enumerate(value))
+
+
+def check_fraction(name: str, value: object) -> float:
+    """``value`` as a float in ``[0, 1)`` (a rate), else raise naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a float in [0, 1), got {value!r} ({type(value).__name__})")
+    if not 0.0 <= value < 1.0:
+        raise ValueError(f"{name} must be a float in [0, 1), got {value!r}")
+    return float(value)

@@ -26,7 +26,7 @@ from companion.relative import (
     relative_position_index,
 )
 from companion.rope import RopeKind, WindowRoPE
-from companion.transfer import ResizeMethod, resized_table_parameter
+from companion.transfer import ResizeMethod, resize_bias_table, resized_table_parameter
 
 AttnImpl = Literal["sdpa", "eager"]
 RelBiasOffsets = Literal["signed", "magnitude"]
@@ -68,6 +68,23 @@ def wrapped_position_index(window_size: WindowSize, wrap: tuple[bool, bool]) -> 
     wh, ww = to_pair("window_size", window_size)
     offsets = window_offsets((wh, ww), wrap)
     return (offsets[..., 0] + wh - 1) * (2 * ww - 1) + offsets[..., 1] + ww - 1
+
+
+@torch.no_grad()
+def magnitude_table_parameter(
+    signed: Tensor,
+    old_window: WindowSize,
+    new_window: WindowSize,
+    method: ResizeMethod,
+    requires_grad: bool = True,
+) -> nn.Parameter:
+    """A ``"magnitude"`` table ``(Wh' * Ww', H)`` for ``new_window`` from the signed table
+    ``((2Wh-1)(2Ww-1), H)`` it stands for: resize that (``resize_bias_table``), then keep the
+    quadrant ``dy, dx >= 0``, whose rows are ``|dy| * Ww' + |dx|``."""
+    wh, ww = to_pair("new_window", new_window)
+    resized = resize_bias_table(signed.detach(), old_window, (wh, ww), method)
+    quadrant = resized.view(2 * wh - 1, 2 * ww - 1, -1)[wh - 1 :, ww - 1 :]
+    return nn.Parameter(quadrant.reshape(wh * ww, -1).clone(), requires_grad=requires_grad)
 
 
 def _check_wrap(wrap: object) -> tuple[bool, bool]:
@@ -156,6 +173,11 @@ class WindowAttention(nn.Module):
             self.register_buffer("relative_position_index", index, persistent=False)
         if cpb and rel_pos_bias:
             raise ValueError("cpb=True replaces the bias table: pass rel_pos_bias=False with it")
+        if any(wrap) and (cpb or rope is not None):
+            raise ValueError(
+                f"wrap={wrap} takes offsets around a ring, which only a bias table does: "
+                f"use it without cpb (got {cpb}) and rope (got {rope!r})"
+            )
         self.cpb = ContinuousPositionBias(self.window_size, num_heads) if cpb else None
         if rope is not None:
             check_choice("rope", rope, ("axial", "mixed"))
@@ -265,17 +287,35 @@ class WindowAttention(nn.Module):
     def set_window_size(self, window_size: WindowSize, method: ResizeMethod = "geometric") -> None:
         """Switch to another window: the table is resized with ``method``
         (``companion.transfer.resize_bias_table``) and the index recomputed; a continuous bias or
-        a rotary embedding recomputes its coordinates. The weights carry over."""
+        a rotary embedding recomputes its coordinates. The weights carry over.
+
+        A ``"magnitude"`` table is resized as the signed table it stands for (``offset_table``,
+        mirror-symmetric on each axis, as is every resize of it), keeping the rows
+        ``dy, dx >= 0``. A window with ``wrap`` (a torus) is refused: its table never learned the
+        offsets beyond half the window that a window without wrap needs."""
         window = to_pair("window_size", window_size)
         if window == self.window_size:
             return
+        if any(self.wrap):
+            raise ValueError(
+                f"set_window_size cannot move a window with wrap={self.wrap} (a torus window): its "
+                f"offsets go around the ring; build the model at window_size={window} instead"
+            )
         if self.rel_pos_bias:
             table = self.relative_position_bias_table
-            self.relative_position_bias_table = resized_table_parameter(
-                table, self.window_size, window, method
+            if self.rel_bias_offsets == "signed":
+                self.relative_position_bias_table = resized_table_parameter(
+                    table, self.window_size, window, method
+                )
+                index = relative_position_index(window)
+            else:
+                self.relative_position_bias_table = magnitude_table_parameter(
+                    self.offset_table(), self.window_size, window, method, table.requires_grad
+                )
+                index = magnitude_position_index(window)
+            self.register_buffer(
+                "relative_position_index", index.to(table.device), persistent=False
             )
-            index = relative_position_index(window).to(table.device)
-            self.register_buffer("relative_position_index", index, persistent=False)
         for code in (self.cpb, self.rope):
             if code is not None:
                 code.set_window_size(window)

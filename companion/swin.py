@@ -30,13 +30,27 @@ import torch
 from torch import Tensor, nn
 
 from companion import absolute, transfer
-from companion._checks import check_bool, check_choice, check_positive_int, to_pair
+from companion._checks import (
+    check_bool,
+    check_choice,
+    check_fraction,
+    check_positive_int,
+    check_stage_ints,
+    to_pair,
+)
 from companion.attention import REL_BIAS_OFFSETS, AttnImpl, RelBiasOffsets, WindowAttention
 from companion.convert import convert_official_state_dict as convert_official_state_dict
 from companion.init import trunc_normal_
 from companion.layers import DropPath, Mlp
+from companion.merging import PATCH_MERGING_CHOICES, PatchMerging, PatchMergingKind, PoolMerging
+from companion.merging import merge_groups as merge_groups
 from companion.relative import WindowSize
 from companion.rope import RopeKind
+from companion.swin_configs import CONFIGS
+from companion.swin_configs import VARIANTS as VARIANTS  # re-exported: the trainer and tests
+from companion.swin_configs import variant_overrides as variant_overrides
+from companion.swin_summary import format_stage_summary as format_stage_summary
+from companion.swin_summary import stage_summary as stage_summary
 from companion.window import (
     cyclic_shift,
     pad_to_windows,
@@ -48,8 +62,9 @@ from companion.window import (
 Pos = Literal["none", "abs", "rel", "abs+rel", "cpb", "rope-axial", "rope-mixed"]
 #: Every ``pos`` value; the trainer and the ablation derive their choices from this tuple.
 POS_CHOICES: tuple[str, ...] = ("none", "abs", "rel", "abs+rel", "cpb", "rope-axial", "rope-mixed")
-PatchMergingKind = Literal["concat", "avgpool"]
-PATCH_MERGING_CHOICES: tuple[str, ...] = ("concat", "avgpool")
+#: The ``pos`` a torus can hide the border from (a window spanning a map wraps its offsets);
+#: a continuous bias or a rotary embedding measures offsets along a line.
+TORUS_POS: tuple[str, ...] = ("none", "abs", "rel", "abs+rel")
 
 
 def fit_window(
@@ -81,57 +96,6 @@ class PatchEmbed(absolute.PatchEmbed):
 
     def forward(self, x: Tensor) -> Tensor:
         return self.norm(self.project(x).permute(0, 2, 3, 1))
-
-
-def merge_groups(x: Tensor) -> Tensor:
-    """Concatenate each 2 x 2 group of neighbours: ``(B, H, W, C)`` -> ``(B, ⌈H/2⌉, ⌈W/2⌉, 4C)``.
-
-    The order is top-left, bottom-left, top-right, bottom-right (the reference order: pretrained
-    weights depend on it). An odd side is zero-padded at the bottom/right first.
-    """
-    x = pad_to_windows(x, 2)
-    b, h, w, c = x.shape
-    # (B, H/2, row-in-group, W/2, col-in-group, C) -> (B, H/2, W/2, col, row, C) -> 4C channels
-    return x.view(b, h // 2, 2, w // 2, 2, c).permute(0, 1, 3, 4, 2, 5).flatten(3)
-
-
-class PatchMerging(nn.Module):
-    """Halve the resolution and double the channels: ``(B, H, W, C)`` -> ``(B, ⌈H/2⌉, ⌈W/2⌉, 2C)``.
-
-    ``merge_groups`` stacks each 2 x 2 group into one ``4C`` vector, which is normalised and
-    projected to ``2C`` channels: the resolution halves, as in a CNN's strided stage.
-    """
-
-    def __init__(self, dim: int) -> None:
-        super().__init__()
-        self.dim = check_positive_int("dim", dim)
-        self.norm = nn.LayerNorm(4 * dim)
-        self.reduction = nn.Linear(4 * dim, 2 * dim, bias=False)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self.reduction(self.norm(merge_groups(x)))
-
-
-class PoolMerging(nn.Module):
-    """An order-free patch merging (a controlled variant): ``(B, H, W, C)`` -> ``(B, ⌈H/2⌉,
-    ⌈W/2⌉, 2C)``.
-
-    Each 2 x 2 group is *averaged* instead of concatenated, then normalised and projected to
-    ``2C``. Permuting the four neighbours of a group changes nothing, so, unlike
-    ``PatchMerging``, the merge itself tells the next stage nothing about where inside its group
-    a feature was.
-    """
-
-    def __init__(self, dim: int) -> None:
-        super().__init__()
-        self.dim = check_positive_int("dim", dim)
-        self.norm = nn.LayerNorm(dim)
-        self.reduction = nn.Linear(dim, 2 * dim, bias=False)
-
-    def forward(self, x: Tensor) -> Tensor:
-        groups = merge_groups(x)  # (B, H/2, W/2, 4C): the four neighbours side by side
-        mean = groups.unflatten(-1, (4, x.shape[-1])).mean(3)  # (B, H/2, W/2, C)
-        return self.reduction(self.norm(mean))
 
 
 class SwinBlock(nn.Module):
@@ -345,22 +309,6 @@ class PoolingHead(nn.Module):
         return self.fc(x.mean(dim=(1, 2)))
 
 
-def _check_stage_ints(name: str, value: object) -> tuple[int, ...]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) == 0:
-        raise TypeError(
-            f"{name} must be a non-empty sequence of ints >= 1 (one per stage), got {value!r}"
-        )
-    return tuple(check_positive_int(f"{name}[{i}]", v) for i, v in enumerate(value))
-
-
-def _check_fraction(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a float in [0, 1), got {value!r} ({type(value).__name__})")
-    if not 0.0 <= value < 1.0:
-        raise ValueError(f"{name} must be a float in [0, 1), got {value!r}")
-    return float(value)
-
-
 class SwinTransformer(nn.Module):
     """Swin Transformer for image classification.
 
@@ -392,7 +340,7 @@ class SwinTransformer(nn.Module):
         torus: ``True``: every feature map is a torus (shifted windows wrap around without the
             mask, a window spanning a whole axis measures offsets around it), so no attention
             region or offset reveals the map's border; every stage's map must then be a
-            multiple of its window (see ``SwinBlock``).
+            multiple of its window (see ``SwinBlock``), and ``pos`` one of ``TORUS_POS``.
 
     ``forward``: ``(B, in_chans, H, W)`` -> logits ``(B, num_classes)``.
     """
@@ -423,8 +371,8 @@ class SwinTransformer(nn.Module):
         self.in_chans = check_positive_int("in_chans", in_chans)
         self.num_classes = check_positive_int("num_classes", num_classes)
         self.embed_dim = check_positive_int("embed_dim", embed_dim)
-        self.depths = _check_stage_ints("depths", depths)
-        self.num_heads = _check_stage_ints("num_heads", num_heads)
+        self.depths = check_stage_ints("depths", depths)
+        self.num_heads = check_stage_ints("num_heads", num_heads)
         if len(self.depths) != len(self.num_heads):
             raise ValueError(
                 f"depths and num_heads must have one entry per stage (the same length), got "
@@ -445,13 +393,18 @@ class SwinTransformer(nn.Module):
                 f"mlp_ratio must give at least 1 hidden channel, got mlp_ratio={mlp_ratio!r}"
             )
         self.mlp_ratio = float(mlp_ratio)
-        drop_path_rate = _check_fraction("drop_path_rate", drop_path_rate)
+        drop_path_rate = check_fraction("drop_path_rate", drop_path_rate)
         self.pos: Pos = check_choice("pos", pos, POS_CHOICES)  # type: ignore[assignment]
         self.attn_impl: AttnImpl = check_choice("attn_impl", attn_impl, ("sdpa", "eager"))  # type: ignore[assignment]
         self.shifted_windows = check_bool("shifted_windows", shifted_windows)
         self.patch_merging = check_choice("patch_merging", patch_merging, PATCH_MERGING_CHOICES)
         self.rel_bias_offsets = check_choice("rel_bias_offsets", rel_bias_offsets, REL_BIAS_OFFSETS)
         self.torus = check_bool("torus", torus)
+        if torus and pos not in TORUS_POS:
+            raise ValueError(
+                f"torus=True wraps offsets around the map, which only a bias table can do: use it "
+                f"with pos in {list(TORUS_POS)}, got pos={pos!r}"
+            )
         use_rel = pos in ("rel", "abs+rel")
         rope: RopeKind | None = pos.removeprefix("rope-") if pos.startswith("rope-") else None  # type: ignore[assignment]
 
@@ -546,79 +499,6 @@ def _init_linear(module: nn.Module) -> None:
             nn.init.zeros_(module.bias)
 
 
-def stage_summary(model: SwinTransformer) -> list[dict[str, Any]]:
-    """One row per stage: resolution, channels, heads, blocks, window, shift and parameters."""
-    rows = []
-    for i, stage in enumerate(model.layers):
-        first = stage.blocks[0]
-        shifted = [b.shift_size for b in stage.blocks if any(b.shift_size)]
-        rows.append(
-            {
-                "stage": i,
-                "resolution": first.input_resolution,
-                "channels": first.attn.dim,
-                "heads": first.attn.num_heads,
-                "blocks": len(stage.blocks),
-                "window": first.window_size,
-                "shift": shifted[0] if shifted else (0, 0),
-                "params": sum(p.numel() for p in stage.parameters()),
-            }
-        )
-    return rows
-
-
-def format_stage_summary(rows: Sequence[dict[str, Any]]) -> str:
-    """``stage_summary`` as an aligned text table."""
-    columns = ("stage", "resolution", "channels", "heads", "blocks", "window", "shift", "params")
-    cells = [[_format_cell(row[c]) for c in columns] for row in rows]
-    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(columns, widths, strict=True))]
-    lines += ["  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
-    return "\n".join(lines)
-
-
-def _format_cell(value: Any) -> str:
-    if isinstance(value, tuple):
-        return " x ".join(map(str, value))
-    return f"{value:,}" if isinstance(value, int) else str(value)
-
-
-CONFIGS: dict[str, dict[str, Any]] = {
-    # Small enough for CI and the book's live cells: two stages on an 8 x 8 patch grid.
-    "tiny-cpu": {
-        "img_size": 32,
-        "patch_size": 4,
-        "num_classes": 10,
-        "embed_dim": 32,
-        "depths": (2, 2),
-        "num_heads": (2, 4),
-        "window_size": 4,
-    },
-    # CIFAR-10 sized: 2 x 2 patches give a 16 x 16 grid, then 8 x 8 and 4 x 4 (window clamped).
-    "cifar": {
-        "img_size": 32,
-        "patch_size": 2,
-        "num_classes": 10,
-        "embed_dim": 96,
-        "depths": (2, 2, 2),
-        "num_heads": (3, 6, 12),
-        "window_size": 4,
-        "drop_path_rate": 0.1,
-    },
-    # Swin-T of the paper (ImageNet-1K, 224 x 224); drop_path_rate as in the paper's recipe.
-    "swin_tiny_patch4_window7_224": {
-        "img_size": 224,
-        "patch_size": 4,
-        "num_classes": 1000,
-        "embed_dim": 96,
-        "depths": (2, 2, 6, 2),
-        "num_heads": (3, 6, 12, 24),
-        "window_size": 7,
-        "drop_path_rate": 0.2,
-    },
-}
-
-
 def swin_from_config(name: str, **overrides: Any) -> SwinTransformer:
     """Build the ``SwinTransformer`` of ``CONFIGS[name]``; keyword ``overrides`` replace entries.
 
@@ -628,30 +508,3 @@ def swin_from_config(name: str, **overrides: Any) -> SwinTransformer:
     if name not in CONFIGS:
         raise ValueError(f"name must be one of {sorted(CONFIGS)}, got {name!r}")
     return SwinTransformer(**{**CONFIGS[name], **overrides})
-
-
-#: The controlled variants by name: the ``SwinTransformer`` options each one changes.
-VARIANTS: dict[str, dict[str, Any]] = {
-    "no-shift": {"shifted_windows": False},
-    "pool-merge": {"patch_merging": "avgpool"},
-    "abs-offset-bias": {"rel_bias_offsets": "magnitude"},
-    "torus": {"torus": True},
-}
-
-
-def variant_overrides(variant: str) -> dict[str, Any]:
-    """The ``SwinTransformer`` options of ``variant``: ``"swin"`` (none changed), a name of
-    ``VARIANTS``, or several joined by ``"+"`` (``"pool-merge+abs-offset-bias"``).
-
-    >>> variant_overrides("pool-merge+torus")
-    {'patch_merging': 'avgpool', 'torus': True}
-    """
-    if not isinstance(variant, str):
-        raise TypeError(f"variant must be a str, got {variant!r} ({type(variant).__name__})")
-    if variant == "swin":
-        return {}
-    overrides: dict[str, Any] = {}
-    for part in variant.split("+"):
-        check_choice("variant", part, ("swin", *VARIANTS))
-        overrides.update(VARIANTS.get(part, {}))
-    return overrides

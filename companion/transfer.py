@@ -180,9 +180,15 @@ def set_input_size(
     code told its new window: a bias table is resized with ``method``, a continuous bias or a
     rotary embedding recomputes its coordinates. An absolute embedding is resampled (bicubic,
     chapter 1) to the new patch grid. Raises ``ValueError`` before changing anything when the new
-    image size is not a multiple of the patch size.
+    image size is not a multiple of the patch size, or for a ``torus=True`` model.
     """
     method = check_resize_method(method)
+    if model.torus:
+        raise ValueError(
+            "set_window_size and set_img_size cannot move a model with torus=True: its windows "
+            "that span a whole map measure offsets around it, and its maps must stay multiples "
+            "of the window; build the model at the new size instead"
+        )
     img = model.img_size if img_size is None else to_pair("img_size", img_size)
     window = model.window_size if window_size is None else to_pair("window_size", window_size)
     patch = model.patch_size

@@ -234,3 +234,50 @@ def test_variant_names_combine_with_plus_into_model_options():
     assert not model.shifted_windows and model.torus
     with pytest.raises(ValueError, match=r"variant must be one of \['swin', 'no-shift'"):
         variant_overrides("pool-merge+flip")
+
+
+# --------------------------------------------------------------------------- with chapter 6
+
+
+@pytest.mark.parametrize("method", ["bicubic", "geometric"])
+def test_a_magnitude_table_resizes_as_the_signed_table_it_stands_for(method):
+    from companion.transfer import resize_bias_table
+
+    model = strong_bias(tiny(pos="rel", rel_bias_offsets="magnitude"))
+    attn = model.layers[0].blocks[0].attn
+    expected = resize_bias_table(attn.offset_table().detach(), (4, 4), (6, 6), method)
+    model.set_img_size(48)  # a 12 x 12 grid, then 6 x 6: room for 6 x 6 windows
+    model.set_window_size(6, method=method)
+    assert attn.relative_position_bias_table.shape == (36, 2)
+    assert attn.relative_position_bias_table.requires_grad
+    torch.testing.assert_close(attn.offset_table(), expected, atol=1e-5, rtol=1e-5)
+    assert torch.equal(attn.relative_position_index, magnitude_position_index((6, 6)))
+    assert model(torch.randn(2, 3, 48, 48)).shape == (2, 10)
+
+
+@pytest.mark.parametrize("call", [lambda m: m.set_window_size(2), lambda m: m.set_img_size(64)])
+def test_a_torus_refuses_to_move_to_another_size_before_changing_anything(call):
+    model = tiny(pos="rel", torus=True)
+    with pytest.raises(ValueError, match="cannot move a model with torus=True"):
+        call(model)
+    assert model.img_size == (32, 32) and model.window_size == (4, 4)
+    attn = model.layers[1].blocks[0].attn  # a 4 x 4 map in 4 x 4 windows: offsets wrap
+    with pytest.raises(ValueError, match=r"cannot move a window with wrap=\(True, True\)"):
+        attn.set_window_size(2)
+
+
+@pytest.mark.parametrize("pos", ["cpb", "rope-axial", "rope-mixed"])
+def test_a_torus_refuses_position_codes_that_cannot_wrap_offsets(pos):
+    with pytest.raises(ValueError, match=rf"torus=True wraps offsets .* got pos='{pos}'"):
+        tiny(pos=pos, torus=True)
+    with pytest.raises(ValueError, match=r"wrap=\(True, False\) takes offsets around a ring"):
+        code = {"cpb": True} if pos == "cpb" else {"rope": pos.removeprefix("rope-")}
+        WindowAttention(8, 4, 2, rel_pos_bias=False, wrap=(True, False), **code)
+
+
+@pytest.mark.parametrize("variant", ["no-shift", "pool-merge"])
+@pytest.mark.parametrize("pos", ["cpb", "rope-mixed"])
+def test_window_and_merge_variants_combine_with_the_later_position_codes(variant, pos):
+    model = tiny(pos=pos, **VARIANTS[variant])
+    model.set_window_size(2)
+    assert model(images()).shape == (2, 10)

@@ -366,6 +366,12 @@ def test_bad_variants_are_refused_naming_the_setting():
     with pytest.raises(ValueError, match="variant 'abs-offset-bias' changes the relative"):
         validate_config(TrainConfig(pos="abs", variant="abs-offset-bias"))
     validate_config(TrainConfig(pos="abs+rel", variant="abs-offset-bias+torus"))
+    for pos in ("cpb", "rope-axial"):
+        with pytest.raises(ValueError, match="variant 'abs-offset-bias' changes the relative"):
+            validate_config(TrainConfig(pos=pos, variant="abs-offset-bias"))
+        with pytest.raises(ValueError, match=f"variant 'torus' wraps .* pos='{pos}' cannot"):
+            validate_config(TrainConfig(pos=pos, variant="torus"))
+    validate_config(TrainConfig(pos="rope-mixed", variant="no-shift+pool-merge"))
 
 
 def test_variant_is_a_flag_recorded_in_the_checkpoint_and_resume_must_match_it(tmp_path):

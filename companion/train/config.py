@@ -33,7 +33,7 @@ from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any
 
 from companion.data import DATASETS, DEFAULT_DATA_DIR
-from companion.swin import CONFIGS, POS_CHOICES, VARIANTS, variant_overrides
+from companion.swin import CONFIGS, POS_CHOICES, TORUS_POS, VARIANTS, variant_overrides
 
 KINDS = ("result", "hardware", "speed", "process")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
@@ -218,12 +218,19 @@ def validate_config(cfg: TrainConfig) -> None:
 
 
 def check_variant_pos(variant: str, pos: str) -> None:
-    """Refuse a variant that changes nothing for ``pos``: a bias-table variant (e.g.
-    ``abs-offset-bias``) needs a ``pos`` with relative position bias tables."""
-    if "rel_bias_offsets" in variant_overrides(variant) and pos not in REL_BIAS_POS:
+    """Refuse a variant that changes nothing for ``pos`` or that ``pos`` cannot honour: a
+    bias-table variant (e.g. ``abs-offset-bias``) needs a ``pos`` with relative position bias
+    tables, and ``torus`` a ``pos`` in ``companion.swin.TORUS_POS`` (not cpb or RoPE)."""
+    overrides = variant_overrides(variant)
+    if "rel_bias_offsets" in overrides and pos not in REL_BIAS_POS:
         raise ValueError(
             f"variant {variant!r} changes the relative position bias table, which pos={pos!r} "
             f"does not have; use it with pos in {list(REL_BIAS_POS)}"
+        )
+    if overrides.get("torus") and pos not in TORUS_POS:
+        raise ValueError(
+            f"variant {variant!r} wraps offsets around the map (torus), which pos={pos!r} "
+            f"cannot do; use it with pos in {list(TORUS_POS)}"
         )
 
 
