@@ -36,17 +36,17 @@ from companion.resolution_transfer import (
     moved_model,
     transfer_conditions,
 )
-from companion.results import load_results, run_key, summarize
-from companion.swin import SwinTransformer
+from companion.results import cell_label, load_results, run_key, summarize
+from companion.swin import SwinTransformer, variant_overrides
 from companion.train import CHECKPOINT, TrainConfig, load_checkpoint
 from companion.train.build import build_model
 
 
 def trained_run(
-    work: Path, dataset: str, pos: str, seed: int
+    work: Path, dataset: str, pos: str, seed: int, variant: str = "swin"
 ) -> tuple[TrainConfig, SwinTransformer]:
     """The settings and the trained model of one ablation run, from its checkpoint in ``work``."""
-    saved = load_checkpoint(work / run_key(dataset, pos, seed) / CHECKPOINT)
+    saved = load_checkpoint(work / run_key(dataset, pos, seed, variant) / CHECKPOINT)
     names = {f.name for f in dataclasses.fields(TrainConfig)}
     cfg = TrainConfig(**{k: v for k, v in saved["config"].items() if k in names})
     model = build_model(cfg, num_classes(dataset), None)
@@ -78,7 +78,8 @@ def transfer_rows(
                 row["acc_finetuned"] = accuracy_at(moved, test, size)
                 row["finetune_s"] = time.perf_counter() - start
             rows.append(row)
-    return [{"dataset": cfg.dataset, "pos": cfg.pos, "seed": cfg.seed, **r} for r in rows]
+    run = {"dataset": cfg.dataset, "pos": cfg.pos, "variant": cfg.variant, "seed": cfg.seed}
+    return [{**run, **r} for r in rows]
 
 
 def transfer_summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -89,6 +90,8 @@ def transfer_summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         records = [
             {
                 "dataset": r["dataset"],
+                "variant": r.get("variant", "swin"),
+                "seed": r["seed"],
                 "pos": (r["pos"], r["size"], r["condition"]),
                 "final": {metric: r[metric]},
             }
@@ -106,7 +109,7 @@ def transfer_table(summary: Sequence[dict[str, Any]]) -> str:
     lines = ["| dataset | pos | size | condition | accuracy | after fine-tune |", "|---" * 6 + "|"]
     cells: dict[tuple, dict[str, str]] = {}
     for s in summary:
-        key = (s["dataset"], s["pos"], s["size"], s["condition"])
+        key = (s["dataset"], cell_label(s["pos"], s["variant"]), s["size"], s["condition"])
         cells.setdefault(key, {})[s["metric"]] = f"{s['mean']:.3f} ± {s['std']:.3f} (n={s['n']})"
     for (dataset, pos, size, condition), v in cells.items():
         after = v.get("acc_finetuned", "")
@@ -122,14 +125,21 @@ def run_transfer(
     finetune_lr: float = 1e-4,
     command: str | None = None,
 ) -> dict[str, Any]:
-    """Move every run of the ablation published in ``results_dir`` (checkpoints in ``work``)."""
+    """Move every run of the main grid of the ablation published in ``results_dir`` (checkpoints
+    in ``work``), in the plan's variant; its extra (controlled-variant) cells are not moved."""
     start = time.perf_counter()
     plan = load_results(results_dir)["plan"]
+    variant = plan.get("variant", "swin")
+    if variant_overrides(variant).get("torus"):
+        raise ValueError(
+            f"the ablation's variant {variant!r} is a torus, whose runs cannot move to another "
+            "size (companion.transfer.set_input_size); move an ablation of another variant"
+        )
     rows = []
     for seed in plan["seeds"]:
         for dataset in plan["datasets"]:
             for pos in plan["pos"]:
-                cfg, model = trained_run(work, dataset, pos, seed)
+                cfg, model = trained_run(work, dataset, pos, seed, variant)
                 rows += transfer_rows(cfg, model, sizes, finetune_steps, finetune_lr)
     header = {**provenance(command), "wall_s": time.perf_counter() - start}
     settings = {"sizes": list(sizes), "finetune_steps": finetune_steps, "finetune_lr": finetune_lr}

@@ -50,5 +50,6 @@ def test_summary_groups_seeds_per_condition():
         for s, a in ((0, 0.5), (1, 0.7))
     ]
     (summary,) = transfer_summary(rows)
+    assert summary["seeds"] == [0, 1] and summary["variant"] == "swin"
     assert summary["n"] == 2 and summary["mean"] == pytest.approx(0.6)
     assert "0.600 ± 0.141 (n=2)" in transfer_table([summary])

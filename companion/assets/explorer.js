@@ -194,6 +194,61 @@
     return steps;
   }
 
+
+  // ----- resizing a table (companion.transfer) -----------------------------------------------
+
+  /** (rows x cols) -> (side x side): the separable resize of companion.transfer. */
+  function resizeImage(image, side, method) {
+    const weights = method === "bicubic" ? bicubicWeights : geometricWeights;
+    const ay = weights(image.length, side);
+    const ax = weights(image[0].length, side);
+    const apply = (w, v) => w.reduce((sum, [i, wi]) => sum + wi * v[i], 0);
+    const rows = image.map((row) => ax.map((w) => apply(w, row))); // along dx
+    return ay.map((w) => rows[0].map((_, c) => apply(w, rows.map((r) => r[c])))); // along dy
+  }
+
+  /** PyTorch's bicubic (align_corners=False, A = -0.75): [[source index, weight], ...] per
+   * target, the indices clamped to the border. */
+  function bicubicWeights(from, to) {
+    const A = -0.75;
+    const near = (t) => ((A + 2) * t - (A + 3)) * t * t + 1; // |t| <= 1
+    const far = (t) => ((A * t - 5 * A) * t + 8 * A) * t - 4 * A; // 1 < |t| < 2
+    const clamp = (i) => Math.min(from - 1, Math.max(0, i));
+    return Array.from({ length: to }, (_, i) => {
+      const source = (i + 0.5) * (from / to) - 0.5;
+      const x0 = Math.floor(source);
+      const t = source - x0;
+      return [[x0 - 1, far(t + 1)], [x0, near(t)], [x0 + 1, near(1 - t)], [x0 + 2, far(2 - t)]]
+        .map(([k, w]) => [clamp(k), w]);
+    });
+  }
+
+  /** BEiT's spacing (companion.transfer.geometric_positions) and linear interpolation at the
+   * new integer offsets, the ends held (linear_interpolation_matrix). */
+  function geometricWeights(from, to) {
+    const steps = Math.floor(from / 2);
+    const target = Math.floor(to / 2);
+    let low = 1.01;
+    let high = 1.5;
+    let q = (low + high) / 2;
+    while (high - low > 1e-6) {
+      q = (low + high) / 2;
+      const reach = (1 - q ** steps) / (1 - q);
+      if (reach > target) high = q; else low = q;
+    }
+    const outward = [];
+    for (let k = 0, sum = 0; k < steps; k++) outward.push((sum += q ** k));
+    const points = [...outward.map((v) => -v).reverse(), 0, ...outward];
+    return Array.from({ length: to }, (_, i) => {
+      const t = i - target;
+      let right = points.findIndex((p) => p >= t);
+      right = Math.min(points.length - 1, Math.max(1, right < 0 ? points.length - 1 : right));
+      const left = right - 1;
+      const w = Math.min(1, Math.max(0, (t - points[left]) / (points[right] - points[left])));
+      return [[left, 1 - w], [right, w]];
+    });
+  }
+
   const VIEWS = {
     "relative-index": function (s, data, pick) {
       const { wh, ww, row, col } = s;
@@ -310,6 +365,45 @@
             value: (r, c) => String(at(r, c)),
           }),
           colourBar(map, low, 1, "cosine similarity", (v) => fixed(v, 2)),
+        ],
+      };
+    },
+
+    // Chapter 6 (companion.resize_explorer): an illustrative table resized to another window,
+    // computed here with the formulas of companion.transfer.resize_bias_table.
+    resize: function (s, data) {
+      const { old, head } = s;
+      const size = s.new;
+      const method = data.methods[s.method];
+      const tables = data.tableValues || (data.tableValues = {});
+      const table = tables[old] || (tables[old] = float32s(data.tables[String(old)]));
+      const side = 2 * old - 1;
+      const image = Array.from({ length: side }, (_, r) =>
+        Array.from({ length: side }, (_, c) => table[(r * side + c) * 2 + head]));
+      const resized = resizeImage(image, 2 * size - 1, method);
+      let low = Infinity;
+      let high = -Infinity;
+      image.flat().forEach((v) => { low = Math.min(low, v); high = Math.max(high, v); });
+      const map = data.colormaps.viridis;
+      const picture = (name, values, window, label) => {
+        const n = values.length;
+        return grid({
+          name, rows: n, cols: n, cell: Math.max(4, Math.floor(260 / n)),
+          title: [`head ${head}: ${label}`, `offsets ${-(window - 1)} … ${window - 1}`],
+          marked: null,
+          fill: (r, c) => colour(map, low, high, values[r][c]),
+          text: null,
+          hint: (r, c) => `offset (${r - (window - 1)}, ${c - (window - 1)}): `
+            + fixed(values[r][c], 3),
+          value: (r, c) => String(values[r][c]),
+        });
+      };
+      return {
+        caption: `Head ${head} of the ${old}×${old} table resized to ${size}×${size} (${method})`,
+        panels: [
+          picture("old", image, old, `${old}×${old}`),
+          picture("new", resized, size, `${size}×${size}, ${method}`),
+          colourBar(map, low, high, "bias", (v) => fixed(v, 2)),
         ],
       };
     },
