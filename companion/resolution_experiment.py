@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import shlex
 import sys
 import time
@@ -37,6 +38,7 @@ from companion.resolution_transfer import (
     transfer_conditions,
 )
 from companion.results import cell_label, load_results, run_key, summarize
+from companion.stats import paired_interval
 from companion.swin import SwinTransformer, variant_overrides
 from companion.train import CHECKPOINT, TrainConfig, load_checkpoint
 from companion.train.build import build_model
@@ -114,6 +116,66 @@ def transfer_table(summary: Sequence[dict[str, Any]]) -> str:
     for (dataset, pos, size, condition), v in cells.items():
         after = v.get("acc_finetuned", "")
         lines.append(f"| {dataset} | {pos} | {size} | {condition} | {v['acc']} | {after} |")
+    return "\n".join(lines)
+
+
+def load_transfer(folder: str | Path) -> dict[str, Any]:
+    """``transfer.json`` of an ablation folder (written by :func:`run_transfer`)."""
+    return json.loads((Path(folder) / "transfer.json").read_text())
+
+
+def transfer_gap(
+    rows: Sequence[dict[str, Any]],
+    dataset: str,
+    size: int,
+    a: tuple[str, str],
+    b: tuple[str, str],
+    metric: str = "acc",
+    confidence: float = 0.95,
+) -> dict[str, Any]:
+    """Paired difference ``a - b`` in percentage points at ``size``, seed by seed.
+
+    ``a`` and ``b`` are ``(pos, condition)`` cells of the rows of :func:`transfer_rows`; only seeds
+    that both have are paired. Returns ``{a, b, seeds, mean, low, high, excludes_zero}``, the
+    interval a paired t interval (``companion.stats.paired_interval``).
+    """
+
+    def by_seed(cell: tuple[str, str]) -> dict[int, float]:
+        wanted = (dataset, *cell, size)
+        return {
+            r["seed"]: 100.0 * r[metric]
+            for r in rows
+            if (r["dataset"], r["pos"], r["condition"], r["size"]) == wanted
+        }
+
+    left, right = by_seed(a), by_seed(b)
+    seeds = sorted(set(left) & set(right))
+    if len(seeds) < 2:
+        raise ValueError(
+            f"a and b must share at least 2 seeds on {dataset} at {size} px, got a={a} "
+            f"({len(left)} seeds) and b={b} ({len(right)} seeds)"
+        )
+    mean, low, high = paired_interval([left[s] - right[s] for s in seeds], confidence)
+    excludes = bool(low > 0 or high < 0)
+    return {"a": a, "b": b, "seeds": seeds, "mean": mean, "low": low, "high": high,
+            "excludes_zero": excludes}  # fmt: skip
+
+
+def transfer_gaps_table(
+    rows: Sequence[dict[str, Any]],
+    pairs: Sequence[tuple[str, int, tuple[str, str], tuple[str, str]]],
+    metric: str = "acc",
+) -> str:
+    """One line per ``(dataset, size, a, b)``: the paired gap ``a - b`` and its 95% interval,
+    with ``*`` when the interval excludes 0."""
+    lines = []
+    for dataset, size, a, b in pairs:
+        g = transfer_gap(rows, dataset, size, a, b, metric)
+        mark = "*" if g["excludes_zero"] else " "
+        lines.append(
+            f"{dataset:<9} {size} px  {':'.join(a):<22} - {':'.join(b):<22} "
+            f"{g['mean']:+6.1f} [{g['low']:+6.1f}, {g['high']:+6.1f}] {mark}"
+        )
     return "\n".join(lines)
 
 

@@ -1,11 +1,18 @@
 """companion.resolution_experiment: a minuscule ablation moved to 48 and 64 px, end to end."""
 
 import json
+import statistics
 
 import pytest
 
 from companion.ablation import AblationPlan, run_ablation
-from companion.resolution_experiment import main, transfer_summary, transfer_table
+from companion.resolution_experiment import (
+    main,
+    transfer_gap,
+    transfer_gaps_table,
+    transfer_summary,
+    transfer_table,
+)
 from companion.train import TrainConfig
 
 
@@ -53,3 +60,34 @@ def test_summary_groups_seeds_per_condition():
     assert summary["seeds"] == [0, 1] and summary["variant"] == "swin"
     assert summary["n"] == 2 and summary["mean"] == pytest.approx(0.6)
     assert "0.600 ± 0.141 (n=2)" in transfer_table([summary])
+
+
+def _rows(cells):
+    return [
+        {"dataset": "d", "pos": pos, "condition": cond, "size": 48, "seed": s, "acc": acc}
+        for (pos, cond), accs in cells.items()
+        for s, acc in enumerate(accs)
+    ]
+
+
+def test_transfer_gap_pairs_seeds_and_reports_a_t_interval_in_points():
+    rows = _rows({("rel", "grid"): [0.9, 0.8, 0.7], ("abs", "grid"): [0.5, 0.5, 0.4]})
+    gap = transfer_gap(rows, "d", 48, ("rel", "grid"), ("abs", "grid"))
+    assert gap["seeds"] == [0, 1, 2]
+    assert gap["mean"] == pytest.approx(100 / 3)  # differences 40, 30, 30 points
+    # paired t interval: mean ± t(0.975, 2) * sd / sqrt(3), t = 4.302653
+    half = 4.302653 * statistics.stdev([40, 30, 30]) / 3**0.5
+    assert gap["high"] - gap["mean"] == pytest.approx(half, rel=1e-5)
+    assert gap["excludes_zero"]
+
+
+def test_transfer_gap_uses_only_shared_seeds_and_refuses_fewer_than_two():
+    rows = _rows({("rel", "grid"): [0.9, 0.8], ("abs", "grid"): [0.5]})
+    with pytest.raises(ValueError, match="at least 2 seeds"):
+        transfer_gap(rows, "d", 48, ("rel", "grid"), ("abs", "grid"))
+
+
+def test_transfer_gaps_table_marks_intervals_that_exclude_zero():
+    rows = _rows({("rel", "grid"): [0.9, 0.8, 0.7], ("abs", "grid"): [0.9, 0.7, 0.8]})
+    table = transfer_gaps_table(rows, [("d", 48, ("rel", "grid"), ("abs", "grid"))])
+    assert "rel:grid" in table and "abs:grid" in table and not table.rstrip().endswith("*")

@@ -212,3 +212,49 @@ def resize_figure(old: int, new: int, method: ResizeMethod, head: int) -> Figure
         ax.set_xlabel("column offset dx", fontsize=FONT)
     axes[0].set_ylabel("row offset dy", fontsize=FONT)
     return fig
+
+
+#: The condition drawn for "window grown": tables resized geometrically, others as they are.
+_GROWN = {"window", "window-geometric"}
+
+
+def plot_transfer(summary: Sequence[dict], datasets: Sequence[str], metric: str = "acc") -> Figure:
+    """Test accuracy against image size, one line per position code (mean ± std over seeds).
+
+    ``summary`` is ``companion.resolution_experiment.transfer_summary``'s output. Rows: datasets;
+    left column: the window kept (the token grid grows), right: the window grown with the image
+    (tables resized geometrically). 32 px is the trained model, the same point in both columns.
+    """
+    fig, axes = plt.subplots(
+        len(datasets), 2, figsize=(WIDTH, 2.6 * len(datasets)), sharex=True, sharey=True,
+        squeeze=False, constrained_layout=True,
+    )  # fmt: skip
+    pos_order = list(dict.fromkeys(s["pos"] for s in summary))
+    for row, dataset in enumerate(datasets):
+        for col, (title, conditions) in enumerate(
+            (("window kept", {"grid"}), ("window grown", _GROWN))
+        ):
+            ax = axes[row, col]
+            for pos in pos_order:
+                points = sorted(
+                    (s["size"], s["mean"], s["std"])
+                    for s in summary
+                    if s["dataset"] == dataset and s["pos"] == pos
+                    and (s["condition"] in conditions or s["condition"] == "trained")
+                    and s["metric"] == ("acc" if s["condition"] == "trained" else metric)
+                )  # fmt: skip
+                if len(points) < 2:
+                    continue
+                x, y, e = (np.array(v) for v in zip(*points, strict=True))
+                ax.errorbar(x, 100 * y, yerr=100 * e, marker="o", ms=3, capsize=2, label=pos)
+            ax.set_title(f"{dataset}: {title}", fontsize=FONT)
+            ax.set_ylim(0, 100)
+            ax.set_xticks([32, 48, 64])
+            ax.tick_params(labelsize=FONT)
+            ax.grid(alpha=0.3)
+            if col == 0:
+                ax.set_ylabel("test accuracy (%)", fontsize=FONT)
+            if row == len(datasets) - 1:
+                ax.set_xlabel("image size (px)", fontsize=FONT)
+    axes[0, 1].legend(fontsize=FONT, loc="lower left", ncol=2)
+    return fig

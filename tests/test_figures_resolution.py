@@ -1,0 +1,31 @@
+"""Chapter 6's experiment figure: one line per position code, on the book's column."""
+
+import pytest
+from book_figures import assert_fits_the_page
+
+from companion.figures.resolution import plot_transfer
+from companion.resolution_experiment import transfer_summary
+
+
+def _rows():
+    rows = []
+    for seed in (0, 1):
+        for pos, conditions in (("rel", ("grid", "window-geometric")), ("cpb", ("grid", "window"))):
+            rows.append({"dataset": "d", "pos": pos, "seed": seed, "size": 32,
+                         "condition": "trained", "acc": 0.9})  # fmt: skip
+            for size in (48, 64):
+                for cond in conditions:
+                    rows.append({"dataset": "d", "pos": pos, "seed": seed, "size": size,
+                                 "condition": cond, "acc": 0.5 + 0.1 * seed,
+                                 "acc_finetuned": 0.8})  # fmt: skip
+    return rows
+
+
+@pytest.mark.parametrize("metric", ["acc", "acc_finetuned"])
+def test_transfer_figure_draws_every_code_in_both_columns_and_fits_the_page(metric):
+    fig = plot_transfer(transfer_summary(_rows()), ["d"], metric=metric)
+    assert_fits_the_page(fig)
+    for ax in fig.axes:
+        # one error-bar line per code (rel and cpb), each at 32, 48 and 64 px
+        assert [list(c.lines[0].get_xdata()) for c in ax.containers] == [[32, 48, 64]] * 2
+        assert ax.get_ylim() == (0, 100)
