@@ -92,3 +92,36 @@ def rope_vit_swin_markdown() -> str:
         change = m["top1_384"] - m["top1_224"]
         lines.append(f"| `{pos}` | {m['top1_224']:.1f} | {m['top1_384']:.1f} | {change:+.1f} |")
     return "\n".join(lines) + f"\n\n*Source: {ROPE_VIT_SWIN_SOURCE}.*"
+
+
+#: Table 4's metrics with the names the book prints.
+TABLE4_METRICS: dict[str, str] = {
+    "imagenet_top1": "ImageNet top-1",
+    "imagenet_top5": "ImageNet top-5",
+    "coco_ap_box": "COCO AP box",
+    "coco_ap_mask": "COCO AP mask",
+    "ade20k_miou": "ADE20K mIoU",
+}
+#: The differences between Table 4's rows that chapter 5 discusses: ``(a, b)`` reads "a - b".
+TABLE4_GAPS: tuple[tuple[str, str], ...] = (
+    ("relative (default)", "absolute"),
+    ("relative (default)", "none"),
+    ("absolute", "none"),
+    ("absolute + relative", "absolute"),
+    ("relative (default)", "relative w/o app."),
+)
+
+
+def table4_gaps_markdown(pairs: tuple[tuple[str, str], ...] = TABLE4_GAPS) -> str:
+    """Differences between rows of Table 4, in points, as a Markdown table (one row per pair,
+    one column per metric), computed from ``SWIN_TABLE4``."""
+    for pair in pairs:
+        for row in pair:
+            if row not in SWIN_TABLE4:
+                raise ValueError(f"pairs: {row!r} is not a row of Table 4 ({list(SWIN_TABLE4)})")
+    head = "| difference | " + " | ".join(TABLE4_METRICS.values()) + " |"
+    lines = [head, "|---" * (len(TABLE4_METRICS) + 1) + "|"]
+    for a, b in pairs:
+        cells = [f"{SWIN_TABLE4[a][m] - SWIN_TABLE4[b][m]:+.1f}" for m in TABLE4_METRICS]
+        lines.append(f"| {a} − {b} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + f"\n\n*Points, computed from {SWIN_TABLE4_SOURCE}.*"

@@ -33,13 +33,15 @@ TITLE_GAP = 0.12
 HEADS_ACROSS = 6
 
 
-def _panel_grid(num_panels: int, height: float) -> tuple[Figure, list[Axes]]:
-    """``num_panels`` axes, ``PANELS_ACROSS`` to a row, in a figure ``MAX_WIDTH`` wide.
+def _panel_grid(
+    num_panels: int, height: float, across: int = PANELS_ACROSS
+) -> tuple[Figure, list[Axes]]:
+    """``num_panels`` axes, ``across`` to a row, in a figure ``MAX_WIDTH`` wide.
 
     ``height``: inches per row. Only the axes asked for are created (a short last row is
     centred on a grid of half-width columns), so ``fig.axes`` holds exactly the panels.
     """
-    across = min(num_panels, PANELS_ACROSS)
+    across = min(num_panels, across)
     rows = math.ceil(num_panels / across)
     fig = plt.figure(figsize=(MAX_WIDTH, height * rows), layout="constrained")
     # Two grid columns per panel, so that the odd panel of a last row can sit in the middle.
@@ -313,3 +315,90 @@ def _short(name: str) -> str:
     if len(parts) >= 4 and parts[0] == "layers" and parts[2] == "blocks":
         return f"stage {parts[1]} block {parts[3]}"
     return name
+
+
+def _row_label(row: Mapping[str, Any]) -> str:
+    """``rel`` for the standard Swin, ``rel`` over ``no-shift`` for a controlled variant."""
+    variant = row.get("variant", "swin")
+    return row["pos"] if variant == "swin" else f"{row['pos']}\n{variant}"
+
+
+def plot_seed_dots(
+    rows: Sequence[Mapping[str, Any]],
+    chance: Mapping[str, float],
+    intervals: Mapping[tuple[str, str], tuple[float, float]] | None = None,
+    across: int = PANELS_ACROSS,
+    title: str = "",
+) -> Figure:
+    """Final test accuracy of every run: one dot per seed, the mean as a bar, and (optionally)
+    an interval around the mean, per dataset (one panel each) and model.
+
+    ``rows``: summary rows (``dataset``, ``pos``, optional ``variant``, ``values`` in [0, 1], one
+    per seed, in seed order); drawn in the order given, coloured by ``pos``. ``intervals`` maps
+    ``(dataset, label)`` (label: ``pos``, or ``pos\\nvariant``) to a ``(low, high)`` in [0, 1];
+    the part of an interval outside the possible range [0 %, 100 %] is not drawn. The y axis
+    runs from 0 to 100 % whatever the values, so distances read as they are.
+    """
+    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+    panels = min(len(datasets), across)
+    fig, axes = _panel_grid(len(datasets), 3.2, across=panels)
+    for ax, dataset in zip(axes, datasets, strict=True):
+        mine = [r for r in rows if r["dataset"] == dataset]
+        for x, row in enumerate(mine):
+            color = POS_COLORS.get(row["pos"], "#333333")
+            values = 100 * np.asarray(row["values"], dtype=float)
+            # A fixed, symmetric spread of the dots, so equal values stay visible side by side.
+            offsets = np.linspace(-0.18, 0.18, len(values)) if len(values) > 1 else np.zeros(1)
+            ax.scatter(x + offsets, values, s=16, color=color, alpha=0.75, zorder=3, lw=0)
+            ax.plot([x - 0.3, x + 0.3], [values.mean()] * 2, color=color, lw=2.4, zorder=4)
+            if intervals is not None and (dataset, _row_label(row)) in intervals:
+                low, high = (100 * v for v in intervals[dataset, _row_label(row)])
+                ax.plot([x, x], [max(low, 0.0), min(high, 100.0)], color="k", lw=1.1, zorder=5)
+        ax.axhline(100 * chance[dataset], color="k", ls=":", lw=1)
+        ax.set_xticks(range(len(mine)), [_row_label(r) for r in mine], fontsize=9)
+        ax.set_xlim(-0.6, len(mine) - 0.4)
+        ax.set_ylim(0, 102)
+        ax.set_yticks(range(0, 101, 20))
+        ax.tick_params(axis="y", labelsize=9)
+        ax.set_ylabel("final test accuracy (%)", fontsize=10)
+        ax.set_title(f"{dataset} (dotted: chance)", fontsize=11)
+        ax.grid(axis="y", alpha=0.3)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    return fig
+
+
+def plot_table4_differences(
+    table: Mapping[str, Mapping[str, float]],
+    reference: str,
+    metrics: Mapping[str, str],
+    colors: Mapping[str, str] | None = None,
+    title: str = "",
+) -> Figure:
+    """The Swin paper's Table 4 as differences: each row minus the ``reference`` row, in points,
+    one group of bars per metric (``metrics``: key -> axis label), each bar labelled with its
+    value. The axis is centred on 0, so a gap of one point looks like one point whatever the
+    metric's own level. ``colors`` maps a row to its colour (others: grey).
+    """
+    rows = [r for r in table if r != reference]
+    width = 0.8 / len(rows)
+    fig, ax = plt.subplots(figsize=(MAX_WIDTH, 3.6), layout="constrained")
+    lim = max(abs(table[r][m] - table[reference][m]) for r in rows for m in metrics)
+    for i, row in enumerate(rows):
+        diffs = [table[row][m] - table[reference][m] for m in metrics]
+        xs = np.arange(len(metrics)) + (i - (len(rows) - 1) / 2) * width
+        color = (colors or {}).get(row, "#bcbd22")
+        ax.bar(xs, diffs, width=width * 0.92, color=color, label=row)
+        for x, d in zip(xs, diffs, strict=True):
+            ax.text(x, d + (0.08 if d >= 0 else -0.08), f"{d:+.1f}", ha="center",
+                    va="bottom" if d >= 0 else "top", fontsize=9)  # fmt: skip
+    ax.axhline(0, color="k", lw=1)
+    ax.set_xticks(range(len(metrics)), list(metrics.values()), fontsize=10)
+    ax.set_ylim(-lim - 0.7, lim + 0.7)
+    ax.set_ylabel(f"minus '{reference}' (points)", fontsize=10)
+    ax.tick_params(axis="y", labelsize=9)
+    ax.grid(axis="y", alpha=0.3)
+    fig.legend(loc="outside lower center", ncols=2, fontsize=9)
+    if title:
+        ax.set_title(title, fontsize=11)
+    return fig
