@@ -1,8 +1,9 @@
-"""Solutions to the exercises of chapter 5, "Train a small Swin on a GPU"."""
+"""Solutions to the exercises of chapter 5, "Train a small Swin"."""
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 
 import torch
@@ -10,17 +11,6 @@ from torch import Tensor, nn
 
 from companion._checks import check_choice, check_positive_int
 from companion.data import IMAGE_SIZE, ImageClassificationData
-
-
-def lr_at_step(step: int, total_steps: int, warmup_steps: int, peak_lr: float) -> float:
-    """Exercise 1: the learning rate of step ``step`` (0-based) under linear warm-up then cosine.
-
-    Written out independently of ``companion.train.warmup_cosine`` so the test can compare them.
-    """
-    if step < warmup_steps:
-        return peak_lr * (step + 1) / warmup_steps
-    progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)
-    return peak_lr * 0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0)))
 
 
 def position_parameter_count(model: nn.Module) -> int:
@@ -84,3 +74,24 @@ def favourite_offsets(table: Tensor, window_size: Sequence[int]) -> list[tuple[i
     wh, ww = window_size
     rows = table.argmax(0).tolist()
     return [(r // (2 * ww - 1) - (wh - 1), r % (2 * ww - 1) - (ww - 1)) for r in rows]
+
+
+def paired_gap_by_hand(
+    a: Sequence[float], b: Sequence[float], confidence: float = 0.95
+) -> tuple[float, float, float]:
+    """Exercise 4: ``(mean, low, high)`` of ``a - b`` paired by seed (``a[i]`` and ``b[i]`` come
+    from the same seed), with the t interval ``mean ± t * sd / sqrt(n)``, ``t`` the
+    ``(1 + confidence) / 2`` quantile of Student's t with ``n - 1`` degrees of freedom.
+
+    Written out from the formula, to be compared with ``companion.results.paired_gap``.
+    """
+    from companion.stats import t_quantile
+
+    if len(a) != len(b) or len(a) < 2:
+        raise ValueError(
+            f"a and b must hold the same number (>= 2) of values, got {len(a)}, {len(b)}"
+        )
+    d = [x - y for x, y in zip(a, b, strict=True)]
+    half = t_quantile((1 + confidence) / 2, len(d) - 1) * statistics.stdev(d) / math.sqrt(len(d))
+    mean = statistics.fmean(d)
+    return mean, mean - half, mean + half

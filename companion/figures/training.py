@@ -326,22 +326,22 @@ def _row_label(row: Mapping[str, Any]) -> str:
 def plot_seed_dots(
     rows: Sequence[Mapping[str, Any]],
     chance: Mapping[str, float],
-    intervals: Mapping[tuple[str, str], tuple[float, float]] | None = None,
+    confidence: float = 0.95,
     across: int = PANELS_ACROSS,
     title: str = "",
 ) -> Figure:
-    """Final test accuracy of every run: one dot per seed, the mean as a bar, and (optionally)
-    an interval around the mean, per dataset (one panel each) and model.
+    """Final test accuracy of every run: one dot per seed, the mean as a short bar and the
+    ``confidence`` t interval of the mean as a black line, per dataset (one panel each) and cell.
 
     ``rows``: summary rows (``dataset``, ``pos``, optional ``variant``, ``values`` in [0, 1], one
-    per seed, in seed order); drawn in the order given, coloured by ``pos``. ``intervals`` maps
-    ``(dataset, label)`` (label: ``pos``, or ``pos\\nvariant``) to a ``(low, high)`` in [0, 1];
-    the part of an interval outside the possible range [0 %, 100 %] is not drawn. The y axis
-    runs from 0 to 100 % whatever the values, so distances read as they are.
+    per seed), drawn in the order given and coloured by ``pos``. An interval is drawn only within
+    the possible range 0-100 %, and the y axis always runs from 0 to 100 %, so distances read as
+    they are.
     """
+    from companion.stats import paired_interval  # an interval of the mean = one against 0
+
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
-    panels = min(len(datasets), across)
-    fig, axes = _panel_grid(len(datasets), 3.2, across=panels)
+    fig, axes = _panel_grid(len(datasets), 3.2, across=min(len(datasets), across))
     for ax, dataset in zip(axes, datasets, strict=True):
         mine = [r for r in rows if r["dataset"] == dataset]
         for x, row in enumerate(mine):
@@ -351,8 +351,8 @@ def plot_seed_dots(
             offsets = np.linspace(-0.18, 0.18, len(values)) if len(values) > 1 else np.zeros(1)
             ax.scatter(x + offsets, values, s=16, color=color, alpha=0.75, zorder=3, lw=0)
             ax.plot([x - 0.3, x + 0.3], [values.mean()] * 2, color=color, lw=2.4, zorder=4)
-            if intervals is not None and (dataset, _row_label(row)) in intervals:
-                low, high = (100 * v for v in intervals[dataset, _row_label(row)])
+            if len(values) > 1:
+                _, low, high = paired_interval(list(values), confidence)
                 ax.plot([x, x], [max(low, 0.0), min(high, 100.0)], color="k", lw=1.1, zorder=5)
         ax.axhline(100 * chance[dataset], color="k", ls=":", lw=1)
         ax.set_xticks(range(len(mine)), [_row_label(r) for r in mine], fontsize=9)
