@@ -98,6 +98,24 @@ def paired_gap(
     }  # fmt: skip
 
 
+def beside_baselines(summary: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The controlled-variant rows of ``summary``, each group after the Swin row it changes
+    (same dataset and ``pos``): ``none``, ``none:torus``, ``rel``, ``rel:torus``, ... in the
+    summary's order of datasets and ``pos``."""
+    changed = {(r["dataset"], r["pos"]) for r in summary if r.get("variant", "swin") != "swin"}
+    rows = [r for r in summary if (r["dataset"], r["pos"]) in changed]
+    datasets = list(dict.fromkeys(r["dataset"] for r in summary))
+    pos_order = list(dict.fromkeys(r["pos"] for r in summary))
+    return sorted(
+        rows,
+        key=lambda r: (
+            datasets.index(r["dataset"]),
+            pos_order.index(r["pos"]),
+            r.get("variant", "swin") != "swin",
+        ),
+    )
+
+
 #: The differences chapter 5 discusses: ``(a, b)`` reads "cell a - cell b" (cell labels as
 #: :func:`cell_label` writes them); a pair whose cells a results folder lacks is skipped.
 DISCUSSED_GAPS: tuple[tuple[str, str], ...] = (

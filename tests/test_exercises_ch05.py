@@ -28,7 +28,7 @@ from companion.figures.training import (
 )
 from companion.paper import POS_TO_TABLE4_ROW, SWIN_TABLE4, table4_gaps_markdown
 from companion.relative import bias_table_size, relative_position_index
-from companion.results import paired_gap
+from companion.results import beside_baselines, paired_gap
 from companion.swin import swin_from_config
 
 
@@ -215,8 +215,8 @@ def _other_figures() -> dict:
         "bars, 3 datasets + paper": lambda: plot_ablation_bars(three[0], three[1], paper=paper),
         "curves, 3 datasets": lambda: plot_ablation_curves(three[2], three[1]),
         "seed dots, 3 datasets": lambda: plot_seed_dots(three[0], three[1]),
-        "seed dots, 12 cells in a row": lambda: plot_seed_dots(
-            variant_rows(one[0]), one[1], across=1
+        "seed dots, 6 cells in a row (as chapter 5)": lambda: plot_seed_dots(
+            variant_rows(one[0][:2]), one[1], across=1
         ),
         # The GPU ablation's cifar Swin: 3, 6 and 12 heads.
         "bias tables, 12 heads": lambda: plot_bias_tables(made_up_bias_tables((3, 6, 12), 4)),
@@ -312,3 +312,17 @@ def test_paired_gap_by_hand_equals_the_results_paired_gap():
     assert by_hand == pytest.approx((gap["mean"], gap["low"], gap["high"]))
     with pytest.raises(ValueError, match="same number"):
         paired_gap_by_hand([1.0, 2.0], [1.0])
+
+
+def test_beside_baselines_puts_each_variant_after_the_swin_it_changes():
+    summary, _, _ = made_up_results(["a", "b"])
+    summary += [
+        {**summary[2], "variant": "torus"},  # a:rel:torus
+        {**summary[0], "variant": "torus"},  # a:none:torus
+        {**summary[4], "variant": "pool-merge"},  # b:none:pool-merge
+    ]
+    order = [(r["dataset"], r["pos"], r["variant"]) for r in beside_baselines(summary)]
+    assert order == [
+        ("a", "none", "swin"), ("a", "none", "torus"), ("a", "rel", "swin"),
+        ("a", "rel", "torus"), ("b", "none", "swin"), ("b", "none", "pool-merge"),
+    ]  # fmt: skip

@@ -181,3 +181,39 @@ def test_a_plain_install_ships_the_books_results(tmp_path):
         f.stat().st_size for f in (site / "companion" / "book_results").rglob("*") if f.is_file()
     )
     assert shipped < 2_000_000, f"{shipped} bytes of results in the package: keep them small"
+
+
+GPU_CLAIM = re.compile(r"\bon an? (\w+ )?GPU\b", re.IGNORECASE)
+
+
+def _gpu_results() -> list[str]:
+    """The committed ablations whose runs used a GPU (their header names one)."""
+    found = []
+    for path in sorted((ROOT / "results").glob("*/results.json")):
+        if json.loads(path.read_text()).get("header", {}).get("gpu"):
+            found.append(path.parent.name)
+    return found
+
+
+def _headings() -> list[tuple[str, str]]:
+    found = []
+    for path in sorted((ROOT / "book").glob("*.md")):
+        found += [(path.name, line) for line in path.read_text().splitlines()]
+    for nb in NOTEBOOKS:
+        for cell in _cells(nb):
+            if cell["cell_type"] == "markdown":
+                found += [(nb.name, line) for line in _source(cell).splitlines()]
+    return [(name, line) for name, line in found if line.lstrip().startswith("#")]
+
+
+def test_no_heading_promises_gpu_results_that_were_never_run():
+    if _gpu_results():
+        pytest.skip(f"GPU results are committed: {_gpu_results()}")
+    claims = [f"{name}: {line.strip()}" for name, line in _headings() if GPU_CLAIM.search(line)]
+    assert not claims, f"headings claim GPU training, but no results/ holds a GPU run: {claims}"
+
+
+def test_the_gpu_claim_check_catches_the_phrasings_it_is_for():
+    assert GPU_CLAIM.search("# 5. Train a small Swin on a GPU")
+    assert GPU_CLAIM.search("## Scaling up on an H100 GPU")
+    assert not GPU_CLAIM.search("# 5. Train a small Swin (in Colab the same command uses a GPU)")

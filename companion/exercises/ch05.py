@@ -11,6 +11,7 @@ from torch import Tensor, nn
 
 from companion._checks import check_choice, check_positive_int
 from companion.data import IMAGE_SIZE, ImageClassificationData
+from companion.stats import t_quantile
 
 
 def position_parameter_count(model: nn.Module) -> int:
@@ -85,8 +86,6 @@ def paired_gap_by_hand(
 
     Written out from the formula, to be compared with ``companion.results.paired_gap``.
     """
-    from companion.stats import t_quantile
-
     if len(a) != len(b) or len(a) < 2:
         raise ValueError(
             f"a and b must hold the same number (>= 2) of values, got {len(a)}, {len(b)}"

@@ -15,6 +15,7 @@ from matplotlib.ticker import MaxNLocator
 from companion.data import ImageClassificationData
 from companion.figures.absolute import MAX_WIDTH
 from companion.figures.relative import text_width
+from companion.stats import paired_interval
 
 #: One colour per position encoding, the same in every figure of the chapter.
 POS_COLORS = {"none": "#7f7f7f", "abs": "#1f77b4", "rel": "#d62728", "abs+rel": "#9467bd"}
@@ -338,8 +339,6 @@ def plot_seed_dots(
     the possible range 0-100 %, and the y axis always runs from 0 to 100 %, so distances read as
     they are.
     """
-    from companion.stats import paired_interval  # an interval of the mean = one against 0
-
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
     fig, axes = _panel_grid(len(datasets), 3.2, across=min(len(datasets), across))
     for ax, dataset in zip(axes, datasets, strict=True):
@@ -351,7 +350,7 @@ def plot_seed_dots(
             offsets = np.linspace(-0.18, 0.18, len(values)) if len(values) > 1 else np.zeros(1)
             ax.scatter(x + offsets, values, s=16, color=color, alpha=0.75, zorder=3, lw=0)
             ax.plot([x - 0.3, x + 0.3], [values.mean()] * 2, color=color, lw=2.4, zorder=4)
-            if len(values) > 1:
+            if len(values) > 1:  # the interval of a mean is a paired one against 0
                 _, low, high = paired_interval(list(values), confidence)
                 ax.plot([x, x], [max(low, 0.0), min(high, 100.0)], color="k", lw=1.1, zorder=5)
         ax.axhline(100 * chance[dataset], color="k", ls=":", lw=1)
