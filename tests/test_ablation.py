@@ -20,9 +20,9 @@ from companion.ablation import (
 )
 from companion.figures.training import (
     bias_grid,
-    plot_ablation_bars,
     plot_ablation_curves,
     plot_bias_tables,
+    plot_seed_dots,
 )
 from companion.relative import relative_position_index
 from companion.swin import swin_from_config
@@ -203,10 +203,8 @@ def test_ablation_figures_draw_one_panel_per_dataset(mini):
     results, folder = mini
     fig = plot_ablation_curves(load_curves(folder), results["chance"])
     assert len(fig.axes) == 1
-    fig = plot_ablation_bars(
-        results["summary"], results["chance"], paper={"none": 80.1, "rel": 81.3}
-    )
-    assert len(fig.axes) == 2
+    fig = plot_seed_dots(results["summary"], results["chance"])
+    assert len(fig.axes) == 1
 
 
 def test_bias_table_figure_has_a_panel_per_head_and_block(mini):

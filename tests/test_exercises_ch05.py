@@ -17,7 +17,6 @@ from companion.exercises.ch05 import (
     position_parameter_count,
 )
 from companion.figures.training import (
-    plot_ablation_bars,
     plot_ablation_curves,
     plot_bias_tables,
     plot_examples,
@@ -26,7 +25,7 @@ from companion.figures.training import (
     plot_seed_dots,
     plot_table4_differences,
 )
-from companion.paper import POS_TO_TABLE4_ROW, SWIN_TABLE4, table4_gaps_markdown
+from companion.paper import SWIN_TABLE4, table4_gaps_markdown
 from companion.relative import bias_table_size, relative_position_index
 from companion.results import beside_baselines, paired_gap
 from companion.swin import swin_from_config
@@ -203,7 +202,6 @@ def _book_figures() -> dict:
 
 def _other_figures() -> dict:
     one, three = made_up_results(["a"]), made_up_results(["a", "b", "c"])
-    paper = {pos: SWIN_TABLE4[row]["imagenet_top1"] for pos, row in POS_TO_TABLE4_ROW.items()}
     return {
         "examples 5": lambda: plot_examples(make_dataset("relation", "train", 5), 5),
         "lr schedule": lambda: plot_lr_schedule(2500, 250, 1e-3),
@@ -211,8 +209,7 @@ def _other_figures() -> dict:
             {"x": three[2]["a", "rel", 0], "y": three[2]["b", "abs", 1]},
             metrics=("test_acc", "test_acc", "test_acc"),
         ),
-        "bars, 1 dataset": lambda: plot_ablation_bars(one[0], one[1]),
-        "bars, 3 datasets + paper": lambda: plot_ablation_bars(three[0], three[1], paper=paper),
+        "seed dots, 1 dataset": lambda: plot_seed_dots(one[0], one[1]),
         "curves, 3 datasets": lambda: plot_ablation_curves(three[2], three[1]),
         "seed dots, 3 datasets": lambda: plot_seed_dots(three[0], three[1]),
         "seed dots, 6 cells in a row (as chapter 5)": lambda: plot_seed_dots(
@@ -242,14 +239,6 @@ def test_line_figures_put_two_panels_in_a_row_and_create_no_spare_axes():
     assert top_left.y0 == pytest.approx(top_right.y0) and bottom.y1 < top_left.y0
     # The odd panel of the last row is centred.
     assert (bottom.x0 + bottom.x1) / 2 == pytest.approx(0.5, abs=0.05)
-
-
-def test_ablation_bars_write_each_mean_above_its_error_bar():
-    summary, chance, _ = made_up_results(["a"])
-    fig = plot_ablation_bars(summary, chance)
-    labels = {t.get_text(): t.get_position()[1] for t in fig.axes[0].texts}
-    for row in summary:
-        assert labels[f"{100 * row['mean']:.1f}"] > 100 * (row["mean"] + row["std"])
 
 
 def test_bias_tables_wrap_a_block_with_many_heads_onto_more_rows():

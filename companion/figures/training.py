@@ -1,4 +1,5 @@
-"""Figures of chapter 5: example images, learning curves, ablation results, learned bias tables."""
+"""Figures of chapter 5 and Appendix A: example images, learning curves, ablation results with
+every seed, learned bias tables, the Swin paper's Table 4 as differences."""
 
 from __future__ import annotations
 
@@ -174,67 +175,6 @@ def plot_ablation_curves(
     fig.legend(
         list(entries.values()), list(entries), loc="outside lower center", ncols=5, fontsize=9
     )
-    if title:
-        fig.suptitle(title, fontsize=11)
-    return fig
-
-
-def plot_ablation_bars(
-    summary: Sequence[Mapping[str, Any]],
-    chance: Mapping[str, float],
-    paper: Mapping[str, float] | None = None,
-    title: str = "",
-) -> Figure:
-    """Final test accuracy, mean ± std over seeds, per dataset and position encoding (the Swin
-    itself; controlled-variant rows are left out).
-
-    ``paper`` (optional) maps ``pos`` to the Swin paper's ImageNet-1K top-1 (Table 4), drawn in an
-    extra panel on its own scale: a different model, dataset and budget, shown for the ordering.
-    Two panels to a row.
-    """
-    datasets = list(dict.fromkeys(r["dataset"] for r in summary))
-    fig, axes = _panel_grid(len(datasets) + (paper is not None), 3.0)
-    for ax, dataset in zip(axes, datasets, strict=False):
-        rows = [
-            r
-            for p in POS_COLORS
-            for r in summary
-            if r["dataset"] == dataset and r["pos"] == p and r.get("variant", "swin") == "swin"
-        ]
-        x = np.arange(len(rows))
-        means = [100 * r["mean"] for r in rows]
-        stds = [100 * r["std"] for r in rows]
-        ax.bar(x, means, yerr=stds, capsize=4, color=[POS_COLORS[r["pos"]] for r in rows])
-        for xi, m, sd in zip(x, means, stds, strict=True):
-            # Above the error bar: clear of it and of the chance line, whatever the values.
-            ax.text(
-                xi,
-                m + sd + 2.5,
-                f"{m:.1f}",
-                ha="center",
-                va="bottom",
-                fontsize=9,
-                fontweight="bold",
-            )
-        ax.axhline(100 * chance[dataset], color="k", ls=":", lw=1)
-        ax.set_xticks(x, [r["pos"] for r in rows], fontsize=10)
-        ax.set_ylim(0, 114)  # room for a label above a bar at 100 %
-        ax.set_yticks(range(0, 101, 20))
-        ax.set_ylabel("final test accuracy (%)", fontsize=10)
-        ax.set_title(f"{dataset} (dotted: chance)", fontsize=11)
-    if paper is not None:
-        ax = axes[-1]
-        order = [p for p in POS_COLORS if p in paper]
-        values = [paper[p] for p in order]
-        ax.bar(range(len(order)), values, color=[POS_COLORS[p] for p in order])
-        for xi, v in enumerate(values):
-            ax.text(xi, v + 0.1, f"{v:.1f}", ha="center", fontsize=9)
-        ax.set_xticks(range(len(order)), order, fontsize=10)
-        ax.set_ylim(min(values) - 1.5, max(values) + 0.8)
-        ax.set_ylabel("ImageNet-1K top-1 (%)", fontsize=10)
-        ax.set_title("Swin-T, paper's Table 4", fontsize=11)
-    for ax in axes:
-        ax.tick_params(axis="y", labelsize=9)
     if title:
         fig.suptitle(title, fontsize=11)
     return fig
