@@ -1,6 +1,6 @@
 """The position-encoding ablation: every ``pos`` x seed x dataset, one results folder.
 
-    python -m companion.ablation --name cpu-tiny --config tiny-cpu --seeds 0 1 2 --epochs 12
+    python -m companion.ablation --name my-ablation --config tiny-cpu --seeds 0 1 2 --epochs 12
 
 Each grid point is one :func:`companion.train.train` run in ``<work-dir>/<name>/<key>/``; when it
 finishes, its record ``<key>.json`` (its own recorded settings, the hash of the code that trained

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU version of chapter 5's position-encoding ablation.
 #
-# NOT RUN YET: the committed results (results/cpu-tiny/) come from a CPU. Run this on a machine
+# NOT RUN YET: the committed results (results/cpu-ablation/, results/cpu-transfer/) come from a CPU. Run this on a machine
 # with a CUDA GPU, from the repository root, after `pip install -e .`:
 #
 #     bash results/run_gpu_ablation.sh

@@ -161,10 +161,10 @@ def test_a_plain_install_ships_the_books_results(tmp_path):
     shutil.rmtree(source)
     probe = (
         "import companion.results as a\n"
-        "folder = a.find_results('cpu-tiny')\n"
+        "folder = a.find_results('cpu-ablation')\n"
         "print(a.PACKAGE_DIR)\n"
         "print(folder)\n"
-        "print(len(a.load_curves(folder)), len(a.load_bias_tables(folder, 'grid-cell', 'rel')))\n"
+        "print(len(a.load_curves(folder, variant=None)), len(a.load_bias_tables(folder, 'grid-cell', 'rel')))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(site)}
     elsewhere = tmp_path / "elsewhere"  # no results/ here nor in its parent
@@ -174,8 +174,8 @@ def test_a_plain_install_ships_the_books_results(tmp_path):
     )
     package, folder, counts = out.stdout.decode().splitlines()
     assert Path(package) == site / "companion"
-    assert Path(folder) == site / "companion" / "book_results" / "cpu-tiny"
-    committed = json.loads((ROOT / "results" / "cpu-tiny" / "results.json").read_text())
+    assert Path(folder) == site / "companion" / "book_results" / "cpu-ablation"
+    committed = json.loads((ROOT / "results" / "cpu-ablation" / "results.json").read_text())
     assert counts.split()[0] == str(len(committed["runs"]))
     shipped = sum(
         f.stat().st_size for f in (site / "companion" / "book_results").rglob("*") if f.is_file()

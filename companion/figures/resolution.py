@@ -256,5 +256,5 @@ def plot_transfer(summary: Sequence[dict], datasets: Sequence[str], metric: str 
                 ax.set_ylabel("test accuracy (%)", fontsize=FONT)
             if row == len(datasets) - 1:
                 ax.set_xlabel("image size (px)", fontsize=FONT)
-    axes[0, 1].legend(fontsize=FONT, loc="lower left", ncol=2)
+    axes[-1, -1].legend(fontsize=FONT, loc="upper right", ncol=2)
     return fig
