@@ -164,7 +164,8 @@ def test_a_plain_install_ships_the_books_results(tmp_path):
         "folder = a.find_results('cpu-ablation')\n"
         "print(a.PACKAGE_DIR)\n"
         "print(folder)\n"
-        "print(len(a.load_curves(folder, variant=None)), len(a.load_bias_tables(folder, 'grid-cell', 'rel')))\n"
+        "curves = a.load_curves(folder, variant=None)\n"
+        "print(len(curves), len(a.load_bias_tables(folder, 'grid-cell', 'rel')))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(site)}
     elsewhere = tmp_path / "elsewhere"  # no results/ here nor in its parent
