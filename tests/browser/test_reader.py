@@ -264,6 +264,9 @@ def desktop(
         if visit["answers"] is not None:  # open every fold: the answers must then show
             for summary in page.locator("section#exercises div.cell details > summary").all():
                 summary.click()
+            # myst-nb fades an opened fold's content in (its 0.3 s `collapsed-fade-in`), and
+            # checkVisibility counts opacity: let the last fold finish before reading.
+            page.wait_for_timeout(600)
             visit["opened"] = page.evaluate(_ANSWERS)
             _shot(page, "solutions_open", path)
         visits[path] = visit
