@@ -7,6 +7,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_timm_equivalence import ODD
 
 from companion.convert import convert_official_state_dict, to_official_state_dict
 from companion.relative import bias_table_size, offset_to_index
@@ -131,17 +132,6 @@ def perturbed_timm(cfg):
 
 def images(size, batch=2):
     return torch.randn(batch, 3, *size, generator=torch.Generator().manual_seed(1))
-
-
-ODD = {
-    "img_size": (36, 100),
-    "patch_size": 4,
-    "num_classes": 7,
-    "embed_dim": 24,
-    "depths": (2, 2, 2),
-    "num_heads": (2, 2, 4),
-    "window_size": (3, 5),
-}
 
 
 @pytest.mark.parametrize(
