@@ -38,6 +38,12 @@ Every image is drawn from its own random stream ``numpy.random.default_rng([seed
 i])``: the train and test splits never share a stream, and image ``i`` of a split is the same
 whatever ``n`` is.
 
+Both tasks are designed in a 32 x 32 frame and can be *rendered* larger (``size`` 48, 64, ...,
+a multiple of 8): the same scene (label, objects, colours, their places in the frame) drawn
+with ``size / 32`` times as many pixels per side, fresh pixel noise included. Every label keeps
+its meaning, which is what chapter 6's resolution-transfer experiment needs; only at 32 px does
+one object fill exactly one 4 x 4 patch of the small Swin.
+
 CIFAR-10 is read from the ``cifar-10-batches-py`` folder (downloaded by torchvision when asked
 and online); see :func:`load_cifar10` for how its integrity is checked.
 """
@@ -184,10 +190,36 @@ def shape_mask(shape: str, cy: float, cx: float, r: float, size: int = IMAGE_SIZ
     return ((dy <= arm) & (dx <= r)) | ((dx <= arm) & (dy <= r))
 
 
-def _background(rng: np.random.Generator) -> np.ndarray:
-    """A dark ``(H, W, 3)`` float image: a random grey-ish colour plus pixel noise."""
+def check_image_size(size: object) -> int:
+    """``size`` must be an int >= 32 and a multiple of 8 (every cell and patch whole pixels)."""
+    check_positive_int("size", size)
+    if size < IMAGE_SIZE or size % PATCHES:
+        raise ValueError(
+            f"size must be a multiple of {PATCHES} and >= {IMAGE_SIZE} (the tasks are designed "
+            f"in a {IMAGE_SIZE}-px frame and rendered at that size or larger), got {size}"
+        )
+    return size
+
+
+def _rendered(y: float, x: float, size: int) -> tuple[float, float]:
+    """A point of the 32-px design frame in the pixels of a ``size``-px rendering.
+
+    Pixel ``k``'s centre is at ``k``, so pixel edges sit at ``k +- 1/2``: the frame
+    ``[-1/2, 32 - 1/2]`` maps onto ``[-1/2, size - 1/2]``. Written as ``s * y + (s - 1) / 2`` so
+    that ``size == 32`` returns ``y`` bit for bit.
+    """
+    s = size / IMAGE_SIZE
+    return s * y + (s - 1) / 2, s * x + (s - 1) / 2
+
+
+def _background(rng: np.random.Generator, size: int = IMAGE_SIZE) -> np.ndarray:
+    """A dark ``(size, size, 3)`` float image: a random grey-ish colour plus pixel noise."""
     base = rng.uniform(0.0, 0.3, size=3)
     noise = rng.normal(0.0, 0.04, size=(IMAGE_SIZE, IMAGE_SIZE, 3))
+    if size != IMAGE_SIZE:
+        # The scene drawn after the background must not depend on ``size``: the 32-px noise above
+        # keeps the stream where it is, and a larger image's noise comes from a child stream.
+        noise = rng.spawn(1)[0].normal(0.0, 0.04, size=(size, size, 3))
     return base + noise
 
 
@@ -196,11 +228,15 @@ def _to_uint8(image: np.ndarray) -> np.ndarray:
     return (np.clip(image, 0.0, 1.0) * 255).round().astype(np.uint8).transpose(2, 0, 1)
 
 
-def draw_grid_cell(rng: np.random.Generator) -> tuple[np.ndarray, int, np.ndarray]:
-    """One ``grid-cell`` example: ``(image (3, 32, 32) uint8, label, centre (2,) float)``.
+def draw_grid_cell(
+    rng: np.random.Generator, size: int = IMAGE_SIZE
+) -> tuple[np.ndarray, int, np.ndarray]:
+    """One ``grid-cell`` example: ``(image (3, size, size) uint8, label, centre (2,) float)``.
 
     The label ``4 * row + col`` is drawn first; the object (shape, radius 1.5-2.5 px, a bright
-    random colour) is then placed at a random point of that cell where it fits entirely.
+    random colour) is then placed at a random point of that cell where it fits entirely. The
+    scene is designed in the 32-px frame and rendered at ``size`` px (the centre is returned in
+    the rendered pixels).
     """
     label = int(rng.integers(GRID * GRID))
     row, col = divmod(label, GRID)
@@ -211,19 +247,23 @@ def draw_grid_cell(rng: np.random.Generator) -> tuple[np.ndarray, int, np.ndarra
     shape = SHAPES[int(rng.integers(len(SHAPES)))]
     color = rng.uniform(0.45, 1.0, size=3)
     color[rng.integers(3)] = 1.0  # at least one bright channel: always visible on the dark ground
-    image = _background(rng)
-    image[shape_mask(shape, cy, cx, r)] = color
+    image = _background(rng, size)
+    cy, cx = _rendered(cy, cx, size)
+    image[shape_mask(shape, cy, cx, r * size / IMAGE_SIZE, size)] = color
     return _to_uint8(image), label, np.array([cy, cx])
 
 
-def draw_relation(rng: np.random.Generator) -> tuple[np.ndarray, int, np.ndarray]:
-    """One ``relation`` example: ``(image (3, 32, 32) uint8, label, centres (2, 2) float)``.
+def draw_relation(
+    rng: np.random.Generator, size: int = IMAGE_SIZE
+) -> tuple[np.ndarray, int, np.ndarray]:
+    """One ``relation`` example: ``(image (3, size, size) uint8, label, centres (2, 2) float)``.
 
     ``centres[0]`` is A's ``(y, x)``, ``centres[1]`` B's. The label (an index into
     ``RELATIONS``) is drawn first; then A's patch, uniformly among the patches whose neighbour in
     the label's direction is inside the ``PATCHES x PATCHES`` grid; B takes that neighbour. Each
     object (a random shape of radius 1-1.5 px, placed at a random point of its patch where it
-    fits) is clipped to its patch, so no patch holds parts of both objects.
+    fits) is clipped to its patch, so no patch holds parts of both objects. Rendered at ``size``
+    px, a "patch" is the cell of ``size / 8`` px that holds the 4-px patch of the 32-px design.
     """
     label = int(rng.integers(len(RELATIONS)))
     # step = B's patch - A's patch. "A left of B" means B is one patch to A's right.
@@ -231,24 +271,25 @@ def draw_relation(rng: np.random.Generator) -> tuple[np.ndarray, int, np.ndarray
     # A's patch: uniform over the rows/columns from which the step stays inside the grid.
     lo, hi = np.maximum(0, -step), PATCHES - np.maximum(0, step)
     patch_a = lo + rng.integers(hi - lo)
-    image = _background(rng)
+    image = _background(rng, size)
+    cell, scale = size // PATCHES, size / IMAGE_SIZE  # a patch's side in the rendered pixels
     red = np.array([rng.uniform(0.75, 1.0), rng.uniform(0.0, 0.3), rng.uniform(0.0, 0.3)])
     blue = np.array([rng.uniform(0.0, 0.3), rng.uniform(0.2, 0.5), rng.uniform(0.8, 1.0)])
     centres = []
     for patch, color in ((patch_a, red), (patch_a + step, blue)):
         r = rng.uniform(1.0, 1.5)
         # Inside the patch's pixels [p * PATCH, p * PATCH + PATCH - 1] with room for radius r.
-        cy, cx = patch * PATCH + rng.uniform(r, PATCH - 1 - r, size=2)
+        cy, cx = _rendered(*(patch * PATCH + rng.uniform(r, PATCH - 1 - r, size=2)), size)
         shape = SHAPES[int(rng.integers(len(SHAPES)))]
-        box = np.zeros((IMAGE_SIZE, IMAGE_SIZE), dtype=bool)
-        (y0, x0), (y1, x1) = patch * PATCH, (patch + 1) * PATCH
+        box = np.zeros((size, size), dtype=bool)
+        (y0, x0), (y1, x1) = patch * cell, (patch + 1) * cell
         box[y0:y1, x0:x1] = True  # the diamond and plus may reach past r: keep them in the patch
-        image[shape_mask(shape, cy, cx, r) & box] = color
+        image[shape_mask(shape, cy, cx, r * scale, size) & box] = color
         centres.append((cy, cx))
     return _to_uint8(image), label, np.array(centres)
 
 
-_DRAW: dict[str, Callable[[np.random.Generator], tuple[np.ndarray, int, np.ndarray]]] = {
+_DRAW: dict[str, Callable[[np.random.Generator, int], tuple[np.ndarray, int, np.ndarray]]] = {
     "grid-cell": draw_grid_cell,
     "relation": draw_relation,
 }
@@ -269,8 +310,11 @@ def example_rng(task: str, split: str, seed: int, index: int) -> np.random.Gener
     return np.random.default_rng([seed, TASKS.index(task), SPLITS.index(split), index])
 
 
-def make_task(task: str, split: str, n: int, seed: int = 0) -> ImageClassificationData:
-    """Generate ``n`` images of a task (``"grid-cell"`` or ``"relation"``) for ``split``.
+def make_task(
+    task: str, split: str, n: int, seed: int = 0, size: int = IMAGE_SIZE
+) -> ImageClassificationData:
+    """Generate ``n`` images of a task (``"grid-cell"`` or ``"relation"``) for ``split``,
+    rendered at ``size`` x ``size`` px (image ``i`` shows the same scene at every size).
 
     ``meta["centres"]`` holds the objects' centres in pixels: ``(n, 2)`` for grid-cell,
     ``(n, 2, 2)`` (A then B, each ``(y, x)``) for relation.
@@ -278,9 +322,10 @@ def make_task(task: str, split: str, n: int, seed: int = 0) -> ImageClassificati
     check_choice("task", task, TASKS)
     check_choice("split", split, SPLITS)
     check_positive_int("n", n)
+    check_image_size(size)
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed must be an int >= 0, got {seed!r}")
-    draws = [_DRAW[task](example_rng(task, split, seed, i)) for i in range(n)]
+    draws = [_DRAW[task](example_rng(task, split, seed, i), size) for i in range(n)]
     images = torch.from_numpy(np.stack([d[0] for d in draws]))
     labels = torch.tensor([d[1] for d in draws], dtype=torch.long)
     centres = torch.from_numpy(np.stack([d[2] for d in draws])).float()
@@ -427,23 +472,31 @@ def make_dataset(
     seed: int = 0,
     data_dir: str | os.PathLike[str] = DEFAULT_DATA_DIR,
     download: bool = False,
+    size: int = IMAGE_SIZE,
 ) -> ImageClassificationData:
     """The one entry point: ``name`` in ``DATASETS``, ``split`` in ``("train", "test")``.
 
     ``n``: number of images (generated tasks: default ``DEFAULT_SIZES[split]``; CIFAR-10: the
     first ``n`` of the split, default all). ``seed`` chooses the generated images; CIFAR-10
-    ignores it.
+    ignores it. ``size``: the generated tasks' rendering size (:func:`make_task`); CIFAR-10's
+    photographs exist only at 32 px.
     """
     check_choice("name", name, DATASETS)
     check_choice("split", split, SPLITS)
     if n is not None:
         check_positive_int("n", n)
+    check_image_size(size)
     if name == "cifar10":
+        if size != IMAGE_SIZE:
+            raise ValueError(
+                f"size must be {IMAGE_SIZE} for cifar10 (its photographs cannot be rendered "
+                f"again at another size), got {size}"
+            )
         data = load_cifar10(split, data_dir=data_dir, download=download)
         if n is not None and n < len(data):
             data.images, data.labels = data.images[:n], data.labels[:n]
         return data
-    return make_task(name, split, DEFAULT_SIZES[split] if n is None else n, seed)
+    return make_task(name, split, DEFAULT_SIZES[split] if n is None else n, seed, size)
 
 
 def batch_loader(

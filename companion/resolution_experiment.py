@@ -3,11 +3,12 @@
 Two steps. The ablation runner trains every position code at 32 px and publishes
 ``results/<name>/`` (chapter 5's provenance); this module then takes each of its runs from the
 work folder's checkpoint, moves it to every size under every condition of
-``companion.resolution_transfer`` and measures the test accuracy as it is and after a short
-fine-tune at the new size::
+``companion.resolution_transfer`` and measures the test accuracy on the task *rendered* at that
+size (``companion.data.make_dataset(..., size=S)``: the same test scenes, more pixels), as moved
+and after a short fine-tune on the training split rendered at that size::
 
     python -m companion.ablation --name transfer-cpu --config tiny-cpu --seeds 0 1 2 ...
-    python -m companion.resolution_experiment --name transfer-cpu --finetune-steps 50
+    python -m companion.resolution_experiment --name transfer-cpu --finetune-steps 50 --jobs 2
 
 It writes ``results/<name>/transfer.json`` (a provenance header, the settings, one row per run x
 size x condition) and ``transfer.md`` (mean ± std over seeds), atomically.
@@ -17,22 +18,27 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import shlex
 import sys
 import time
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from companion._checks import check_positive_int
 from companion._io import atomic_write_json, atomic_write_text
-from companion.data import make_dataset, num_classes
+from companion.data import ImageClassificationData, make_dataset, num_classes
 from companion.provenance import provenance
 from companion.resolution_transfer import (
     EVAL_SIZES,
-    accuracy_at,
+    TRAIN_SIZE,
+    accuracy,
     fine_tune,
     moved_model,
     transfer_conditions,
@@ -56,32 +62,67 @@ def trained_run(
     return cfg, model.eval()
 
 
+@functools.lru_cache(maxsize=16)
+def rendered(dataset: str, split: str, n: int, seed: int, size: int) -> ImageClassificationData:
+    """``make_dataset`` at ``size`` px, kept for the process: every run of a dataset is moved to
+    the same rendered images, so they are drawn once per process (treat them as read-only)."""
+    return make_dataset(dataset, split, n, seed=seed, size=size)
+
+
 def transfer_rows(
     cfg: TrainConfig,
     model: SwinTransformer,
     sizes: Sequence[int] = EVAL_SIZES,
     finetune_steps: int = 50,
     finetune_lr: float = 1e-4,
+    finetune_batch_size: int = 32,
 ) -> list[dict[str, Any]]:
-    """One row per size x condition: test accuracy as moved and after ``finetune_steps``."""
+    """One row per size x condition: test accuracy as moved and after ``finetune_steps``, on
+    the run's task rendered at that size (the run's own data seed and split sizes)."""
 
-    def load(split: str, n: int | None):
-        return make_dataset(cfg.dataset, split, n, seed=cfg.data_seed)
+    def data(split: str, size: int) -> ImageClassificationData:
+        n = cfg.test_size if split == "test" else cfg.train_size
+        return rendered(cfg.dataset, split, n, cfg.data_seed, size)
 
-    test, train = load("test", cfg.test_size), load("train", cfg.train_size)
-    rows = [{"size": 32, "condition": "trained", "acc": accuracy_at(model, test, 32)}]
+    rows = [
+        {
+            "size": TRAIN_SIZE,
+            "condition": "trained",
+            "acc": accuracy(model, data("test", TRAIN_SIZE)),
+        }
+    ]
     for size in sizes:
+        test, train = data("test", size), data("train", size)
         for condition in transfer_conditions(cfg.pos):
             moved = moved_model(model, size, condition)
-            row = {"size": size, "condition": condition.name, "acc": accuracy_at(moved, test, size)}
+            row = {"size": size, "condition": condition.name, "acc": accuracy(moved, test)}
             if finetune_steps:
                 start = time.perf_counter()
-                fine_tune(moved, train, size, finetune_steps, finetune_lr, seed=cfg.seed)
-                row["acc_finetuned"] = accuracy_at(moved, test, size)
+                fine_tune(
+                    moved, train, finetune_steps, finetune_lr, finetune_batch_size, seed=cfg.seed
+                )
+                row["acc_finetuned"] = accuracy(moved, test)
                 row["finetune_s"] = time.perf_counter() - start
             rows.append(row)
     run = {"dataset": cfg.dataset, "pos": cfg.pos, "variant": cfg.variant, "seed": cfg.seed}
     return [{**run, **r} for r in rows]
+
+
+def _moved_run(
+    work: Path, run: tuple[str, str, int, str], threads: int | None, settings: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """:func:`transfer_rows` of one ablation run (a process pool's task)."""
+    if threads:
+        torch.set_num_threads(threads)
+    cfg, model = trained_run(work, *run)
+    return transfer_rows(
+        cfg,
+        model,
+        settings["sizes"],
+        settings["finetune_steps"],
+        settings["finetune_lr"],
+        settings["finetune_batch_size"],
+    )
 
 
 def transfer_summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -185,10 +226,15 @@ def run_transfer(
     sizes: Sequence[int] = EVAL_SIZES,
     finetune_steps: int = 50,
     finetune_lr: float = 1e-4,
+    finetune_batch_size: int = 32,
     command: str | None = None,
+    jobs: int = 1,
+    threads: int | None = None,
 ) -> dict[str, Any]:
     """Move every run of the main grid of the ablation published in ``results_dir`` (checkpoints
-    in ``work``), in the plan's variant; its extra (controlled-variant) cells are not moved."""
+    in ``work``), in the plan's variant; its extra (controlled-variant) cells are not moved.
+    ``jobs`` runs are moved at a time, each process with ``threads`` torch threads."""
+    check_positive_int("jobs", jobs)
     start = time.perf_counter()
     plan = load_results(results_dir)["plan"]
     variant = plan.get("variant", "swin")
@@ -197,14 +243,27 @@ def run_transfer(
             f"the ablation's variant {variant!r} is a torus, whose runs cannot move to another "
             "size (companion.transfer.set_input_size); move an ablation of another variant"
         )
-    rows = []
-    for seed in plan["seeds"]:
-        for dataset in plan["datasets"]:
-            for pos in plan["pos"]:
-                cfg, model = trained_run(work, dataset, pos, seed, variant)
-                rows += transfer_rows(cfg, model, sizes, finetune_steps, finetune_lr)
-    header = {**provenance(command), "wall_s": time.perf_counter() - start}
-    settings = {"sizes": list(sizes), "finetune_steps": finetune_steps, "finetune_lr": finetune_lr}
+    settings = {
+        "sizes": list(sizes),
+        "finetune_steps": finetune_steps,
+        "finetune_lr": finetune_lr,
+        "finetune_batch_size": finetune_batch_size,
+        "images": "rendered at each size by the task's generator (companion.data, size=S)",
+    }
+    runs = [
+        (dataset, pos, seed, variant)
+        for seed in plan["seeds"]
+        for dataset in plan["datasets"]
+        for pos in plan["pos"]
+    ]
+    task = functools.partial(_moved_run, work, threads=threads, settings=settings)
+    if jobs == 1:
+        per_run = [task(run) for run in runs]
+    else:
+        with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
+            per_run = list(pool.map(task, runs))
+    rows = [row for run_rows in per_run for row in run_rows]
+    header = {**provenance(command), "wall_s": time.perf_counter() - start, "jobs": jobs}
     results = {"header": header, "plan": plan, "settings": settings, "rows": rows}
     results["summary"] = transfer_summary(rows)
     atomic_write_json(results_dir / "transfer.json", results)
@@ -221,10 +280,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--sizes", type=int, nargs="+", default=list(EVAL_SIZES))
     p.add_argument("--finetune-steps", type=int, default=50, help="0: no fine-tune")
     p.add_argument("--finetune-lr", type=float, default=1e-4)
-    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--finetune-batch-size", type=int, default=32)
+    p.add_argument("--jobs", type=int, default=1, help="runs moved in parallel (processes)")
+    p.add_argument("--threads", type=int, default=None, help="torch threads per process")
     args = p.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
     folder = Path(args.results_dir) / args.name
     command = shlex.join(["python", "-m", "companion.resolution_experiment", *argv])
     results = run_transfer(
@@ -233,7 +292,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.sizes,
         args.finetune_steps,
         args.finetune_lr,
+        args.finetune_batch_size,
         command,
+        args.jobs,
+        args.threads,
     )
     print(transfer_table(results["summary"]))
     print(f"wrote {folder / 'transfer.json'} in {results['header']['wall_s']:.0f} s")

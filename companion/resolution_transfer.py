@@ -10,9 +10,9 @@ Two ways to run a model on ``S``-px images when it was trained at 32 px (chapter
   ``"bicubic"`` or ``"geometric"`` (two conditions), while a continuous bias or a rotary
   embedding just computes its coordinates for the larger window.
 
-Images for the larger size are the test images resized (bicubic, the usual way a classifier is
-evaluated at a higher resolution): every object keeps its place relative to the frame, so every
-label keeps its meaning.
+Images at the larger size are *rendered* at that size by the task's own generator
+(``companion.data.make_dataset(..., size=S)``): the same scenes drawn with more pixels, every
+object at its place in the frame, so every label keeps its meaning.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor
 
 from companion._checks import check_positive_int
 from companion.data import ImageClassificationData
@@ -81,25 +80,26 @@ def moved_model(model: SwinTransformer, size: int, condition: TransferCondition)
     return moved
 
 
-def resized_images(data: ImageClassificationData, images: Tensor, size: int) -> Tensor:
-    """uint8 ``(B, 3, 32, 32)`` -> normalised float ``(B, 3, size, size)`` (bicubic)."""
-    x = data.normalize(images)
-    if x.shape[-1] == size and x.shape[-2] == size:
-        return x
-    return F.interpolate(x, size=(size, size), mode="bicubic", align_corners=False)
+def _check_input_size(model: SwinTransformer, data: ImageClassificationData) -> None:
+    """The images must have the size the model was moved to (no silent resizing)."""
+    got, wanted = tuple(data.images.shape[-2:]), tuple(model.img_size)
+    if got != wanted:
+        raise ValueError(
+            f"data must hold images of the model's input size {wanted}, got {got}: render the "
+            f"task at that size (companion.data.make_dataset(..., size=...)) or move the model"
+        )
 
 
 @torch.no_grad()
-def accuracy_at(
-    model: SwinTransformer, data: ImageClassificationData, size: int, batch_size: int = 256
-) -> float:
-    """Top-1 accuracy of ``model`` (already moved to ``size``) on ``data`` resized to ``size``."""
+def accuracy(model: SwinTransformer, data: ImageClassificationData, batch_size: int = 256) -> float:
+    """Top-1 accuracy of ``model`` on ``data``, whose images have the model's input size."""
+    _check_input_size(model, data)
     model.eval()
     device = next(model.parameters()).device
     correct = 0
     for start in range(0, len(data), batch_size):
         images, labels = data[list(range(start, min(start + batch_size, len(data))))]
-        logits = model(resized_images(data, images.to(device), size))
+        logits = model(data.normalize(images.to(device)))
         correct += int((logits.argmax(-1) == labels.to(device)).sum())
     return correct / len(data)
 
@@ -107,19 +107,19 @@ def accuracy_at(
 def fine_tune(
     model: SwinTransformer,
     data: ImageClassificationData,
-    size: int,
     steps: int,
     lr: float = 1e-4,
-    batch_size: int = 64,
+    batch_size: int = 32,
     seed: int = 0,
 ) -> list[float]:
-    """A short fine-tune at ``size``: ``steps`` AdamW steps (constant ``lr``, the trainer's
-    ``param_groups``) on random batches of ``data``.
+    """A short fine-tune on ``data`` (images of the model's input size): ``steps`` AdamW steps
+    (constant ``lr``, the trainer's ``param_groups``) on random batches.
 
     Returns the training loss of every step. This is the "+ short fine-tune" arm of the
     experiment, deliberately small next to the training run (chapter 5's loop does the training).
     """
     check_positive_int("steps", steps)
+    _check_input_size(model, data)
     model.train()
     device = next(model.parameters()).device
     optimiser = torch.optim.AdamW(param_groups(model, weight_decay=0.05), lr=lr)
@@ -128,9 +128,7 @@ def fine_tune(
     for _ in range(steps):
         index = torch.randint(len(data), (batch_size,), generator=generator)
         images, labels = data[index]
-        loss = F.cross_entropy(
-            model(resized_images(data, images.to(device), size)), labels.to(device)
-        )
+        loss = F.cross_entropy(model(data.normalize(images.to(device))), labels.to(device))
         optimiser.zero_grad(set_to_none=True)
         loss.backward()
         optimiser.step()

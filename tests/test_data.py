@@ -55,15 +55,17 @@ def test_train_and_test_splits_share_no_image(name):
     assert not same.any()
 
 
-def test_grid_cell_label_is_the_cell_that_holds_every_object_pixel():
-    ds = make_dataset("grid-cell", "train", 200)
+@pytest.mark.parametrize("size", [32, 48, 64])
+def test_grid_cell_label_is_the_cell_that_holds_every_object_pixel(size):
+    ds = make_dataset("grid-cell", "train", 200, size=size)
+    cell = CELL * size // 32
     for image, label, centre in zip(ds.images, ds.labels, ds.meta["centres"], strict=True):
         row, col = divmod(int(label), 4)
-        assert (int(centre[0]) // CELL, int(centre[1]) // CELL) == (row, col)
+        assert (int(centre[0]) // cell, int(centre[1]) // cell) == (row, col)
         # The object is the only bright thing: some channel is at full brightness.
         ys, xs = np.nonzero((image.max(0).values == 255).numpy())
         assert len(ys) > 0
-        assert (ys // CELL == row).all() and (xs // CELL == col).all()
+        assert (ys // cell == row).all() and (xs // cell == col).all()
 
 
 def test_relation_label_matches_where_the_red_object_is_seen_from_the_blue_one():
@@ -81,8 +83,10 @@ def test_relation_label_matches_where_the_red_object_is_seen_from_the_blue_one()
         assert max(abs(cay - ya), abs(cax - xa), abs(cby - yb), abs(cbx - xb)) < 1.5
 
 
-def test_relation_objects_sit_in_neighbouring_patches_in_the_labels_direction():
-    ds = make_dataset("relation", "train", 300)
+@pytest.mark.parametrize("size", [32, 48, 64])
+def test_relation_objects_sit_in_neighbouring_patches_in_the_labels_direction(size):
+    ds = make_dataset("relation", "train", 300, size=size)
+    cell = PATCH * size // 32  # the 32-px design's patch, rendered at size px
     for image, label, centres in zip(ds.images, ds.labels, ds.meta["centres"], strict=True):
         img = image.int()
         red = (img[0] > 180) & (img[1] < 100) & (img[2] < 100)
@@ -91,11 +95,42 @@ def test_relation_objects_sit_in_neighbouring_patches_in_the_labels_direction():
         for mask in (red, blue):
             ys, xs = torch.nonzero(mask, as_tuple=True)
             # Every pixel of an object lies in one patch: no patch holds parts of both.
-            assert len(set((ys // PATCH).tolist())) == 1 and len(set((xs // PATCH).tolist())) == 1
-            patches.append((int(ys[0]) // PATCH, int(xs[0]) // PATCH))
+            assert len(set((ys // cell).tolist())) == 1 and len(set((xs // cell).tolist())) == 1
+            patches.append((int(ys[0]) // cell, int(xs[0]) // cell))
         (ay, ax), (by, bx) = patches
         assert (by - ay, bx - ax) == RELATION_STEPS[int(label)]
-        assert [tuple(int(v) // PATCH for v in c) for c in centres.tolist()] == patches
+        assert [tuple(int(v) // cell for v in c) for c in centres.tolist()] == patches
+
+
+@pytest.mark.parametrize("name", ["grid-cell", "relation"])
+@pytest.mark.parametrize("size", [48, 64])
+def test_a_larger_rendering_shows_the_same_scene_with_more_pixels(name, size):
+    small, large = make_dataset(name, "test", 50), make_dataset(name, "test", 50, size=size)
+    assert large.images.shape == (50, 3, size, size)
+    assert torch.equal(small.labels, large.labels)
+    # Centres map from the 32-px frame: pixel edges k -+ 1/2 scale by size / 32.
+    s = size / 32
+    torch.testing.assert_close(large.meta["centres"], s * small.meta["centres"] + (s - 1) / 2)
+    # The larger image is not the small one resized: its pixel noise is drawn at its own size,
+    # from a stream that leaves the rest of the scene's random numbers where they were.
+    assert not torch.equal(make_dataset(name, "test", 50, size=size, seed=1).images, large.images)
+
+
+def test_rendering_at_32_px_is_the_default():
+    for name in ("grid-cell", "relation"):
+        a, b = make_dataset(name, "test", 30), make_dataset(name, "test", 30, size=32)
+        assert torch.equal(a.images, b.images) and torch.equal(a.meta["centres"], b.meta["centres"])
+
+
+@pytest.mark.parametrize("size", [24, 36, 50])
+def test_a_size_below_32_or_not_a_multiple_of_8_is_refused(size):
+    with pytest.raises(ValueError, match=rf"size must be a multiple of 8 and >= 32.*got {size}"):
+        make_dataset("relation", "test", 2, size=size)
+
+
+def test_cifar10_cannot_be_rendered_at_another_size(tmp_path):
+    with pytest.raises(ValueError, match=r"size must be 32 for cifar10.*got 64"):
+        make_dataset("cifar10", "test", size=64, data_dir=tmp_path)
 
 
 def test_relation_pairs_are_placed_all_over_the_frame():

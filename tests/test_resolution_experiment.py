@@ -8,6 +8,7 @@ import pytest
 from companion.ablation import AblationPlan, run_ablation
 from companion.resolution_experiment import (
     main,
+    run_transfer,
     transfer_gap,
     transfer_gaps_table,
     transfer_summary,
@@ -33,7 +34,7 @@ def finished(tmp_path_factory):
     )
     run_ablation(plan)
     argv = ["--name", "mini", "--results-dir", str(tmp / "results"), "--work-dir"]
-    assert main([*argv, str(tmp / "runs"), "--finetune-steps", "2"]) == 0
+    assert main([*argv, str(tmp / "runs"), "--finetune-steps", "2", "--jobs", "2"]) == 0
     return tmp / "results" / "mini"
 
 
@@ -49,6 +50,23 @@ def test_every_run_is_moved_under_every_condition_with_provenance(finished):
     assert all(0 <= r["acc"] <= 1 for r in results["rows"])
     assert all("acc_finetuned" in r for r in results["rows"] if r["size"] != 32)
     assert "| grid-cell | rel | 64 | window-geometric |" in (finished / "transfer.md").read_text()
+    assert results["settings"]["images"].startswith("rendered at each size")
+    assert results["header"]["jobs"] == 2
+
+
+@pytest.mark.slow
+def test_two_processes_move_the_runs_as_one_does(finished, tmp_path):
+    # The pool only changes who does the work: rows (and their order) are the same, bit for bit
+    # up to the per-process thread count, which is pinned to 1 on both sides here.
+    import shutil
+
+    folder = tmp_path / "mini"
+    shutil.copytree(finished, folder)
+    work = finished.parent.parent / "runs" / "mini"
+    one = run_transfer(folder, work, finetune_steps=2, jobs=1, threads=1)["rows"]
+    two = run_transfer(folder, work, finetune_steps=2, jobs=2, threads=1)["rows"]
+    strip = [{k: v for k, v in r.items() if k != "finetune_s"} for r in one]
+    assert strip == [{k: v for k, v in r.items() if k != "finetune_s"} for r in two]
 
 
 def test_summary_groups_seeds_per_condition():

@@ -5,10 +5,9 @@ import torch
 
 from companion.data import make_dataset
 from companion.resolution_transfer import (
-    accuracy_at,
+    accuracy,
     fine_tune,
     moved_model,
-    resized_images,
     transfer_conditions,
 )
 from companion.swin import POS_CHOICES, swin_from_config
@@ -45,22 +44,27 @@ def test_a_window_that_would_not_scale_to_whole_sides_is_refused():
         moved_model(model, 48, transfer_conditions("rel")[1])
 
 
-def test_resized_images_keep_the_picture_and_accuracy_is_a_fraction():
-    data = make_dataset("grid-cell", "test", n=16)
-    images, _ = data[list(range(16))]
-    big = resized_images(data, images, 64)
-    assert big.shape == (16, 3, 64, 64)
-    small = torch.nn.functional.avg_pool2d(big, 2)
-    assert (small - data.normalize(images)).abs().mean() < 0.1
+def test_accuracy_is_a_fraction_on_images_rendered_at_the_models_size():
     model = swin_from_config("tiny-cpu", num_classes=16)
-    assert 0.0 <= accuracy_at(moved_model(model, 64, transfer_conditions("rel")[0]), data, 64) <= 1
+    moved = moved_model(model, 64, transfer_conditions("rel")[0])
+    assert 0.0 <= accuracy(moved, make_dataset("grid-cell", "test", n=16, size=64)) <= 1
+
+
+def test_images_of_another_size_are_refused_not_resized():
+    model = swin_from_config("tiny-cpu", num_classes=16)
+    moved = moved_model(model, 64, transfer_conditions("rel")[0])
+    small = make_dataset("grid-cell", "test", n=4)
+    with pytest.raises(ValueError, match=r"model's input size \(64, 64\), got \(32, 32\)"):
+        accuracy(moved, small)
+    with pytest.raises(ValueError, match="render the task at that size"):
+        fine_tune(moved, small, steps=1)
 
 
 def test_a_short_fine_tune_lowers_the_training_loss():
     torch.manual_seed(0)
-    data = make_dataset("grid-cell", "train", n=64)
+    data = make_dataset("grid-cell", "train", n=64, size=48)
     model = moved_model(
         swin_from_config("tiny-cpu", num_classes=16), 48, transfer_conditions("cpb")[1]
     )
-    losses = fine_tune(model, data, 48, steps=12, lr=1e-3, batch_size=32)
+    losses = fine_tune(model, data, steps=12, lr=1e-3, batch_size=32)
     assert len(losses) == 12 and sum(losses[-3:]) < sum(losses[:3])
