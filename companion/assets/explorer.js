@@ -73,11 +73,13 @@
   /**
    * One grid of rows x cols cells as an <svg>: cell (r, c) coloured fill(r, c), written text(r, c)
    * (or nothing when text is null), described hint(r, c) on hover (when given), its exact value in
-   * data-value; the marked cell outlined.
+   * data-value; the marked cell outlined. Tick labels count cells from origin (default 0): a
+   * label k sits on cell k + origin.
    */
   function grid(spec) {
     const { name, rows, cols, title, marked, fill, text, hint, value, onPick } = spec;
     const cell = spec.cell || CELL;
+    const origin = spec.origin || 0;
     const lines = title.length;
     const top = 8 + lines * (FONT + 4) + TICK + 4;
     // Wide enough for the title (bold, ~7.4 units a character), the grid centred below it.
@@ -95,19 +97,21 @@
     });
     svg.style.maxWidth = `${width}px`;
     svg.append(...titleLines(title, width / 2, 8 + FONT));
-    // Tick labels every 1, 2, 5, 10, ... cells: at least 24 units apart.
+    // Tick labels every 1, 2, 5, 10, ... cells: at least 24 units apart, on multiples of it.
     const tickEvery = [1, 2, 5, 10, 20, 50, 100].find((k) => k * cell >= 24) || 100;
-    for (let c = 0; c < cols; c += tickEvery) {
+    const ticked = (n) => Array.from({ length: n }, (_, i) => i)
+      .filter((i) => (((i - origin) % tickEvery) + tickEvery) % tickEvery === 0);
+    for (const c of ticked(cols)) {
       svg.append(el("svg:text", {
         x: left + (c + 0.5) * cell, y: top - 4, "text-anchor": "middle", "font-size": TICK,
-        fill: "currentColor", class: "cx-tick",
-      }, [String(c)]));
+        fill: "currentColor", class: "cx-tick", "data-axis": "col", "data-at": c,
+      }, [String(c - origin)]));
     }
-    for (let r = 0; r < rows; r += tickEvery) {
+    for (const r of ticked(rows)) {
       svg.append(el("svg:text", {
         x: left - 4, y: top + (r + 0.5) * cell + TICK / 3, "text-anchor": "end", "font-size": TICK,
-        fill: "currentColor", class: "cx-tick",
-      }, [String(r)]));
+        fill: "currentColor", class: "cx-tick", "data-axis": "row", "data-at": r,
+      }, [String(r - origin)]));
     }
     for (let r = 0; r < rows; r++) {
       for (let c = 0; c < cols; c++) {
@@ -199,6 +203,9 @@
 
   /** (rows x cols) -> (side x side): the separable resize of companion.transfer. */
   function resizeImage(image, side, method) {
+    // resize_bias_table returns the table itself when the window is unchanged (the geometric
+    // weights would not: their ratio q is at least 1.01, a slight stretch).
+    if (image.length === side && image[0].length === side) return image;
     const weights = method === "bicubic" ? bicubicWeights : geometricWeights;
     const ay = weights(image.length, side);
     const ax = weights(image[0].length, side);
@@ -389,6 +396,7 @@
         const n = values.length;
         return grid({
           name, rows: n, cols: n, cell: Math.max(4, Math.floor(260 / n)),
+          origin: window - 1, // ticks in offsets, as the static figure's axes
           title: [`head ${head}: ${label}`, `offsets ${-(window - 1)} … ${window - 1}`],
           marked: null,
           fill: (r, c) => colour(map, low, high, values[r][c]),

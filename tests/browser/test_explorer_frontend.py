@@ -3,8 +3,8 @@
 Each test renders explorer outputs in headless Chromium (conftest.py's ``chromium``; no book
 needed, every request blocked), sets the sliders as a reader would, reads what the figure shows
 (each cell's ``data-value``, its written text and its colour) and compares it with
-``companion.relative`` / ``companion.explorers`` for the same state. Run alone with
-``.venv/bin/python -m pytest tests/browser/test_explorer_frontend.py``.
+``companion.relative`` / ``companion.explorers`` / ``companion.transfer`` for the same state.
+Run alone with ``.venv/bin/python -m pytest tests/browser/test_explorer_frontend.py``.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import matplotlib
+import numpy as np
 import pytest
 import torch
-from explorer_browser import drive, page_html, read, show, texts, values
+from explorer_browser import clipped_texts, drive, page_html, read, show, texts, values
 from matplotlib.colors import Normalize, to_hex
 
 from companion.absolute import sincos_2d_position_embedding
@@ -29,7 +30,10 @@ from companion.explorers import (
     relative_bias,
     relative_index_view,
 )
+from companion.figures.resolution import bump_table
 from companion.relative import RelativePositionBias
+from companion.resize_explorer import MAX_WINDOW, resize_explorer
+from companion.transfer import RESIZE_METHODS, resize_bias_table, table_as_images
 from companion.widgets import bias_explorer, embedding_explorer, relative_index_explorer
 
 
@@ -55,6 +59,14 @@ def page(chromium: Any) -> Iterator[Any]:
 def _colour(cmap: str, vmin: float, vmax: float, value: float) -> str:
     """The colour matplotlib paints ``value`` with (the static figure's colour)."""
     return to_hex(matplotlib.colormaps[cmap](Normalize(vmin, vmax)(value)))
+
+
+def _colours(cmap: str, vmin: float, vmax: float, values: np.ndarray) -> list[list[str]]:
+    """``_colour`` of every entry of a 2-d array, at once (``to_hex`` once per distinct colour)."""
+    rgba = matplotlib.colormaps[cmap](Normalize(vmin, vmax)(values))
+    distinct, which = np.unique(rgba.reshape(-1, 4), axis=0, return_inverse=True)
+    hexes = np.array([to_hex(c) for c in distinct])
+    return hexes[which.reshape(values.shape)].tolist()
 
 
 # ----- relative index ---------------------------------------------------------------------------
@@ -159,6 +171,79 @@ def test_the_browsers_similarity_map_is_companions_for_every_patch(
         assert panel[0][0]["fill"] == _colour("viridis", low, 1.0, expected[0, 0].item())
 
 
+# ----- resizing a table (chapter 6) ------------------------------------------------------------
+
+#: float32's machine epsilon: companion resizes in float32, the browser in float64.
+_EPS32 = float(np.finfo(np.float32).eps)
+
+
+def _written(value: float) -> str:
+    """The explorer's hover text for a value: three decimals, no "-0.000"."""
+    text = f"{value:.3f}"
+    return text.lstrip("-") if float(text) == 0 else text
+
+
+def test_the_browsers_resized_table_is_companions_for_every_window_method_and_head(page) -> None:
+    (root,) = show(page, resize_explorer())
+    # Every state of the sliders: 10 old x 11 new windows x 2 methods x 2 heads = 440, head and
+    # method innermost so that most steps move one slider (each move redraws both panels).
+    states = [
+        {"old": old, "new": new, "method": m, "head": h}
+        for old in range(3, MAX_WINDOW + 1)
+        for new in range(2, MAX_WINDOW + 1)
+        for m in range(len(RESIZE_METHODS))
+        for h in range(2)
+    ]
+    resized = {}  # (old, new, method) -> the resized table, both heads
+    for state, seen in zip(states, drive(root, states, ["old", "new"]), strict=True):
+        old, new, head = state["old"], state["new"], state["head"]
+        method = RESIZE_METHODS[state["method"]]
+        assert seen["state"] == state
+        assert seen["caption"] == (
+            f"Head {head} of the {old}×{old} table resized to {new}×{new} ({method})"
+        )
+        table = bump_table(old)
+        key = (old, new, method)
+        if key not in resized:
+            resized[key] = resize_bias_table(table, old, new, method)
+        # The static figure (resize_figure) colours both panels on the old head's range.
+        low, high = table[:, head].min().item(), table[:, head].max().item()
+        for name, window, expected in (
+            ("old", old, table_as_images(table, old)[head]),
+            ("new", new, table_as_images(resized[key], new)[head]),
+        ):
+            panel = seen["panels"][name]
+            drawn = np.array(values(panel))
+            if name == "old":  # the embedded float32 table, decoded exactly
+                assert drawn.tolist() == expected.tolist(), state
+            else:
+                # The browser resizes in float64 from the same float32 table; companion rounds
+                # each weight, product and sum to float32 (~8 roundings per 4-tap pass, 2 passes)
+                # on terms bounded by (sum |w|)^2 max|table| <= 1.9 max|table| (bicubic's sum |w|
+                # peaks at 1.375, at t = 0.5), so |JS - companion| <~ 30 eps32 max|table|.
+                # Measured over all 440 states: 7.3 (bicubic) and 1.7 (geometric) eps32 max|table|.
+                # A relative tolerance would not do: a value near 0 carries the error of its terms.
+                scale = table[:, head].abs().max().item()
+                np.testing.assert_allclose(
+                    drawn, expected.double().numpy(), rtol=0, atol=32 * _EPS32 * scale,
+                    err_msg=str(state),
+                )  # fmt: skip
+            # Each cell's colour is matplotlib's for the value drawn (not companion's: the two
+            # agree to the tolerance above, and a value that close to a colour step may fall on
+            # either side of it).
+            fills = [[cell["fill"] for cell in row] for row in panel]
+            assert fills == _colours("viridis", low, high, drawn), state
+            offsets = range(-(window - 1), window)
+            assert [[cell["hint"] for cell in row] for row in panel] == [
+                [f"offset ({dy}, {dx}): {_written(v)}" for dx, v in zip(offsets, row, strict=True)]
+                for dy, row in zip(offsets, drawn.tolist(), strict=True)
+            ], state
+            # Tick labels are offsets (the static figure's axes): label k on cell k + window - 1.
+            ticks = seen["ticks"][name]
+            assert all(int(label) == at - (window - 1) for _, at, label in ticks), state
+            assert {(axis, label) for axis, _, label in ticks} >= {("row", "0"), ("col", "0")}
+
+
 # ----- keyboard, touch, no JavaScript, print ----------------------------------------------------
 
 
@@ -208,6 +293,30 @@ def test_on_a_390_px_phone_nothing_overflows_and_touch_moves_the_query(chromium)
     assert read(roots[2])["state"] == {"row": 2, "col": 5}
     assert page.errors == []
     page.context.close()
+
+
+def test_no_title_tick_or_label_reaches_past_its_figure(page) -> None:
+    # An SVG cuts off whatever text lies outside its box. Its panels scale as a whole (viewBox),
+    # so what is cut at one page width is cut at every width.
+    torch.manual_seed(0)
+    explorers_and_states = [
+        (relative_index_explorer(), [{"wh": 7, "ww": 7, "row": 6, "col": 6}, {"wh": 1, "ww": 7}]),
+        (
+            bias_explorer(WindowAttention(dim=32, window_size=7, num_heads=4)),
+            [{"head": 3, "row": 6, "col": 6}],
+        ),
+        (
+            embedding_explorer(sincos_2d_position_embedding((14, 14), 64), (14, 14)),
+            [{"row": 13, "col": 13}],
+        ),
+        (resize_explorer(), [{"old": 12, "new": 12}, {"old": 3, "new": 2}, {"new": 11}]),
+    ]
+    roots = show(page, *(explorer for explorer, _ in explorers_and_states))
+    for root, (explorer, states) in zip(roots, explorers_and_states, strict=True):
+        assert clipped_texts(root) == [], explorer.title
+        for state in states:
+            drive(root, [state], [])
+            assert clipped_texts(root) == [], state
 
 
 def test_without_javascript_and_in_print_the_static_figure_shows(chromium) -> None:
