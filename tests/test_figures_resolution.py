@@ -3,7 +3,7 @@
 import pytest
 from book_figures import assert_fits_the_page
 
-from companion.figures.resolution import plot_transfer
+from companion.figures.resolution import plot_renderings, plot_transfer
 from companion.resolution_experiment import transfer_summary
 
 
@@ -29,3 +29,13 @@ def test_transfer_figure_draws_every_code_in_both_columns_and_fits_the_page(metr
         # one error-bar line per code (rel and cpb), each at 32, 48 and 64 px
         assert [list(c.lines[0].get_xdata()) for c in ax.containers] == [[32, 48, 64]] * 2
         assert ax.get_ylim() == (0, 100)
+
+
+def test_renderings_figure_shows_each_task_at_each_size_with_its_label_and_fits_the_page():
+    fig = plot_renderings(["grid-cell", "relation"], [32, 48, 64], index=1)
+    assert_fits_the_page(fig)
+    shapes = [ax.images[0].get_array().shape[:2] for ax in fig.axes]
+    assert shapes == [(32, 32), (48, 48), (64, 64)] * 2
+    assert fig.axes[0].get_ylabel().startswith("grid-cell\ncell (")
+    assert fig.axes[3].get_ylabel().startswith("relation\nA ")
+    assert fig.axes[2].get_title() == "64 px: 16x16 patches"

@@ -1,4 +1,5 @@
-"""Figures for chapter 6: resized bias tables, log-spaced coordinates, and 2-D RoPE.
+"""Figures for chapter 6: resized bias tables, log-spaced coordinates, 2-D RoPE, and the
+resolution-transfer experiment (its images and its results).
 
 Every ``plot_*`` function returns a new matplotlib Figure no wider than the book's column, with no
 text smaller than 9 pt. ``bump_table`` makes a hand-built table whose resizing is easy to follow;
@@ -18,6 +19,7 @@ from torch import Tensor
 
 from companion._checks import check_positive_int, to_pair
 from companion.cpb import log_space, normalise_offsets
+from companion.data import PATCH, make_dataset
 from companion.relative import WindowSize
 from companion.rope import WindowRoPE, equal_content_logits, window_positions
 from companion.transfer import ResizeMethod, geometric_positions, resize_bias_table, table_as_images
@@ -257,4 +259,35 @@ def plot_transfer(summary: Sequence[dict], datasets: Sequence[str], metric: str 
             if row == len(datasets) - 1:
                 ax.set_xlabel("image size (px)", fontsize=FONT)
     axes[-1, -1].legend(fontsize=FONT, loc="upper right", ncol=2)
+    return fig
+
+
+def plot_renderings(
+    tasks: Sequence[str], sizes: Sequence[int], index: int = 0, seed: int = 0
+) -> Figure:
+    """Test image ``index`` of each task rendered at each size (``companion.data``'s ``size``),
+    with the 4-px patches the small Swin cuts it into drawn as a faint grid.
+
+    Rows: tasks; columns: sizes. The same scene at every size, so the label is the same; at 32 px
+    an object fills part of one patch, at 64 px it spans about 2 x 2 patches.
+    """
+    fig, axes = plt.subplots(
+        len(tasks), len(sizes), figsize=(WIDTH * 0.8, 2.0 * len(tasks) + 0.2), squeeze=False,
+        constrained_layout=True,
+    )  # fmt: skip
+    for row, task in enumerate(tasks):
+        for col, size in enumerate(sizes):
+            data = make_dataset(task, "test", index + 1, seed=seed, size=size)
+            image, label = data[index]
+            ax = axes[row, col]
+            ax.imshow(image.permute(1, 2, 0).numpy(), interpolation="nearest")
+            edges = np.arange(PATCH, size, PATCH) - 0.5
+            for edge in edges:
+                ax.axhline(edge, color="white", lw=0.3, alpha=0.25)
+                ax.axvline(edge, color="white", lw=0.3, alpha=0.25)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.set_title(f"{size} px: {size // PATCH}x{size // PATCH} patches", fontsize=FONT)
+            if col == 0:
+                ax.set_ylabel(f"{task}\n{data.classes[int(label)]}", fontsize=FONT)
     return fig
