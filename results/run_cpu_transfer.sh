@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python}
 FRESH_FLAG=${FRESH:+--fresh}
 "$PY" -m companion.ablation --name cpu-transfer --results-dir results --config tiny-cpu \
-    --datasets grid-cell relation --pos none abs rel cpb rope-axial rope-mixed --seeds 0 1 2 3 4 \
+    --datasets grid-cell relation --pos none abs rel abs+rel cpb rope-axial rope-mixed \
+    --seeds 0 1 2 3 4 \
     --train-size 2000 --test-size 1000 --epochs 20 --batch-size 16 --lr 1e-3 \
     --warmup-epochs 2 --label-smoothing 0 --threads 1 --jobs 2 --device cpu $FRESH_FLAG
 "$PY" -m companion.resolution_experiment --name cpu-transfer --finetune-steps 50 \
