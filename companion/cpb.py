@@ -137,8 +137,10 @@ class ContinuousPositionBias(nn.Module):
 
         With ``keep_scale`` (the default) and no ``pretrained_window_size``, the old window
         becomes the pretraining window, so that every offset keeps the coordinate the MLP was
-        trained on and the new offsets lie beyond it. ``keep_scale=False`` renormalises by the
-        new window (what timm's ``set_window_size`` does): offset 3 then means something else.
+        trained on and the new offsets lie beyond it (what Swin V2's fine-tuning configurations
+        get by naming their pretraining window). ``keep_scale=False`` renormalises by the new
+        window, as timm's ``set_window_size`` does for a model built without a pretraining window:
+        offset 3 then means something else.
         """
         window = to_pair("window_size", window_size)
         if keep_scale and self.pretrained_window_size is None and window != self.window_size:

@@ -7,8 +7,10 @@ work folder's checkpoint, moves it to every size under every condition of
 size (``companion.data.make_dataset(..., size=S)``: the same test scenes, more pixels), as moved
 and after a short fine-tune on the training split rendered at that size::
 
-    python -m companion.ablation --name transfer-cpu --config tiny-cpu --seeds 0 1 2 ...
-    python -m companion.resolution_experiment --name transfer-cpu --finetune-steps 50 --jobs 2
+    python -m companion.ablation --name cpu-transfer --config tiny-cpu --seeds 0 1 2 3 4 ...
+    python -m companion.resolution_experiment --name cpu-transfer --finetune-steps 50 --jobs 2
+
+(``results/run_cpu_transfer.sh`` holds the full commands of the published run.)
 
 It writes ``results/<name>/transfer.json`` (a provenance header, the settings, one row per run x
 size x condition) and ``transfer.md`` (mean ± std over seeds), atomically.
@@ -40,6 +42,7 @@ from companion.resolution_transfer import (
     TRAIN_SIZE,
     accuracy,
     fine_tune,
+    grown_condition,
     moved_model,
     transfer_conditions,
 )
@@ -209,14 +212,42 @@ def transfer_gaps_table(
 ) -> str:
     """One line per ``(dataset, size, a, b)``: the paired gap ``a - b`` and its 95% interval,
     with ``*`` when the interval excludes 0."""
+    width = max((len(":".join(cell)) for *_, a, b in pairs for cell in (a, b)), default=0)
     lines = []
     for dataset, size, a, b in pairs:
         g = transfer_gap(rows, dataset, size, a, b, metric)
         mark = "*" if g["excludes_zero"] else " "
         lines.append(
-            f"{dataset:<9} {size} px  {':'.join(a):<22} - {':'.join(b):<22} "
+            f"{dataset:<9} {size} px  {':'.join(a):<{width}} - {':'.join(b):<{width}} "
             f"{g['mean']:+6.1f} [{g['low']:+6.1f}, {g['high']:+6.1f}] {mark}"
         )
+    return "\n".join(lines)
+
+
+def window_gain_table(
+    rows: Sequence[dict[str, Any]],
+    datasets: Sequence[str],
+    sizes: Sequence[int],
+    codes: Sequence[str],
+    method: str = "geometric",
+) -> str:
+    """*Window grown − window kept* for every dataset x size x code, as moved and after the
+    fine-tune: paired gaps in points with their 95% intervals (``*``: the interval excludes 0).
+    Codes with a table use the window grown with ``method``'s resizing."""
+
+    def cell(dataset: str, size: int, pos: str, metric: str) -> str:
+        grown = grown_condition(pos, method)
+        g = transfer_gap(rows, dataset, size, (pos, grown), (pos, "grid"), metric)
+        mark = "*" if g["excludes_zero"] else " "
+        return f"{g['mean']:+6.1f} [{g['low']:+6.1f}, {g['high']:+6.1f}] {mark}"
+
+    lines = [f"{'':<12}{'as moved':<27}after the fine-tune"]
+    for dataset in datasets:
+        for size in sizes:
+            lines.append(f"{dataset} at {size} px")
+            for pos in codes:
+                moved, tuned = (cell(dataset, size, pos, m) for m in ("acc", "acc_finetuned"))
+                lines.append(f"  {pos:<10}{moved}   {tuned}")
     return "\n".join(lines)
 
 

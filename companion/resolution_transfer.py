@@ -23,11 +23,11 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from companion._checks import check_positive_int
+from companion._checks import check_choice, check_positive_int
 from companion.data import ImageClassificationData
 from companion.swin import SwinTransformer
 from companion.train import param_groups
-from companion.transfer import ResizeMethod
+from companion.transfer import RESIZE_METHODS, ResizeMethod
 
 TRAIN_SIZE = 32
 EVAL_SIZES = (48, 64)
@@ -56,6 +56,12 @@ def transfer_conditions(pos: str) -> tuple[TransferCondition, ...]:
         else (TransferCondition("window", True),)
     )
     return (TransferCondition("grid", False), *grown)
+
+
+def grown_condition(pos: str, method: str = "geometric") -> str:
+    """The name of ``pos``'s window-grown condition (``method`` picks the table resize)."""
+    check_choice("method", method, RESIZE_METHODS)
+    return f"window-{method}" if pos in TABLE_POS else "window"
 
 
 def moved_model(model: SwinTransformer, size: int, condition: TransferCondition) -> SwinTransformer:

@@ -8,11 +8,12 @@ table must be resampled onto the larger grid. Two ways are in use:
   interpolation (``align_corners=False``). This is what the official Swin code does when it
   fine-tunes at a new window. The picture is *stretched*: offset 1 of the old window lands near
   offset ``1 * (2Wh'-1)/(2Wh-1)`` of the new one, so the short offsets lose their values.
-* ``"geometric"``: BEiT's resampling. The old offsets are placed at positions that grow
+* ``"geometric"``: BEiT's placement. The old offsets are placed at positions that grow
   geometrically, ``0, ±1, ±(1+q), ±(1+q+q²), ...``, with the ratio ``q`` chosen so that the largest
   old offset lands on the largest new offset; the new integer offsets are then read off by
-  (piecewise-linear) interpolation. Offsets near 0 keep their spacing of about 1 (``q`` is close
-  to 1), and only the long offsets, which matter least, are stretched.
+  piecewise-linear interpolation (timm's path without SciPy; BEiT's own code and timm with SciPy
+  read them off with a cubic interpolant instead). Offsets near 0 keep their spacing of about 1
+  (``q`` is close to 1), and only the long offsets, which matter least, are stretched.
 
 ``set_input_size`` changes a ``companion.swin.SwinTransformer`` in place: every block's window,
 shift, mask and table (resized here), and the absolute embedding when there is one.

@@ -13,7 +13,9 @@ from companion.resolution_experiment import (
     transfer_gaps_table,
     transfer_summary,
     transfer_table,
+    window_gain_table,
 )
+from companion.resolution_transfer import grown_condition
 from companion.train import TrainConfig
 
 
@@ -109,3 +111,20 @@ def test_transfer_gaps_table_marks_intervals_that_exclude_zero():
     rows = _rows({("rel", "grid"): [0.9, 0.8, 0.7], ("abs", "grid"): [0.9, 0.7, 0.8]})
     table = transfer_gaps_table(rows, [("d", 48, ("rel", "grid"), ("abs", "grid"))])
     assert "rel:grid" in table and "abs:grid" in table and not table.rstrip().endswith("*")
+
+
+def test_window_gain_table_pairs_each_codes_grown_window_with_its_kept_one_in_both_metrics():
+    cells = {
+        ("rel", "grid"): [0.2, 0.3, 0.1],
+        ("rel", "window-geometric"): [0.6, 0.7, 0.5],  # +40 points on every seed
+        ("rel", "window-bicubic"): [0.0, 0.0, 0.0],  # not the condition the table reads
+        ("cpb", "grid"): [0.5, 0.4, 0.6],
+        ("cpb", "window"): [0.5, 0.5, 0.5],
+    }
+    rows = [{**r, "acc_finetuned": r["acc"]} for r in _rows(cells)]
+    table = window_gain_table(rows, ["d"], [48], ["rel", "cpb"]).splitlines()
+    assert table[1] == "d at 48 px"
+    assert table[2].startswith("  rel        +40.0 [") and table[2].count("*") == 2
+    assert table[3].startswith("  cpb         +0.0 [") and "*" not in table[3]
+    assert grown_condition("rel", "bicubic") == "window-bicubic"
+    assert grown_condition("cpb", "bicubic") == "window"

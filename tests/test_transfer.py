@@ -36,6 +36,17 @@ def test_bicubic_equals_timm_simple_resize_for_square_windows(old, new):
     torch.testing.assert_close(resize_bias_table(table, old, new, "bicubic"), expected)
 
 
+@pytest.mark.parametrize(("old", "new"), [((3, 5), (6, 9)), ((4, 2), (4, 7)), ((7, 7), (5, 3))])
+def test_bicubic_equals_timm_simple_resize_for_non_square_windows(old, new):
+    # timm's flat-table path assumes a square source; its (heads, rows, cols) path does not.
+    table = random_table(old)
+    images = table_as_images(table, old)
+    sides = (2 * new[0] - 1, 2 * new[1] - 1)
+    expected = pos_embed_rel.resize_rel_pos_bias_table_simple(images, new, (3, *sides))
+    got = table_as_images(resize_bias_table(table, old, new, "bicubic"), new)
+    torch.testing.assert_close(got, expected)
+
+
 @pytest.mark.skipif(
     int(os.environ.get("TIMM_USE_SCIPY_INTERP", 0)) > 0, reason="timm then uses SciPy's cubic"
 )
