@@ -72,16 +72,22 @@ def rendered(dataset: str, split: str, n: int, seed: int, size: int) -> ImageCla
     return make_dataset(dataset, split, n, seed=seed, size=size)
 
 
+@dataclasses.dataclass(frozen=True)
+class MoveSettings:
+    """What every trained run goes through: the sizes it is moved to, and the short fine-tune
+    after each move (``finetune_steps=0``: none)."""
+
+    sizes: tuple[int, ...] = EVAL_SIZES
+    finetune_steps: int = 50
+    finetune_lr: float = 1e-4
+    finetune_batch_size: int = 32
+
+
 def transfer_rows(
-    cfg: TrainConfig,
-    model: SwinTransformer,
-    sizes: Sequence[int] = EVAL_SIZES,
-    finetune_steps: int = 50,
-    finetune_lr: float = 1e-4,
-    finetune_batch_size: int = 32,
+    cfg: TrainConfig, model: SwinTransformer, settings: MoveSettings = MoveSettings()
 ) -> list[dict[str, Any]]:
-    """One row per size x condition: test accuracy as moved and after ``finetune_steps``, on
-    the run's task rendered at that size (the run's own data seed and split sizes)."""
+    """One row per size x condition: test accuracy as moved and after the fine-tune, on the
+    run's task rendered at that size (the run's own data seed and split sizes)."""
 
     def data(split: str, size: int) -> ImageClassificationData:
         n = cfg.test_size if split == "test" else cfg.train_size
@@ -94,15 +100,20 @@ def transfer_rows(
             "acc": accuracy(model, data("test", TRAIN_SIZE)),
         }
     ]
-    for size in sizes:
+    for size in settings.sizes:
         test, train = data("test", size), data("train", size)
         for condition in transfer_conditions(cfg.pos):
             moved = moved_model(model, size, condition)
             row = {"size": size, "condition": condition.name, "acc": accuracy(moved, test)}
-            if finetune_steps:
+            if settings.finetune_steps:
                 start = time.perf_counter()
                 fine_tune(
-                    moved, train, finetune_steps, finetune_lr, finetune_batch_size, seed=cfg.seed
+                    moved,
+                    train,
+                    settings.finetune_steps,
+                    settings.finetune_lr,
+                    settings.finetune_batch_size,
+                    seed=cfg.seed,
                 )
                 row["acc_finetuned"] = accuracy(moved, test)
                 row["finetune_s"] = time.perf_counter() - start
@@ -112,20 +123,12 @@ def transfer_rows(
 
 
 def _moved_run(
-    work: Path, run: tuple[str, str, int, str], threads: int | None, settings: dict[str, Any]
+    work: Path, run: tuple[str, str, int, str], threads: int | None, settings: MoveSettings
 ) -> list[dict[str, Any]]:
     """:func:`transfer_rows` of one ablation run (a process pool's task)."""
     if threads:
         torch.set_num_threads(threads)
-    cfg, model = trained_run(work, *run)
-    return transfer_rows(
-        cfg,
-        model,
-        settings["sizes"],
-        settings["finetune_steps"],
-        settings["finetune_lr"],
-        settings["finetune_batch_size"],
-    )
+    return transfer_rows(*trained_run(work, *run), settings)
 
 
 def transfer_summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -254,10 +257,7 @@ def window_gain_table(
 def run_transfer(
     results_dir: Path,
     work: Path,
-    sizes: Sequence[int] = EVAL_SIZES,
-    finetune_steps: int = 50,
-    finetune_lr: float = 1e-4,
-    finetune_batch_size: int = 32,
+    settings: MoveSettings = MoveSettings(),
     command: str | None = None,
     jobs: int = 1,
     threads: int | None = None,
@@ -274,13 +274,6 @@ def run_transfer(
             f"the ablation's variant {variant!r} is a torus, whose runs cannot move to another "
             "size (companion.transfer.set_input_size); move an ablation of another variant"
         )
-    settings = {
-        "sizes": list(sizes),
-        "finetune_steps": finetune_steps,
-        "finetune_lr": finetune_lr,
-        "finetune_batch_size": finetune_batch_size,
-        "images": "rendered at each size by the task's generator (companion.data, size=S)",
-    }
     runs = [
         (dataset, pos, seed, variant)
         for seed in plan["seeds"]
@@ -295,7 +288,11 @@ def run_transfer(
             per_run = list(pool.map(task, runs))
     rows = [row for run_rows in per_run for row in run_rows]
     header = {**provenance(command), "wall_s": time.perf_counter() - start, "jobs": jobs}
-    results = {"header": header, "plan": plan, "settings": settings, "rows": rows}
+    recorded = {
+        **dataclasses.asdict(settings),
+        "images": "rendered at each size by the task's generator (companion.data, size=S)",
+    }
+    results = {"header": header, "plan": plan, "settings": recorded, "rows": rows}
     results["summary"] = transfer_summary(rows)
     atomic_write_json(results_dir / "transfer.json", results)
     atomic_write_text(results_dir / "transfer.md", transfer_table(results["summary"]) + "\n")
@@ -308,10 +305,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--name", required=True, help="the ablation's name: results/<name>/")
     p.add_argument("--results-dir", default="results")
     p.add_argument("--work-dir", default="runs/ablation", help="the ablation's checkpoints")
-    p.add_argument("--sizes", type=int, nargs="+", default=list(EVAL_SIZES))
-    p.add_argument("--finetune-steps", type=int, default=50, help="0: no fine-tune")
-    p.add_argument("--finetune-lr", type=float, default=1e-4)
-    p.add_argument("--finetune-batch-size", type=int, default=32)
+    default = MoveSettings()
+    p.add_argument("--sizes", type=int, nargs="+", default=list(default.sizes))
+    p.add_argument(
+        "--finetune-steps", type=int, default=default.finetune_steps, help="0: no fine-tune"
+    )
+    p.add_argument("--finetune-lr", type=float, default=default.finetune_lr)
+    p.add_argument("--finetune-batch-size", type=int, default=default.finetune_batch_size)
     p.add_argument("--jobs", type=int, default=1, help="runs moved in parallel (processes)")
     p.add_argument("--threads", type=int, default=None, help="torch threads per process")
     args = p.parse_args(argv)
@@ -320,10 +320,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = run_transfer(
         folder,
         Path(args.work_dir) / args.name,
-        args.sizes,
-        args.finetune_steps,
-        args.finetune_lr,
-        args.finetune_batch_size,
+        MoveSettings(
+            tuple(args.sizes), args.finetune_steps, args.finetune_lr, args.finetune_batch_size
+        ),
         command,
         args.jobs,
         args.threads,

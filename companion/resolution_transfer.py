@@ -47,14 +47,8 @@ class TransferCondition:
 def transfer_conditions(pos: str) -> tuple[TransferCondition, ...]:
     """The conditions worth running for ``pos``: the window kept, then grown (with both table
     resize methods when the model has tables, once otherwise)."""
-    grown = (
-        (
-            TransferCondition("window-bicubic", True, "bicubic"),
-            TransferCondition("window-geometric", True, "geometric"),
-        )
-        if pos in TABLE_POS
-        else (TransferCondition("window", True),)
-    )
+    methods = RESIZE_METHODS if pos in TABLE_POS else ("geometric",)
+    grown = (TransferCondition(grown_condition(pos, m), True, m) for m in methods)
     return (TransferCondition("grid", False), *grown)
 
 

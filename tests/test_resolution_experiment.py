@@ -7,6 +7,7 @@ import pytest
 
 from companion.ablation import AblationPlan, run_ablation
 from companion.resolution_experiment import (
+    MoveSettings,
     main,
     run_transfer,
     transfer_gap,
@@ -65,8 +66,9 @@ def test_two_processes_move_the_runs_as_one_does(finished, tmp_path):
     folder = tmp_path / "mini"
     shutil.copytree(finished, folder)
     work = finished.parent.parent / "runs" / "mini"
-    one = run_transfer(folder, work, finetune_steps=2, jobs=1, threads=1)["rows"]
-    two = run_transfer(folder, work, finetune_steps=2, jobs=2, threads=1)["rows"]
+    settings = MoveSettings(finetune_steps=2)
+    one = run_transfer(folder, work, settings, jobs=1, threads=1)["rows"]
+    two = run_transfer(folder, work, settings, jobs=2, threads=1)["rows"]
     strip = [{k: v for k, v in r.items() if k != "finetune_s"} for r in one]
     assert strip == [{k: v for k, v in r.items() if k != "finetune_s"} for r in two]
 
