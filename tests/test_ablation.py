@@ -5,17 +5,15 @@ import json
 import pytest
 import torch
 
-from companion import ablation
-from companion.ablation import (
-    AblationPlan,
-    bias_tables,
+from companion.experiments import ablation
+from companion.experiments.ablation import AblationPlan, bias_tables, main, run_ablation
+from companion.experiments.results import (
     find_results,
     load_bias_tables,
     load_curves,
     load_results,
-    main,
     results_table,
-    run_ablation,
+    run_key,
     summarize,
 )
 from companion.figures.training import (
@@ -216,7 +214,7 @@ def test_bias_table_figure_has_a_panel_per_head_and_block(mini):
 
 def test_gaps_table_of_rows_without_seeds_pairs_them_in_plan_order():
     """Results written before rows listed their seeds still read (values are seed-major)."""
-    from companion.ablation import gaps_table
+    from companion.experiments.results import gaps_table
 
     summary = [
         {"dataset": "grid-cell", "pos": "none", "mean": 0.25, "values": [0.2, 0.3]},
@@ -229,8 +227,8 @@ def test_gaps_table_of_rows_without_seeds_pairs_them_in_plan_order():
 
 
 def test_old_run_keys_are_unchanged_and_variants_get_their_own():
-    assert ablation.run_key("grid-cell", "rel", 3) == "grid-cell__rel__seed3"
-    assert ablation.run_key("grid-cell", "rel", 3, "torus") == "grid-cell__rel__torus__seed3"
+    assert run_key("grid-cell", "rel", 3) == "grid-cell__rel__seed3"
+    assert run_key("grid-cell", "rel", 3, "torus") == "grid-cell__rel__torus__seed3"
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import pytest
 from test_ablation import tiny_plan
 from test_train import stand_in
 
-from companion import ablation
-from companion.ablation import StaleRunError, main, run_ablation
+from companion.experiments import ablation
+from companion.experiments.ablation import StaleRunError, main, run_ablation
 from companion.train import train
 
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from companion.data import make_dataset
-from companion.resolution_transfer import (
+from companion.experiments.resolution_transfer import (
     accuracy,
     fine_tune,
     moved_model,

@@ -15,7 +15,7 @@ import pytest
 import torch
 from test_train import StandIn, same_weights, stand_in, tiny, without_timing
 
-from companion.ablation import build_parser as ablation_parser
+from companion.experiments.ablation import build_parser as ablation_parser
 from companion.train import (
     CHECKPOINT,
     CHECKPOINT_FORMAT,

@@ -45,20 +45,8 @@ from torch import Tensor, nn
 
 from companion._io import atomic_write, atomic_write_json, atomic_write_text
 from companion.data import num_classes
-from companion.provenance import hardware, provenance, source_digest
-from companion.results import (  # noqa: F401  (re-exported: the book imports them from here)
-    BIAS_POS,
-    bias_file,
-    cell_label,
-    find_results,
-    gaps_table,
-    load_bias_tables,
-    load_curves,
-    load_results,
-    results_table,
-    run_key,
-    summarize,
-)
+from companion.experiments.provenance import hardware, provenance, source_digest
+from companion.experiments.results import bias_file, results_table, run_key, summarize
 from companion.train import CHECKPOINT, ModelFactory, TrainConfig, load_checkpoint, train
 from companion.train.cli import add_debug_flag, run_reporting_errors
 from companion.train.config import (

@@ -1,11 +1,11 @@
 """The resolution-transfer experiment: a finished 32-px ablation, every run moved to 48 and 64 px.
 
-Two steps. The ablation runner trains every position code at 32 px and publishes
-``results/<name>/`` (chapter 5's provenance); this module then takes each of its runs from the
-work folder's checkpoint, moves it to every size under every condition of
-``companion.resolution_transfer`` and measures the test accuracy on the task *rendered* at that
-size (``companion.data.make_dataset(..., size=S)``: the same test scenes, more pixels), as moved
-and after a short fine-tune on the training split rendered at that size::
+Two steps. The ablation runner trains every position code at 32 px and publishes ``results/<name>/``
+(chapter 5's provenance); this module then takes each of its runs from the work folder's checkpoint,
+moves it to every size under every condition of ``companion.experiments.resolution_transfer`` and
+measures the test accuracy on the task *rendered* at that size (``companion.data.make_dataset(...,
+size=S)``: the same test scenes, more pixels), as moved and after a short fine-tune on the training
+split rendered at that size::
 
     python -m companion.ablation --name cpu-transfer --config tiny-cpu --seeds 0 1 2 3 4 ...
     python -m companion.resolution_experiment --name cpu-transfer --finetune-steps 50 --jobs 2
@@ -36,8 +36,8 @@ import torch
 from companion._checks import check_positive_int
 from companion._io import atomic_write_json, atomic_write_text
 from companion.data import ImageClassificationData, make_dataset, num_classes
-from companion.provenance import provenance
-from companion.resolution_transfer import (
+from companion.experiments.provenance import provenance
+from companion.experiments.resolution_transfer import (
     EVAL_SIZES,
     TRAIN_SIZE,
     accuracy,
@@ -46,8 +46,8 @@ from companion.resolution_transfer import (
     moved_model,
     transfer_conditions,
 )
-from companion.results import cell_label, load_results, run_key, summarize
-from companion.stats import paired_interval
+from companion.experiments.results import cell_label, load_results, run_key, summarize
+from companion.experiments.stats import paired_interval
 from companion.swin import SwinTransformer, variant_overrides
 from companion.train import CHECKPOINT, TrainConfig, load_checkpoint
 from companion.train.build import build_model
@@ -133,7 +133,8 @@ def _moved_run(
 
 def transfer_summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Mean and std over seeds per dataset x pos x size x condition (as moved, and fine-tuned),
-    by ``companion.results.summarize`` with ``(pos, size, condition)`` in the place of ``pos``."""
+    by ``companion.experiments.results.summarize`` with ``(pos, size, condition)`` in the place
+    of ``pos``."""
     out = []
     for metric in ("acc", "acc_finetuned"):
         records = [
@@ -184,7 +185,7 @@ def transfer_gap(
 
     ``a`` and ``b`` are ``(pos, condition)`` cells of the rows of :func:`transfer_rows`; only seeds
     that both have are paired. Returns ``{a, b, seeds, mean, low, high, excludes_zero}``, the
-    interval a paired t interval (``companion.stats.paired_interval``).
+    interval a paired t interval (``companion.experiments.stats.paired_interval``).
     """
 
     def by_seed(cell: tuple[str, str]) -> dict[int, float]:

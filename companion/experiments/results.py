@@ -1,7 +1,8 @@
 """Reading an ablation's results folder back, and the tables the book prints from it.
 
-(Written by :mod:`companion.ablation`; read here, also by readers who installed only the package,
-e.g. on Colab: the book's ``results/`` folder ships inside it as ``companion/book_results``.)
+(Written by :mod:`companion.experiments.ablation`; read here, also by readers who installed only the
+package, e.g. on Colab: the book's ``results/`` folder ships inside it as
+``companion/book_results``.)
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from typing import Any
 
 import torch
 
-from companion.stats import paired_interval
+from companion.experiments.stats import paired_interval
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the companion package
 BIAS_POS = ("rel", "abs+rel")  # the variants of the committed results that have bias tables
 
 
@@ -75,8 +76,8 @@ def paired_gap(
     """Cell ``a`` minus cell ``b`` of ``dataset`` (labels as :func:`cell_label` writes them),
     paired over the seeds both have, in percentage points: ``{"dataset", "a", "b", "seeds",
     "differences", "n", "mean", "low", "high", "excludes_zero"}`` with the paired t interval of
-    :func:`companion.stats.paired_interval` (``low``/``high`` are ``None`` with fewer than 2
-    seeds; ``excludes_zero`` is then False)."""
+    :func:`companion.experiments.stats.paired_interval` (``low``/``high`` are ``None`` with
+    fewer than 2 seeds; ``excludes_zero`` is then False)."""
     cells = _cells(summary)
     for name in (a, b):
         if (dataset, name) not in cells:
@@ -258,7 +259,7 @@ def load_bias_tables(
     folder: str | os.PathLike[str], dataset: str, pos: str, variant: str = "swin"
 ) -> dict[str, Any]:
     """The bias tables saved for ``dataset``, ``pos`` and ``variant`` (see
-    ``companion.ablation.bias_tables``: every table in the signed-offset layout)."""
+    ``companion.experiments.ablation.bias_tables``: every table in the signed-offset layout)."""
     path = Path(folder) / bias_file(dataset, pos, variant)
     if not path.is_file():
         raise FileNotFoundError(

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from companion.data import random_crop_flip
-from companion.provenance import source_digest
+from companion.experiments.provenance import source_digest
 from companion.train import checkpoint as ck
 from companion.train.build import (
     ModelFactory,
