@@ -50,7 +50,10 @@ def load_data(
     wait = info.enabled and cfg.dataset == "cifar10"
     if wait and not info.is_main:
         dist.barrier()
-    data = load("train", cfg.train_size), load("test", cfg.test_size)
+    try:
+        data = load("train", cfg.train_size), load("test", cfg.test_size)
+    except RuntimeError as exc:  # companion.data's missing, corrupt or unreadable CIFAR-10
+        raise FileNotFoundError(" ".join(str(exc).split())) from None
     if wait and info.is_main:
         dist.barrier()
     return data
@@ -62,9 +65,11 @@ def make_loaders(
     test: ImageClassificationData,
     info: DistInfo,
     data_gen: torch.Generator,
+    pin_memory: bool = False,
 ) -> tuple[DataLoader, DataLoader, Any]:
     """Training batches (shuffled by ``data_gen``, or a ``DistributedSampler`` under torchrun;
-    incomplete last batch dropped) and test batches (every ``world_size``-th image per rank)."""
+    incomplete last batch dropped) and test batches (every ``world_size``-th image per rank),
+    in page-locked memory with ``pin_memory`` (for a CUDA device)."""
     if info.enabled:
         sampler: Any = DistributedSampler(
             train, info.world_size, info.rank, shuffle=True, seed=cfg.seed, drop_last=True
@@ -81,7 +86,12 @@ def make_loaders(
             f"{info.world_size} process(es)"
         )
     test_indices = list(range(info.rank, len(test), info.world_size))
-    return train_loader, batch_loader(test, test_indices, max(cfg.batch_size, 256)), sampler
+    test_loader = batch_loader(test, test_indices, max(cfg.batch_size, 256))
+    for loader in (train_loader, test_loader):
+        # Page-locked batches copy to a GPU asynchronously (``.to(device, non_blocking=True)``).
+        # (companion.data.batch_loader takes no pin_memory; a DataLoader reads it per iterator.)
+        loader.pin_memory = pin_memory
+    return train_loader, test_loader, sampler
 
 
 def warmup_cosine(total_steps: int, warmup_steps: int) -> Callable[[int], float]:

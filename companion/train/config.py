@@ -38,6 +38,13 @@ from companion.swin import CONFIGS, POS_CHOICES, TORUS_POS, VARIANTS, variant_ov
 KINDS = ("result", "hardware", "speed", "process")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 REL_BIAS_POS = tuple(p for p in POS_CHOICES if "rel" in p)  # the pos with bias tables
+# Upper bounds, far above any sensible run and far below what breaks something (a metrics file
+# rewritten for 1e20 epochs, numpy's 32-bit seeds, a thread or process count no machine has).
+MAX_EPOCHS = 100_000
+MAX_STEPS = 10_000_000
+MAX_IMAGES = 100_000_000
+MAX_SEED = 2**32 - 1
+MAX_PROCESSES = 1024
 
 
 def parse_device(name: object) -> str:
@@ -98,8 +105,12 @@ class TrainConfig:
         None, "stochastic depth (default: the model config's own rate)", kind="result",
         low=0.0, high=0.99, model=True,
     )  # fmt: skip
-    epochs: int = setting(10, "passes over the training images", kind="result", low=1)
-    batch_size: int = setting(64, "images per step, per process", kind="result", low=1)
+    epochs: int = setting(
+        10, "passes over the training images", kind="result", low=1, high=MAX_EPOCHS
+    )
+    batch_size: int = setting(
+        64, "images per step, per process", kind="result", low=1, high=MAX_IMAGES
+    )
     lr: float = setting(1e-3, "peak learning rate (AdamW)", kind="result", above=0.0)
     weight_decay: float = setting(0.05, "AdamW weight decay", kind="result", low=0.0)
     warmup_epochs: float = setting(
@@ -110,15 +121,20 @@ class TrainConfig:
     )
     clip_grad: float = setting(5.0, "gradient norm clip; 0 turns it off", kind="result", low=0.0)
     seed: int = setting(
-        0, "weights, data order, augmentation", kind="result", low=0, grid=("seeds", (0, 1, 2))
+        0, "weights, data order, augmentation", kind="result", low=0, high=MAX_SEED,
+        grid=("seeds", (0, 1, 2)),
+    )  # fmt: skip
+    data_seed: int = setting(
+        0, "which images the generated tasks draw", kind="result", low=0, high=MAX_SEED
     )
-    data_seed: int = setting(0, "which images the generated tasks draw", kind="result", low=0)
     train_size: int | None = setting(
-        None, "training images (default: all of CIFAR-10, 5000 generated)", kind="result", low=1
-    )
+        None, "training images (default: all of CIFAR-10, 5000 generated)", kind="result", low=1,
+        high=MAX_IMAGES,
+    )  # fmt: skip
     test_size: int | None = setting(
-        None, "test images (default: all of CIFAR-10, 1000 generated)", kind="result", low=1
-    )
+        None, "test images (default: all of CIFAR-10, 1000 generated)", kind="result", low=1,
+        high=MAX_IMAGES,
+    )  # fmt: skip
     device: str = setting(
         "auto", "auto (CUDA, else MPS, else CPU), cpu, mps, cuda or cuda:N", kind="hardware",
         check=parse_device,
@@ -127,13 +143,15 @@ class TrainConfig:
         "auto", "auto: bf16 or fp16 on CUDA, fp32 elsewhere", kind="hardware", choices=PRECISIONS
     )
     compile: bool = setting(False, "torch.compile the model", kind="speed")
-    num_workers: int = setting(0, "DataLoader worker processes", kind="speed", low=0)
+    num_workers: int = setting(
+        0, "DataLoader worker processes", kind="speed", low=0, high=MAX_PROCESSES
+    )
     threads: int | None = setting(
-        None, "torch.set_num_threads (default: torch's)", kind="speed", low=1
+        None, "torch.set_num_threads (default: torch's)", kind="speed", low=1, high=MAX_PROCESSES
     )
     log_every: int = setting(
         50, "steps between loss checks and progress updates (one host sync each)", kind="speed",
-        low=1,
+        low=1, high=MAX_STEPS,
     )  # fmt: skip
     data_dir: str = setting(str(DEFAULT_DATA_DIR), "where CIFAR-10 is (or goes)", kind="speed")
     download: bool = setting(False, "download CIFAR-10 if it is missing", kind="speed")
@@ -142,7 +160,7 @@ class TrainConfig:
     progress: bool = setting(True, "progress bars", kind="process")
     stop_after_epochs: int | None = setting(
         None, "stop after N epochs of this process (continue later with --resume)",
-        kind="process", low=1,
+        kind="process", low=1, high=MAX_EPOCHS,
     )  # fmt: skip
     dump_rank_state: bool = setting(
         False, "debug: every rank saves its final weights to OUT/rank<R>_state.pt", kind="process"
