@@ -114,7 +114,7 @@ def test_negative_seeds_are_rejected_by_the_command_line(capsys):
     with pytest.raises(SystemExit) as info:
         main(["--name", "x", "--seeds", "-1"])
     assert info.value.code == 2
-    assert "seeds: seed must be an int >= 0, got -1" in capsys.readouterr().err
+    assert "seeds: seed must be an int in [0, 4294967295], got -1" in capsys.readouterr().err
 
 
 def test_the_ablation_grid_is_dataset_pos_and_seed():

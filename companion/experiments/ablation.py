@@ -27,6 +27,8 @@ new ``--name``).
 from __future__ import annotations
 
 import argparse
+import ctypes
+import functools
 import json
 import os
 import shlex
@@ -34,35 +36,56 @@ import shutil
 import sys
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field, replace
-from multiprocessing import get_context
+from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from companion._io import atomic_write, atomic_write_json, atomic_write_text
+from companion._io import (
+    atomic_write,
+    atomic_write_json,
+    atomic_write_text,
+    file_sha256,
+    json_sha256,
+)
 from companion.data import num_classes
+from companion.experiments.pool import run_all
 from companion.experiments.provenance import hardware, provenance, source_digest
-from companion.experiments.results import bias_file, results_table, run_key, summarize
+from companion.experiments.results import (
+    DERIVED,
+    RESULTS_DIR,
+    WORK_DIR,
+    bias_file,
+    load_results,
+    results_table,
+    run_key,
+    run_sources,
+    summarize,
+)
 from companion.train import CHECKPOINT, ModelFactory, TrainConfig, load_checkpoint, train
+from companion.train.checkpoint import settings_differences
 from companion.train.cli import add_debug_flag, run_reporting_errors
 from companion.train.config import (
+    MAX_PROCESSES,
+    add_arguments,
     add_config_arguments,
+    check_fields,
     check_setting,
     check_variant_pos,
     config_fields,
     config_from_args,
     recorded_settings,
+    setting,
     validate_config,
 )
-from companion.train.rundir import RunLock
+from companion.train.rundir import RunLock, check_writable_folder
 
 #: The settings a reused (or resumed) run must share with the request, besides the code hash.
 COMPARED_KINDS = ("result", "hardware")
 GRID = {f.name: f.metadata["grid"][0] for f in config_fields() if f.metadata["grid"]}
+_GRID_DEFAULT = {f.name: f.metadata["grid"][1] for f in config_fields() if f.metadata["grid"]}
 
 
 class StaleRunError(ValueError):
@@ -75,34 +98,48 @@ class AblationPlan:
     itself by default), plus each ``extra`` cell ``(dataset, pos, variant)`` for every seed, each
     run with ``base``'s other settings."""
 
-    name: str
-    datasets: tuple[str, ...] = ("grid-cell", "relation")
-    pos: tuple[str, ...] = TrainConfig.__dataclass_fields__["pos"].metadata["grid"][1]
-    seeds: tuple[int, ...] = (0, 1, 2)
+    name: str = setting(MISSING, "results/<name>/ receives the results", kind="process")
+    datasets: tuple[str, ...] = _GRID_DEFAULT["dataset"]
+    pos: tuple[str, ...] = _GRID_DEFAULT["pos"]
+    seeds: tuple[int, ...] = _GRID_DEFAULT["seed"]
     base: TrainConfig = field(default_factory=lambda: TrainConfig(progress=False))
-    results_dir: str = "results"
-    work_dir: str = "runs/ablation"
-    jobs: int = 1
-    fresh: bool = False
+    results_dir: str = setting(RESULTS_DIR, "where results/<name>/ goes", kind="process")
+    work_dir: str = setting(WORK_DIR, "checkpoints and run records (not committed)", kind="process")
+    jobs: int = setting(
+        1, "runs in parallel (processes, one torch thread each)", kind="process", low=1,
+        high=MAX_PROCESSES,
+    )  # fmt: skip
+    fresh: bool = setting(False, "discard this --name's saved runs and train anew", kind="process")
+    replace_derived: bool = setting(
+        False, "publish even where results/<name>/ holds results derived from other runs (the "
+        "resolution experiment's transfer.json): they are removed, to be computed again",
+        kind="process",
+    )  # fmt: skip
     extra: tuple[tuple[str, str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name or "/" in self.name or self.name.startswith("."):
             raise ValueError(f"name must be a plain folder name, got {self.name!r}")
-        for setting, values in (
+        for axis, values in (
             ("dataset", self.datasets),
             ("pos", self.pos),
             ("seed", self.seeds),
         ):
             if not values:
                 raise ValueError(
-                    f"datasets, pos and seeds must each be non-empty, got {GRID[setting]}=()"
+                    f"datasets, pos and seeds must each be non-empty, got {GRID[axis]}=()"
+                )
+            repeated = sorted({v for v in values if list(values).count(v) > 1}, key=str)
+            if repeated:
+                raise ValueError(
+                    f"{GRID[axis]}: {', '.join(map(str, repeated))} given more than once "
+                    f"(each value counts once: a repeat would inflate n)"
                 )
             for value in values:
                 try:
-                    check_setting(setting, value)
+                    check_setting(axis, value)
                 except (TypeError, ValueError) as exc:
-                    raise type(exc)(f"{GRID[setting]}: {exc}") from None
+                    raise type(exc)(f"{GRID[axis]}: {exc}") from None
         for pos in self.pos:
             check_variant_pos(self.base.variant, pos)
         self.extra = tuple(tuple(cell) for cell in self.extra)
@@ -112,8 +149,7 @@ class AblationPlan:
             if cell in cells:
                 raise ValueError(f"extra: cell {':'.join(cell)} is already in the plan")
             cells.append(cell)
-        if isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or self.jobs < 1:
-            raise ValueError(f"jobs must be an int >= 1, got {self.jobs!r}")
+        check_fields(self)
 
     @property
     def folder(self) -> Path:
@@ -191,20 +227,27 @@ def bias_tables(model: nn.Module) -> dict[str, dict[str, Any]]:
 # --------------------------------------------------------------------------- one run
 
 
-def _requested(cfg: TrainConfig) -> dict[str, Any]:
-    return {"settings": recorded_settings(cfg, COMPARED_KINDS), "code_sha256": source_digest()}
-
-
 def _differences(saved_settings: dict[str, Any], saved_code: object, cfg: TrainConfig) -> str:
-    want = _requested(cfg)
-    diff = [
-        f"{k}: saved {saved_settings.get(k)!r}, now {v!r}"
-        for k, v in want["settings"].items()
-        if saved_settings.get(k) != v
-    ]
-    if saved_code != want["code_sha256"]:
+    diff = settings_differences(saved_settings, recorded_settings(cfg, COMPARED_KINDS))
+    if saved_code != source_digest():
         diff.append("the companion code changed since (its sha256 differs)")
     return "; ".join(diff)
+
+
+def seal(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with ``record_sha256``: the content hash of everything else in it."""
+    body = {k: v for k, v in record.items() if k != "record_sha256"}
+    return {**body, "record_sha256": json_sha256(body)}
+
+
+def check_sealed(record: dict[str, Any], path: Path) -> None:
+    """Refuse a run record whose content no longer matches its ``record_sha256`` (edited after
+    the run wrote it), or one without it (written before records were sealed)."""
+    if record.get("record_sha256") != seal(record)["record_sha256"]:
+        state = "has no content hash" if "record_sha256" not in record else "was edited"
+        raise StaleRunError(
+            f"{path} {state} (record_sha256 does not match its content): it cannot be trusted"
+        )
 
 
 def _refuse(plan: AblationPlan, path: Path, why: str) -> StaleRunError:
@@ -228,6 +271,15 @@ def _read_record(plan: AblationPlan, path: Path) -> dict[str, Any]:
             f"{path} is not a run record ({problem}); pass --fresh to discard {plan.work} and "
             f"train again, or choose a new --name"
         )
+    try:
+        check_sealed(record, path)
+        checkpoint = path.with_name(path.name.removesuffix(".json")) / CHECKPOINT
+        if not checkpoint.is_file() or file_sha256(checkpoint) != record.get("checkpoint_sha256"):
+            raise StaleRunError(f"{checkpoint} is missing or not the one {path} was written with")
+    except StaleRunError as exc:
+        raise StaleRunError(
+            f"{exc}; pass --fresh to discard {plan.work} and train again, or choose a new --name"
+        ) from None
     return record
 
 
@@ -271,12 +323,14 @@ def _run_one(
         "wall_s": sum(r["epoch_time_s"] for r in history),
         "num_params": result.header["num_params"],
         "epochs": history,
+        "checkpoint_sha256": file_sha256(out / CHECKPOINT),
     }
     tables = bias_tables(result.model)
     if tables:
         atomic_write(out.with_name(out.name + ".bias.pt"), lambda f: torch.save(tables, f))
+    record = seal(json.loads(json.dumps(record)))  # hashed as a reuse reads it back
     atomic_write_json(record_path, record)  # last: its presence means the run is complete
-    return json.loads(json.dumps(record))  # as a reuse would read it back
+    return record
 
 
 # --------------------------------------------------------------------------- publishing
@@ -324,11 +378,13 @@ def _results(plan: AblationPlan, records: list[dict[str, Any]], header: dict[str
 
 
 def _publish(plan: AblationPlan, results: dict[str, Any], records: list[dict[str, Any]]) -> None:
-    """Write the results folder into a staging folder, then swap it in."""
+    """Write the results folder into a staging folder, then swap it in (one atomic exchange
+    where the OS has one): the previous folder stays whole and readable until that moment.
+    Results derived from the previous folder's runs (the resolution experiment's) are carried
+    over when they were computed from exactly these records and checkpoints."""
     folder = plan.folder
     staging = folder.with_name(f".{folder.name}.staging")
-    old = folder.with_name(f".{folder.name}.old")
-    shutil.rmtree(staging, ignore_errors=True)
+    shutil.rmtree(staging, ignore_errors=True)  # left by an interrupted publish
     bias_files = []
     for r in records:
         variant = r.get("variant", "swin")
@@ -348,11 +404,80 @@ def _publish(plan: AblationPlan, results: dict[str, Any], records: list[dict[str
     results["bias_files"] = bias_files
     atomic_write_json(staging / "results.json", results)
     atomic_write_text(staging / "results.md", results_table(results["summary"], results["chance"]))
+    if derived_state(folder, run_sources(results)) == "current":
+        for name in DERIVED:
+            if (folder / name).is_file():
+                shutil.copyfile(folder / name, staging / name)
+    swap_in(staging, folder)
+
+
+def derived_state(folder: Path, sources: dict[str, Any] | None) -> str:
+    """``"none"`` (no derived results in ``folder``), ``"current"`` (computed from exactly the
+    runs ``sources`` names, by content hash) or ``"stale"``; ``sources=None``: only whether
+    there are any (``"none"`` or ``"stale"``)."""
+    path = folder / DERIVED[0]
+    if not path.is_file():
+        return "none"
+    try:
+        recorded = json.loads(path.read_text()).get("sources")
+    except (ValueError, AttributeError, OSError):
+        return "stale"
+    return "current" if sources is not None and recorded == sources else "stale"
+
+
+def _check_derived(plan: AblationPlan, records: list[dict[str, Any]] | None) -> None:
+    """Refuse to publish over derived results that would no longer match the published runs
+    (unless ``plan.replace_derived``, which lets the publish remove them). Before training
+    (``records=None``) what is already certain is refused: derived results that do not match
+    the published runs now, or that a ``--fresh`` or a different grid will not match."""
+    if plan.replace_derived:
+        return
+    if records is not None:
+        stale = derived_state(plan.folder, run_sources({"runs": records})) == "stale"
+    else:
+        try:
+            published = run_sources(load_results(plan.folder))
+        except (OSError, ValueError, KeyError, TypeError):
+            published = None
+        state = derived_state(plan.folder, published)
+        keys = {run_key(d, p, s, v) for d, p, v, s in plan.runs()}
+        changes = plan.fresh or published is None or set(published) != keys
+        stale = state == "stale" or (state == "current" and changes)
+    if stale:
+        raise ValueError(
+            f"{plan.folder / DERIVED[0]} was computed from other runs than the ones this ablation "
+            f"would publish; pass --replace-derived to publish and remove it (then run python -m "
+            f"companion.resolution_experiment --name {plan.name} again), or choose a new --name"
+        )
+
+
+def swap_in(staging: Path, folder: Path) -> None:
+    """Make ``staging`` the new ``folder``: with Linux's ``renameat2(RENAME_EXCHANGE)`` the two
+    swap in one step, so ``folder`` is never missing; elsewhere two renames (``folder`` is then
+    briefly absent; :func:`_restore_interrupted_swap` repairs a kill between them)."""
+    if folder.exists() and _exchange(staging, folder):
+        shutil.rmtree(staging)  # now the previous folder
+        return
+    old = folder.with_name(f".{folder.name}.old")
     shutil.rmtree(old, ignore_errors=True)
     if folder.exists():
         os.replace(folder, old)
     os.replace(staging, folder)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap the paths ``a`` and ``b`` atomically; ``False`` where the OS cannot."""
+    if sys.platform != "linux":
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    done = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
+    return done == 0
 
 
 def run_ablation(
@@ -362,39 +487,54 @@ def run_ablation(
 
     ``factory`` (see :func:`companion.train.train`) must be picklable when ``jobs > 1``.
     """
+    check_writable_folder(plan.folder, "--results-dir/--name")  # before any training
+    check_writable_folder(plan.work, "--work-dir/--name")
     _restore_interrupted_swap(plan.folder)
+    _check_derived(plan, None)
     start = time.perf_counter()
     plan.work.mkdir(parents=True, exist_ok=True)
     with RunLock(plan.work, label="--work-dir/--name"):
         if plan.fresh:
             for child in plan.work.iterdir():
-                if child.name != ".lock":
+                if child.name not in (".lock", ".lock.json"):
                     shutil.rmtree(child) if child.is_dir() else child.unlink()
-        if plan.jobs == 1:
-            records = [_run_one(plan, *point, factory) for point in plan.runs()]
-        else:
+        if plan.jobs > 1:
             # Separate processes, one thread each: on a small CPU two single-threaded trainings
             # get more images through per second than one two-threaded one.
             plan = replace(plan, base=replace(plan.base, threads=plan.base.threads or 1))
-            with ProcessPoolExecutor(plan.jobs, mp_context=get_context("spawn")) as pool:
-                futures = [pool.submit(_run_one, plan, *p, factory) for p in plan.runs()]
-                records = [f.result() for f in futures]
+        hint = (
+            f"finished runs are kept in {plan.work} and reused, interrupted ones resume from "
+            f"their last checkpoint: run the same command again to continue"
+        )
+        task = functools.partial(_run_point, plan, factory)
+        records = run_all(task, plan.runs(), plan.jobs, hint)
         header = provenance(command)
         header["wall_s"] = time.perf_counter() - start
         header["jobs"] = plan.jobs
         results = _results(plan, records, header)
+        _check_derived(plan, records)
         _publish(plan, results, records)
     return json.loads(json.dumps(results))
 
 
+def _run_point(
+    plan: AblationPlan, factory: ModelFactory | None, point: tuple[str, str, str, int]
+) -> dict[str, Any]:
+    return _run_one(plan, *point, factory)
+
+
 def _restore_interrupted_swap(folder: Path) -> None:
-    """A kill between the two renames of :func:`_publish` leaves only ``.<name>.old``."""
+    """A kill between the two renames of :func:`swap_in` leaves only ``.<name>.old``."""
     old = folder.with_name(f".{folder.name}.old")
     if old.is_dir() and not folder.exists():
         os.replace(old, folder)
 
 
 # --------------------------------------------------------------------------- command line
+
+
+#: The plan's own flags (besides the grid, --extra, and every per-run setting of the trainer).
+PLAN_FLAGS = ("name", "results_dir", "work_dir", "jobs", "fresh", "replace_derived")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -404,19 +544,15 @@ def build_parser() -> argparse.ArgumentParser:
         "Every per-run setting of companion-train is accepted; dataset, pos and seed take "
         "several values (--datasets, --pos, --seeds).",
     )
-    p.add_argument("--name", required=True, help="results/<name>/ receives the results")
+    plan_fields = {f.name: f for f in fields(AblationPlan)}
+    add_arguments(p, AblationPlan, [plan_fields["name"]])
     add_config_arguments(p, kinds=("result", "hardware", "speed"), grid=True)
     p.add_argument(
         "--extra", nargs="+", default=[], metavar="DATASET:POS:VARIANT",
         help="controlled-variant cells, each trained for every seed (grid-cell:rel:torus); "
         "variants: see --variant",
     )  # fmt: skip
-    p.add_argument("--jobs", type=int, default=1, help="runs in parallel (processes)")
-    p.add_argument("--results-dir", default="results", help="where results/<name>/ goes")
-    p.add_argument("--work-dir", default="runs/ablation", help="checkpoints (not committed)")
-    p.add_argument(
-        "--fresh", action="store_true", help="discard this --name's saved runs and train anew"
-    )
+    add_arguments(p, AblationPlan, [plan_fields[n] for n in PLAN_FLAGS[1:]])
     add_debug_flag(p)
     return p
 
@@ -429,16 +565,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         base = config_from_args(args, **{k: v[0] for k, v in grid.items()}, progress=False)
         plan = AblationPlan(
-            name=args.name,
             datasets=grid["dataset"],
             pos=grid["pos"],
             seeds=grid["seed"],
             base=base,
-            results_dir=args.results_dir,
-            work_dir=args.work_dir,
-            jobs=args.jobs,
-            fresh=args.fresh,
             extra=tuple(parse_cell(text) for text in args.extra),
+            **{name: getattr(args, name) for name in PLAN_FLAGS},
         )
         validate_config(base)  # after the plan, which names a bad grid value by its flag
     except (ValueError, TypeError) as exc:

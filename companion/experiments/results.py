@@ -20,6 +20,11 @@ from companion.experiments.stats import paired_interval
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the companion package
 BIAS_POS = ("rel", "abs+rel")  # the variants of the committed results that have bias tables
+RESULTS_DIR = "results"  # where results/<name>/ goes
+WORK_DIR = "runs/ablation"  # the runs' checkpoints and records (not committed)
+#: What is computed from a results folder's runs, in that folder (the resolution experiment's):
+#: kept, rebuilt or refused together with the runs it came from.
+DERIVED = ("transfer.json", "transfer.md")
 
 
 def run_key(dataset: str, pos: str, seed: int, variant: str = "swin") -> str:
@@ -27,6 +32,19 @@ def run_key(dataset: str, pos: str, seed: int, variant: str = "swin") -> str:
     for a controlled variant (``grid-cell__rel__torus__seed0``)."""
     middle = "" if variant == "swin" else f"__{variant}"
     return f"{dataset}__{pos}{middle}__seed{seed}"
+
+
+def run_sources(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``run key -> {"record_sha256", "checkpoint_sha256"}`` for every run of ``results`` (a
+    ``results.json``, or ``{"runs": records}``): the content hashes a derived result records
+    to say exactly what it was computed from (``None`` for runs published before hashes)."""
+    return {
+        run_key(r["dataset"], r["pos"], r["seed"], r.get("variant", "swin")): {
+            "record_sha256": r.get("record_sha256"),
+            "checkpoint_sha256": r.get("checkpoint_sha256"),
+        }
+        for r in results["runs"]
+    }
 
 
 def cell_label(pos: str, variant: str = "swin") -> str:

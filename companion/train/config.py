@@ -172,21 +172,42 @@ def config_fields(*kinds: str) -> list[Field]:
     return [f for f in fields(TrainConfig) if not kinds or f.metadata["kind"] in kinds]
 
 
-def _types() -> dict[str, tuple[type, bool]]:
-    """``name -> (base type, None allowed)`` from the annotations (``int | None`` -> int, True)."""
+def _types(cls: type | None = None) -> dict[str, tuple[type, bool, bool]]:
+    """``name -> (base type, None allowed, several values)`` from ``cls``'s annotations
+    (``int | None`` -> ``(int, True, False)``, ``tuple[int, ...]`` -> ``(int, False, True)``)."""
     found = {}
-    for name, hint in typing.get_type_hints(TrainConfig).items():
+    for name, hint in typing.get_type_hints(cls or TrainConfig).items():
+        if typing.get_origin(hint) is tuple:
+            found[name] = (typing.get_args(hint)[0], False, True)
+            continue
         args = [a for a in typing.get_args(hint) if a is not type(None)]
-        found[name] = (args[0], True) if args else (hint, False)
+        found[name] = (args[0], True, False) if args else (hint, False, False)
     return found
 
 
-def check_setting(name: str, value: object) -> Any:
-    """Raise ``TypeError``/``ValueError`` naming setting ``name``, ``value`` and the rule."""
-    meta = TrainConfig.__dataclass_fields__[name].metadata
-    base, optional = _types()[name]
+def check_setting(name: str, value: object, cls: type | None = None) -> Any:
+    """Raise ``TypeError``/``ValueError`` naming setting ``name`` of ``cls`` (by default
+    :class:`TrainConfig`; any dataclass of :func:`setting` fields), ``value`` and the rule. A
+    field of several values (``tuple[int, ...]``) takes a non-empty sequence without repeats,
+    each value checked by the field's rule."""
+    cls = cls or TrainConfig
+    meta = cls.__dataclass_fields__[name].metadata
+    base, optional, many = _types(cls)[name]
+    if many:
+        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not value:
+            raise TypeError(f"{name} must be a non-empty sequence, got {value!r}")
+        repeated = sorted({v for v in value if list(value).count(v) > 1}, key=str)
+        if repeated:
+            raise ValueError(f"{name} must not repeat a value (each counts once), got {value!r}")
+        for v in value:
+            _check_one(name, v, meta, base)
+        return value
     if value is None and optional:
         return value
+    return _check_one(name, value, meta, base)
+
+
+def _check_one(name: str, value: Any, meta: Any, base: type) -> Any:
     if meta["choices"] is not None:
         if value not in meta["choices"]:
             raise ValueError(f"{name} must be one of {list(meta['choices'])}, got {value!r}")
@@ -215,6 +236,13 @@ def check_setting(name: str, value: object) -> Any:
     return value
 
 
+def check_fields(obj: Any, skip: Iterable[str] = ()) -> None:
+    """:func:`check_setting` for every :func:`setting` field of the dataclass ``obj``."""
+    for f in fields(obj):
+        if "kind" in f.metadata and f.name not in skip:
+            check_setting(f.name, getattr(obj, f.name), type(obj))
+
+
 def _rule(meta: dict[str, Any]) -> str:
     low, high, above = meta["low"], meta["high"], meta["above"]
     if low is not None and high is not None:
@@ -226,8 +254,7 @@ def _rule(meta: dict[str, Any]) -> str:
 
 def validate_config(cfg: TrainConfig) -> None:
     """Check every setting (see :func:`check_setting`), then the rules between settings."""
-    for f in fields(cfg):
-        check_setting(f.name, getattr(cfg, f.name))
+    check_fields(cfg)
     check_variant_pos(cfg.variant, cfg.pos)
     if cfg.warmup_epochs > cfg.epochs:
         raise ValueError(
@@ -272,24 +299,36 @@ def add_config_arguments(
     """One flag per field of ``kinds``: ``--batch-size`` for ``batch_size``, ``--compile`` /
     ``--no-compile`` for a bool. With ``grid=True`` a field with ``grid=(plural, default)``
     becomes ``--<plural>`` taking one or more values (the ablation's axes)."""
-    types = _types()
-    for f in config_fields(*kinds):
-        meta, (base, _) = f.metadata, types[f.name]
+    add_arguments(parser, TrainConfig, config_fields(*kinds), grid)
+
+
+def add_arguments(
+    parser: argparse.ArgumentParser, cls: type, chosen: Iterable[Field], grid: bool = False
+) -> None:
+    """One flag per :func:`setting` field in ``chosen`` of the dataclass ``cls`` (see
+    :func:`add_config_arguments`); a field without a default is a required flag, a field of
+    several values (``tuple[int, ...]``) takes one or more."""
+    types = _types(cls)
+    for f in chosen:
+        meta, (base, _, many) = f.metadata, types[f.name]
         default = f.default if f.default is not MISSING else None
         shown = default is not None and "default" not in meta["help"] and base is not bool
         text = f"{meta['help']} (default: {default})" if shown else meta["help"]
         common = {"dest": f.name, "help": text, "choices": meta["choices"]}
+        flag = "--" + f.name.replace("_", "-")
         if grid and meta["grid"] is not None:
             plural, values = meta["grid"]
             parser.add_argument(f"--{plural}", nargs="+", type=base, default=list(values), **common)
+        elif many:
+            parser.add_argument(flag, nargs="+", type=base, default=list(default or ()), **common)
         elif base is bool:
-            flag = "--" + f.name.replace("_", "-")
             parser.add_argument(
                 flag, action=argparse.BooleanOptionalAction, default=default, dest=f.name,
                 help=f"{meta['help']} (default: {'on' if default else 'off'})",
             )  # fmt: skip
+        elif f.default is MISSING:
+            parser.add_argument(flag, type=base, required=True, dest=f.name, help=meta["help"])
         else:
-            flag = "--" + f.name.replace("_", "-")
             parser.add_argument(flag, type=base, default=default, **common)
 
 

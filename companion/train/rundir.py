@@ -111,9 +111,10 @@ class RunLock:
         try:
             stale = self._owner()
             if stale is not None:  # its holder died without releasing: the OS released it
+                pid, host = stale.get("pid", "?"), stale.get("host", "?")
                 print(
-                    f"{self.label} {self.out}: took over the lock of process {stale.get('pid', '?')}"
-                    f" on {stale.get('host', '?')}, which ended without releasing it",
+                    f"{self.label} {self.out}: took over the lock of process {pid} on {host}, "
+                    f"which ended without releasing it",
                     file=sys.stderr,
                     flush=True,
                 )
