@@ -142,7 +142,9 @@ def test_bad_plans_are_rejected_naming_the_field(tmp_path, kw, message):
 def test_command_line_rejects_bad_flags(capsys):
     with pytest.raises(SystemExit) as info:
         main(["--name", "x", "--epochs", "0"])
-    assert info.value.code == 2 and "epochs must be an int in [1, 100000]" in capsys.readouterr().err
+    assert (
+        info.value.code == 2 and "epochs must be an int in [1, 100000]" in capsys.readouterr().err
+    )
     with pytest.raises(SystemExit):
         main(["--name", "x", "--pos", "sincos"])
 

@@ -54,7 +54,8 @@ def cell_label(pos: str, variant: str = "swin") -> str:
 
 def summarize(runs: Sequence[dict[str, Any]], metric: str = "test_acc") -> list[dict[str, Any]]:
     """One row per dataset x pos x variant: the final ``metric`` of each seed (``seeds`` and
-    ``values``, in the same order), their mean and sample standard deviation (``n - 1``)."""
+    ``values``, in the same order), their mean and sample standard deviation (``n - 1``;
+    ``None`` for a single seed)."""
     groups: dict[tuple[str, str, str], list[tuple[int, float]]] = {}
     for r in runs:
         key = (r["dataset"], r["pos"], r.get("variant", "swin"))
@@ -69,7 +70,8 @@ def summarize(runs: Sequence[dict[str, Any]], metric: str = "test_acc") -> list[
                 "variant": variant,
                 "n": len(values),
                 "mean": statistics.fmean(values),
-                "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+                # One seed has no spread: None, never a 0 that reads as "no variation".
+                "std": statistics.stdev(values) if len(values) > 1 else None,
                 "seeds": [s for s, _ in pairs],
                 "values": values,
             }
@@ -199,15 +201,23 @@ def results_table(summary: Sequence[dict[str, Any]], chance: dict[str, float]) -
         cells = []
         for d in datasets:
             r = cell.get((d, label))
-            cells.append("" if r is None else f"{100 * r['mean']:.1f} ± {100 * r['std']:.1f}")
+            cells.append("" if r is None else mean_std(r, 100, ".1f"))
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines.append("")
     n = "/".join(str(k) for k in ns)
     seeds = "seed" if ns == [1] else "seeds"
     note = "; `pos:variant` rows are controlled variants (companion.swin.VARIANTS)"
     extra = note if any(":" in c for c in labels) else ""
-    lines.append(f"*Final test accuracy (%), mean ± sample std over {n} {seeds}{extra}.*")
+    spread = "" if ns == [1] else " ± sample std"
+    lines.append(f"*Final test accuracy (%), mean{spread} over {n} {seeds}{extra}.*")
     return "\n".join(lines) + "\n"
+
+
+def mean_std(row: dict[str, Any], scale: float = 1.0, spec: str = ".3f") -> str:
+    """``"mean ± std"`` of a summary row, scaled, or just the mean when there is no spread (one
+    seed: ``std`` is ``None``)."""
+    mean = format(scale * row["mean"], spec)
+    return mean if row["std"] is None else f"{mean} ± {format(scale * row['std'], spec)}"
 
 
 def find_results(name: str, search: Sequence[Path] | None = None) -> Path:

@@ -240,7 +240,7 @@ def plot_transfer(summary: Sequence[dict], datasets: Sequence[str], metric: str 
             ax = axes[row, col]
             for pos in pos_order:
                 points = sorted(
-                    (s["size"], s["mean"], s["std"])
+                    (s["size"], s["mean"], np.nan if s["std"] is None else s["std"])
                     for s in summary
                     if s["dataset"] == dataset and s["pos"] == pos
                     and (s["condition"] in conditions or s["condition"] == "trained")
