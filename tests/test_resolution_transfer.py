@@ -101,4 +101,7 @@ def test_the_fine_tune_through_the_trainers_loop_gives_the_old_loops_weights(bat
     settings = MoveSettings(finetune_steps=3, finetune_lr=1e-3, finetune_batch_size=batch_size)
     torch.manual_seed(1)
     train_steps(b, data, finetune_config(TrainConfig(seed=5), settings), 3)
-    assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+    assert all(
+        torch.equal(x, y)
+        for x, y in zip(a.state_dict().values(), b.state_dict().values(), strict=True)
+    )

@@ -142,10 +142,9 @@ class AblationPlan:
                     raise type(exc)(f"{GRID[axis]}: {exc}") from None
         for pos in self.pos:
             check_variant_pos(self.base.variant, pos)
-        self.extra = tuple(tuple(cell) for cell in self.extra)
+        self.extra = tuple(check_extra_cell(tuple(cell)) for cell in self.extra)
         cells = [(d, p, self.base.variant) for d in self.datasets for p in self.pos]
         for cell in self.extra:
-            check_extra_cell(cell)
             if cell in cells:
                 raise ValueError(f"extra: cell {':'.join(cell)} is already in the plan")
             cells.append(cell)

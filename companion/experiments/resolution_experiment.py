@@ -29,7 +29,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -90,7 +90,7 @@ def trained_run(
     saved = load_checkpoint(path)
     names = {f.name for f in dataclasses.fields(TrainConfig)}
     cfg = TrainConfig(**{k: v for k, v in saved["config"].items() if k in names})
-    model = build_model(cfg, num_classes(dataset), None)
+    model = cast(SwinTransformer, build_model(cfg, num_classes(dataset), None))
     load_states(path, saved, model=model)
     return cfg, model.eval()
 

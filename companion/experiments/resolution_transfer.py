@@ -19,6 +19,7 @@ move is ``companion.train.train_steps`` (the trainer's own loop).
 from __future__ import annotations
 
 import copy
+import typing
 from dataclasses import dataclass
 
 import torch
@@ -47,7 +48,8 @@ class TransferCondition:
 def transfer_conditions(pos: str) -> tuple[TransferCondition, ...]:
     """The conditions worth running for ``pos``: the window kept, then grown (with both table
     resize methods when the model has tables, once otherwise)."""
-    methods = RESIZE_METHODS if pos in TABLE_POS else ("geometric",)
+    every: tuple[ResizeMethod, ...] = typing.get_args(ResizeMethod)  # RESIZE_METHODS, typed
+    methods = every if pos in TABLE_POS else ("geometric",)
     grown = (TransferCondition(grown_condition(pos, m), True, m) for m in methods)
     return (TransferCondition("grid", False), *grown)
 
@@ -76,7 +78,7 @@ def moved_model(model: SwinTransformer, size: int, condition: TransferCondition)
                     f"sides (window * size / {TRAIN_SIZE})"
                 )
             window.append(side * size // TRAIN_SIZE)
-        moved.set_window_size(tuple(window), method=condition.method)
+        moved.set_window_size((window[0], window[1]), method=condition.method)
     return moved
 
 

@@ -112,7 +112,7 @@ def paired_gap(
         mean, low, high = paired_interval(diffs, confidence)
     else:
         mean, low, high = diffs[0], None, None
-    excludes = low is not None and (low > 0 or high < 0)
+    excludes = low is not None and high is not None and (low > 0 or high < 0)
     return {
         "dataset": dataset, "a": a, "b": b, "seeds": seeds, "differences": diffs,
         "n": len(diffs), "mean": mean, "low": low, "high": high, "excludes_zero": excludes,

@@ -111,9 +111,9 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
     epoch, history = ckpt["epoch"], ckpt["history"]
     sane = isinstance(epoch, int) and isinstance(epochs, int) and isinstance(history, list)
     if not sane or not 1 <= epoch <= epochs or len(history) != epoch:
-        shown = len(history) if isinstance(history, list) else type(history).__name__
+        rows = len(history) if isinstance(history, list) else type(history).__name__
         raise CheckpointError(
-            f"{path} claims epoch {epoch!r} of {epochs!r} with {shown} epochs of metrics: it was "
+            f"{path} claims epoch {epoch!r} of {epochs!r} with {rows} epochs of metrics: it was "
             f"not written by this trainer as it is; start afresh"
         )
     return ckpt
@@ -153,7 +153,7 @@ def check_resume_compatible(
 
 def rng_state(data_gen: torch.Generator, aug_gen: torch.Generator) -> dict[str, Any]:
     """Every random state of the process, as tensors and plain containers (``weights_only``)."""
-    np_state = np.random.get_state()
+    np_state: tuple[Any, ...] = np.random.get_state()  # type: ignore[assignment]
     return {
         "torch": torch.get_rng_state(),
         "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],

@@ -74,7 +74,8 @@ def setting(
     ``check(value)`` raises for values no range can describe."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {list(KINDS)}, got {kind!r}")
-    meta = {"help": help, "kind": kind, "choices": None if choices is None else tuple(choices)}
+    meta: dict[str, Any] = {"help": help, "kind": kind}
+    meta["choices"] = None if choices is None else tuple(choices)
     meta |= {"low": low, "high": high, "above": above, "check": check}
     meta |= {"model": model, "grid": grid}
     return field(default=default, metadata=meta)
@@ -191,7 +192,7 @@ def check_setting(name: str, value: object, cls: type | None = None) -> Any:
     field of several values (``tuple[int, ...]``) takes a non-empty sequence without repeats,
     each value checked by the field's rule."""
     cls = cls or TrainConfig
-    meta = cls.__dataclass_fields__[name].metadata
+    meta = next(f for f in fields(cls) if f.name == name).metadata
     base, optional, many = _types(cls)[name]
     if many:
         if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not value:

@@ -42,8 +42,8 @@ def evaluate(
         loss_sum += F.cross_entropy(logits.float(), labels, reduction="sum").to(loss_sum.dtype)
         correct += (logits.argmax(1) == labels).sum()
         seen += labels.shape[0]
-    loss, hits, seen = all_sum([loss_sum.item(), correct.item(), seen], info, device)
-    return {"test_loss": loss / seen, "test_acc": hits / seen}
+    loss, hits, total = all_sum([loss_sum.item(), correct.item(), seen], info, device)
+    return {"test_loss": loss / total, "test_acc": hits / total}
 
 
 def check_finite(bad: list[bool], first: int, last: int, epoch: int, cfg: TrainConfig) -> None:

@@ -7,7 +7,7 @@ import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -95,8 +95,9 @@ def _train(
 ) -> TrainResult:
     bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported()
     precision = resolve_precision(cfg.precision, device.type, bf16)
-    autocast = dict(device_type=device.type, dtype=AMP_DTYPES[precision])
-    autocast["enabled"] = autocast["dtype"] is not None
+    dtype = AMP_DTYPES[precision]
+    autocast: dict[str, Any] = {"device_type": device.type, "dtype": dtype}
+    autocast["enabled"] = dtype is not None
     train_data, test_data = load_data(cfg, info)
     for seed_fn in (torch.manual_seed, random.seed, np.random.seed):
         seed_fn(cfg.seed)  # identical initial weights on every rank (DDP checks it)
@@ -131,7 +132,8 @@ def _train(
         log(info, f"resumed from {path} after epoch {start_epoch}")
     ids = [device.index] if device.type == "cuda" else None
     net = nn.parallel.DistributedDataParallel(model, device_ids=ids) if info.enabled else model
-    net = torch.compile(net) if cfg.compile else net
+    if cfg.compile:
+        net = cast(nn.Module, torch.compile(net))
     variant = "" if cfg.variant == "swin" else f" variant={cfg.variant}"
     log(
         info,
@@ -156,9 +158,8 @@ def _train(
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
             train_time = time.perf_counter() - start
-            seen = steps * cfg.batch_size
             loss_total, correct_total, seen = all_sum(
-                [loss_sum.item(), correct.item(), seen], info, device
+                [loss_sum.item(), correct.item(), steps * cfg.batch_size], info, device
             )
             test = evaluate(model, test_loader, test_data, autocast, info, device)
             check_test_metrics(test, epoch, cfg)
