@@ -27,10 +27,8 @@ new ``--name``).
 from __future__ import annotations
 
 import argparse
-import ctypes
 import functools
 import json
-import os
 import shlex
 import shutil
 import sys
@@ -53,12 +51,17 @@ from companion._io import (
 from companion.data import num_classes
 from companion.experiments.pool import run_all
 from companion.experiments.provenance import hardware, provenance, source_digest
+from companion.experiments.publish import (
+    check_derived,
+    derived_state,
+    restore_interrupted_swap,
+    swap_in,
+)
 from companion.experiments.results import (
     DERIVED,
     RESULTS_DIR,
     WORK_DIR,
     bias_file,
-    load_results,
     results_table,
     run_key,
     run_sources,
@@ -410,73 +413,12 @@ def _publish(plan: AblationPlan, results: dict[str, Any], records: list[dict[str
     swap_in(staging, folder)
 
 
-def derived_state(folder: Path, sources: dict[str, Any] | None) -> str:
-    """``"none"`` (no derived results in ``folder``), ``"current"`` (computed from exactly the
-    runs ``sources`` names, by content hash) or ``"stale"``; ``sources=None``: only whether
-    there are any (``"none"`` or ``"stale"``)."""
-    path = folder / DERIVED[0]
-    if not path.is_file():
-        return "none"
-    try:
-        recorded = json.loads(path.read_text()).get("sources")
-    except (ValueError, AttributeError, OSError):
-        return "stale"
-    return "current" if sources is not None and recorded == sources else "stale"
-
-
 def _check_derived(plan: AblationPlan, records: list[dict[str, Any]] | None) -> None:
-    """Refuse to publish over derived results that would no longer match the published runs
-    (unless ``plan.replace_derived``, which lets the publish remove them). Before training
-    (``records=None``) what is already certain is refused: derived results that do not match
-    the published runs now, or that a ``--fresh`` or a different grid will not match."""
-    if plan.replace_derived:
-        return
-    if records is not None:
-        stale = derived_state(plan.folder, run_sources({"runs": records})) == "stale"
-    else:
-        try:
-            published = run_sources(load_results(plan.folder))
-        except (OSError, ValueError, KeyError, TypeError):
-            published = None
-        state = derived_state(plan.folder, published)
+    """:func:`~companion.experiments.publish.check_derived` for ``plan`` (``--replace-derived``
+    lets the publish remove derived results instead)."""
+    if not plan.replace_derived:
         keys = {run_key(d, p, s, v) for d, p, v, s in plan.runs()}
-        changes = plan.fresh or published is None or set(published) != keys
-        stale = state == "stale" or (state == "current" and changes)
-    if stale:
-        raise ValueError(
-            f"{plan.folder / DERIVED[0]} was computed from other runs than the ones this ablation "
-            f"would publish; pass --replace-derived to publish and remove it (then run python -m "
-            f"companion.resolution_experiment --name {plan.name} again), or choose a new --name"
-        )
-
-
-def swap_in(staging: Path, folder: Path) -> None:
-    """Make ``staging`` the new ``folder``: with Linux's ``renameat2(RENAME_EXCHANGE)`` the two
-    swap in one step, so ``folder`` is never missing; elsewhere two renames (``folder`` is then
-    briefly absent; :func:`_restore_interrupted_swap` repairs a kill between them)."""
-    if folder.exists() and _exchange(staging, folder):
-        shutil.rmtree(staging)  # now the previous folder
-        return
-    old = folder.with_name(f".{folder.name}.old")
-    shutil.rmtree(old, ignore_errors=True)
-    if folder.exists():
-        os.replace(folder, old)
-    os.replace(staging, folder)
-    shutil.rmtree(old, ignore_errors=True)
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Swap the paths ``a`` and ``b`` atomically; ``False`` where the OS cannot."""
-    if sys.platform != "linux":
-        return False
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        renameat2 = libc.renameat2
-    except (OSError, AttributeError):
-        return False
-    at_fdcwd, rename_exchange = -100, 2
-    done = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
-    return done == 0
+        check_derived(plan.folder, keys, plan.fresh, records)
 
 
 def run_ablation(
@@ -488,7 +430,7 @@ def run_ablation(
     """
     check_writable_folder(plan.folder, "--results-dir/--name")  # before any training
     check_writable_folder(plan.work, "--work-dir/--name")
-    _restore_interrupted_swap(plan.folder)
+    restore_interrupted_swap(plan.folder)
     _check_derived(plan, None)
     start = time.perf_counter()
     plan.work.mkdir(parents=True, exist_ok=True)
@@ -520,13 +462,6 @@ def _run_point(
     plan: AblationPlan, factory: ModelFactory | None, point: tuple[str, str, str, int]
 ) -> dict[str, Any]:
     return _run_one(plan, *point, factory)
-
-
-def _restore_interrupted_swap(folder: Path) -> None:
-    """A kill between the two renames of :func:`swap_in` leaves only ``.<name>.old``."""
-    old = folder.with_name(f".{folder.name}.old")
-    if old.is_dir() and not folder.exists():
-        os.replace(old, folder)
 
 
 # --------------------------------------------------------------------------- command line
