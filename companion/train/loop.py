@@ -298,6 +298,7 @@ def train_steps(
     generator = torch.Generator().manual_seed(cfg.seed)
     sampler = RandomSampler(data, True, steps * cfg.batch_size, generator)
     loader = batch_loader(data, sampler, cfg.batch_size)
+    loader.pin_memory = device.type == "cuda"  # see build.make_loaders
     optimizer = torch.optim.AdamW(param_groups(model, cfg.weight_decay), lr=cfg.lr)
     opt = Optimisation(
         net=model,
