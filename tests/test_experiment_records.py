@@ -343,6 +343,17 @@ PARENT = (
 )
 
 
+def test_sigterm_stops_the_work_as_ctrl_c_does(capsys):
+    def work():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # not reached: the signal interrupts the sleep
+
+    assert run_reporting_errors("prog", work, False, "stopped") == 130
+    assert capsys.readouterr().err == "prog: stopped\n"
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # restored
+
+
+@pytest.mark.slow  # three parent processes, each importing torch
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 @pytest.mark.parametrize("how", ["SIGTERM", "Ctrl-C", "SIGKILL"])
 def test_stopping_the_parent_stops_its_workers_at_once(how):
