@@ -1,9 +1,9 @@
 """``python -m companion.resolution_experiment``: the command the results headers record. The
 experiment itself lives in :mod:`companion.experiments.resolution_experiment`."""
 
-import sys
-
-from companion.experiments.resolution_experiment import main
-
 if __name__ == "__main__":
+    import sys
+
+    from companion.experiments.resolution_experiment import main
+
     sys.exit(main())

@@ -384,3 +384,12 @@ def test_stopping_the_parent_stops_its_workers_at_once(how):
     finally:
         parent.kill()
         parent.wait()
+
+
+def test_the_commands_the_results_headers_record_still_run():
+    for module in ("companion.ablation", "companion.resolution_experiment"):
+        done = subprocess.run(
+            [sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True, text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0 and f"usage: python -m {module}" in done.stdout
