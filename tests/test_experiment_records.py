@@ -3,6 +3,7 @@ a minuscule run or an injected fault."""
 
 import json
 import os
+import runpy
 import shutil
 import signal
 import subprocess
@@ -386,10 +387,10 @@ def test_stopping_the_parent_stops_its_workers_at_once(how):
         parent.wait()
 
 
-def test_the_commands_the_results_headers_record_still_run():
+def test_the_commands_the_results_headers_record_still_run(monkeypatch, capsys):
     for module in ("companion.ablation", "companion.resolution_experiment"):
-        done = subprocess.run(
-            [sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True, text=True,
-            env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120,
-        )  # fmt: skip
-        assert done.returncode == 0 and f"usage: python -m {module}" in done.stdout
+        monkeypatch.setattr(sys, "argv", [module, "--help"])
+        with pytest.raises(SystemExit) as info:
+            runpy.run_module(module, run_name="__main__")  # as python -m runs it
+        assert info.value.code == 0
+        assert f"usage: python -m {module}" in capsys.readouterr().out
