@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
+
+#: Ends the name of every temporary file written here (``.<target>.<random>.companion.tmp``), so
+#: that a cleaner can tell them from a user's own ``.tmp`` files.
+TEMP_SUFFIX = ".companion.tmp"
 
 
 def atomic_write(path: str | os.PathLike[str], write: Callable[[BinaryIO], None]) -> Path:
@@ -18,7 +23,7 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[BinaryIO], None]
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
     try:
         # mkstemp creates the file 0600; give it the permissions an ordinary open() would.
         os.chmod(tmp, 0o666 & ~_current_umask())
@@ -47,3 +52,19 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
 def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> Path:
     """Write ``obj`` as indented JSON to ``path`` atomically."""
     return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """The SHA-256 of a file's bytes (read in 1 MiB blocks)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def json_sha256(obj: Any) -> str:
+    """The SHA-256 of ``obj`` as canonical JSON (sorted keys, no spaces): a content hash that
+    does not depend on how the file holding ``obj`` was indented."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -12,6 +12,7 @@ FRESH_FLAG=${FRESH:+--fresh}
     --datasets grid-cell relation --pos none abs rel abs+rel cpb rope-axial rope-mixed \
     --seeds 0 1 2 3 4 \
     --train-size 2000 --test-size 1000 --epochs 20 --batch-size 16 --lr 1e-3 \
-    --warmup-epochs 2 --label-smoothing 0 --threads 1 --jobs 2 --device cpu $FRESH_FLAG
+    --warmup-epochs 2 --label-smoothing 0 --threads 1 --jobs 2 --device cpu $FRESH_FLAG \
+    --replace-derived  # the experiment below computes transfer.json again from these runs
 "$PY" -m companion.resolution_experiment --name cpu-transfer --finetune-steps 50 \
     --finetune-batch-size 32 --jobs 2 --threads 1

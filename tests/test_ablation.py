@@ -5,17 +5,15 @@ import json
 import pytest
 import torch
 
-from companion import ablation
-from companion.ablation import (
-    AblationPlan,
-    bias_tables,
+from companion.experiments import ablation
+from companion.experiments.ablation import AblationPlan, bias_tables, main, run_ablation
+from companion.experiments.results import (
     find_results,
     load_bias_tables,
     load_curves,
     load_results,
-    main,
     results_table,
-    run_ablation,
+    run_key,
     summarize,
 )
 from companion.figures.training import (
@@ -131,9 +129,9 @@ def test_bias_tables_finds_every_block_with_its_window():
         ({"name": "a/b"}, "name must be a plain folder name"),
         ({"datasets": ("mnist",)}, "datasets: dataset must be one of"),
         ({"pos": ("sincos",)}, "pos: pos must be one of"),
-        ({"seeds": (-1,)}, "seeds: seed must be an int >= 0, got -1"),
+        ({"seeds": (-1,)}, r"seeds: seed must be an int in \[0, 4294967295\], got -1"),
         ({"seeds": ()}, "must each be non-empty"),
-        ({"jobs": 0}, "jobs must be an int >= 1, got 0"),
+        ({"jobs": 0}, r"jobs must be an int in \[1, 1024\], got 0"),
     ],
 )
 def test_bad_plans_are_rejected_naming_the_field(tmp_path, kw, message):
@@ -144,7 +142,9 @@ def test_bad_plans_are_rejected_naming_the_field(tmp_path, kw, message):
 def test_command_line_rejects_bad_flags(capsys):
     with pytest.raises(SystemExit) as info:
         main(["--name", "x", "--epochs", "0"])
-    assert info.value.code == 2 and "epochs must be an int >= 1" in capsys.readouterr().err
+    assert (
+        info.value.code == 2 and "epochs must be an int in [1, 100000]" in capsys.readouterr().err
+    )
     with pytest.raises(SystemExit):
         main(["--name", "x", "--pos", "sincos"])
 
@@ -216,7 +216,7 @@ def test_bias_table_figure_has_a_panel_per_head_and_block(mini):
 
 def test_gaps_table_of_rows_without_seeds_pairs_them_in_plan_order():
     """Results written before rows listed their seeds still read (values are seed-major)."""
-    from companion.ablation import gaps_table
+    from companion.experiments.results import gaps_table
 
     summary = [
         {"dataset": "grid-cell", "pos": "none", "mean": 0.25, "values": [0.2, 0.3]},
@@ -229,8 +229,8 @@ def test_gaps_table_of_rows_without_seeds_pairs_them_in_plan_order():
 
 
 def test_old_run_keys_are_unchanged_and_variants_get_their_own():
-    assert ablation.run_key("grid-cell", "rel", 3) == "grid-cell__rel__seed3"
-    assert ablation.run_key("grid-cell", "rel", 3, "torus") == "grid-cell__rel__torus__seed3"
+    assert run_key("grid-cell", "rel", 3) == "grid-cell__rel__seed3"
+    assert run_key("grid-cell", "rel", 3, "torus") == "grid-cell__rel__torus__seed3"
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import pytest
 from test_ablation import tiny_plan
 from test_train import stand_in
 
-from companion import ablation
-from companion.ablation import StaleRunError, main, run_ablation
+from companion.experiments import ablation
+from companion.experiments.ablation import StaleRunError, main, run_ablation
 from companion.train import train
 
 
@@ -114,7 +114,7 @@ def test_negative_seeds_are_rejected_by_the_command_line(capsys):
     with pytest.raises(SystemExit) as info:
         main(["--name", "x", "--seeds", "-1"])
     assert info.value.code == 2
-    assert "seeds: seed must be an int >= 0, got -1" in capsys.readouterr().err
+    assert "seeds: seed must be an int in [0, 4294967295], got -1" in capsys.readouterr().err
 
 
 def test_the_ablation_grid_is_dataset_pos_and_seed():

@@ -7,7 +7,6 @@ import pytest
 import torch
 from book_figures import assert_fits_the_page, assert_nothing_sticks_out_or_overlaps
 
-from companion.ablation import find_results, load_bias_tables, load_curves, load_results
 from companion.data import RELATION_STEPS, make_dataset
 from companion.exercises.ch05 import (
     favourite_offsets,
@@ -15,6 +14,14 @@ from companion.exercises.ch05 import (
     position_only_baseline,
     position_only_baselines,
     position_parameter_count,
+)
+from companion.experiments.results import (
+    beside_baselines,
+    find_results,
+    load_bias_tables,
+    load_curves,
+    load_results,
+    paired_gap,
 )
 from companion.figures.training import (
     plot_ablation_curves,
@@ -27,7 +34,6 @@ from companion.figures.training import (
 )
 from companion.paper import SWIN_TABLE4, table4_gaps_markdown
 from companion.relative import bias_table_size, relative_position_index
-from companion.results import beside_baselines, paired_gap
 from companion.swin import swin_from_config
 
 
@@ -124,7 +130,7 @@ def committed_results() -> Path:
 
 
 def made_up_results(datasets: list[str], epochs: int = 6) -> tuple[list, dict, dict]:
-    """A summary, chance levels and curves of the shapes ``companion.ablation`` produces."""
+    """A summary, chance levels and curves of the shapes the ablation produces."""
     summary = [
         {"dataset": d, "pos": p, "variant": "swin", "mean": 0.2 + 0.2 * i, "std": 0.05, "n": 5,
          "seeds": list(range(5)), "values": [0.15 + 0.2 * i + 0.025 * k for k in range(5)]}
@@ -144,7 +150,7 @@ def made_up_results(datasets: list[str], epochs: int = 6) -> tuple[list, dict, d
 
 
 def made_up_bias_tables(heads: tuple[int, ...], window: int) -> dict:
-    """``companion.ablation.bias_tables``'s layout: two blocks per stage, ``heads[s]`` each."""
+    """``ablation.bias_tables``'s layout: two blocks per stage, ``heads[s]`` each."""
     torch.manual_seed(0)
     return {
         f"layers.{stage}.blocks.{block}.attn": {

@@ -3,8 +3,8 @@
 import pytest
 from book_figures import assert_fits_the_page
 
+from companion.experiments.resolution_experiment import transfer_summary
 from companion.figures.resolution import plot_renderings, plot_transfer
-from companion.resolution_experiment import transfer_summary
 
 
 def _rows():

@@ -160,7 +160,7 @@ def test_a_plain_install_ships_the_books_results(tmp_path):
     subprocess.run(pip, check=True, capture_output=True)
     shutil.rmtree(source)
     probe = (
-        "import companion.results as a\n"
+        "import companion.experiments.results as a\n"
         "folder = a.find_results('cpu-ablation')\n"
         "print(a.PACKAGE_DIR)\n"
         "print(folder)\n"

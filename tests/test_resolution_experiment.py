@@ -5,8 +5,8 @@ import statistics
 
 import pytest
 
-from companion.ablation import AblationPlan, run_ablation
-from companion.resolution_experiment import (
+from companion.experiments.ablation import AblationPlan, run_ablation
+from companion.experiments.resolution_experiment import (
     MoveSettings,
     main,
     run_transfer,
@@ -16,7 +16,7 @@ from companion.resolution_experiment import (
     transfer_table,
     window_gain_table,
 )
-from companion.resolution_transfer import grown_condition
+from companion.experiments.resolution_transfer import grown_condition
 from companion.train import TrainConfig
 
 

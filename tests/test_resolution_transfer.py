@@ -1,16 +1,20 @@
 """companion.resolution_transfer: moving a 32-px model to 48/64 px under each condition."""
 
+import copy
+
 import pytest
 import torch
+import torch.nn.functional as F
 
 from companion.data import make_dataset
-from companion.resolution_transfer import (
+from companion.experiments.resolution_experiment import MoveSettings, finetune_config
+from companion.experiments.resolution_transfer import (
     accuracy,
-    fine_tune,
     moved_model,
     transfer_conditions,
 )
 from companion.swin import POS_CHOICES, swin_from_config
+from companion.train import TrainConfig, param_groups, train_steps
 
 
 def test_table_models_get_both_resize_methods_and_the_others_one_grown_window():
@@ -56,8 +60,6 @@ def test_images_of_another_size_are_refused_not_resized():
     small = make_dataset("grid-cell", "test", n=4)
     with pytest.raises(ValueError, match=r"model's input size \(64, 64\), got \(32, 32\)"):
         accuracy(moved, small)
-    with pytest.raises(ValueError, match="render the task at that size"):
-        fine_tune(moved, small, steps=1)
 
 
 def test_a_short_fine_tune_lowers_the_training_loss():
@@ -66,5 +68,40 @@ def test_a_short_fine_tune_lowers_the_training_loss():
     model = moved_model(
         swin_from_config("tiny-cpu", num_classes=16), 48, transfer_conditions("cpb")[1]
     )
-    losses = fine_tune(model, data, steps=12, lr=1e-3, batch_size=32)
-    assert len(losses) == 12 and sum(losses[-3:]) < sum(losses[:3])
+    cfg = TrainConfig(lr=1e-3, batch_size=32, label_smoothing=0.0, clip_grad=0.0)
+    losses = train_steps(model, data, cfg, steps=12)
+    assert losses.shape == (12,) and losses[-3:].sum() < losses[:3].sum()
+
+
+def _the_fine_tune_loop_it_replaced(model, data, steps, lr, batch_size, seed):
+    """resolution_transfer.fine_tune as it was (its own loop), the reference for the numbers."""
+    model.train()
+    optimiser = torch.optim.AdamW(param_groups(model, weight_decay=0.05), lr=lr)
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        index = torch.randint(len(data), (batch_size,), generator=generator)
+        images, labels = data[index]
+        loss = F.cross_entropy(model(data.normalize(images)), labels)
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        optimiser.step()
+    model.eval()
+
+
+@pytest.mark.parametrize("batch_size", [32, 12])
+def test_the_fine_tune_through_the_trainers_loop_gives_the_old_loops_weights(batch_size):
+    data = make_dataset("grid-cell", "train", n=40, size=48)
+    torch.manual_seed(0)
+    moved = moved_model(
+        swin_from_config("tiny-cpu", num_classes=16), 48, transfer_conditions("rel")[0]
+    )
+    a, b = moved, copy.deepcopy(moved)
+    torch.manual_seed(1)  # stochastic depth draws from the global generator: the same for both
+    _the_fine_tune_loop_it_replaced(a, data, 3, 1e-3, batch_size, seed=5)
+    settings = MoveSettings(finetune_steps=3, finetune_lr=1e-3, finetune_batch_size=batch_size)
+    torch.manual_seed(1)
+    train_steps(b, data, finetune_config(TrainConfig(seed=5), settings), 3)
+    assert all(
+        torch.equal(x, y)
+        for x, y in zip(a.state_dict().values(), b.state_dict().values(), strict=True)
+    )

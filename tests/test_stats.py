@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from companion.results import gaps_table, paired_gap
-from companion.stats import paired_interval, t_cdf, t_quantile
+from companion.experiments.results import gaps_table, paired_gap
+from companion.experiments.stats import paired_interval, t_cdf, t_quantile
 
 #: t_{0.975, df} for df = 1..30, as printed in every statistics table (3 decimals).
 T975 = (

@@ -4,6 +4,7 @@ and one config behind both command lines."""
 import argparse
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -15,7 +16,8 @@ import pytest
 import torch
 from test_train import StandIn, same_weights, stand_in, tiny, without_timing
 
-from companion.ablation import build_parser as ablation_parser
+from companion._io import file_sha256
+from companion.experiments.ablation import build_parser as ablation_parser
 from companion.train import (
     CHECKPOINT,
     CHECKPOINT_FORMAT,
@@ -30,6 +32,7 @@ from companion.train import build as build_module
 from companion.train import checkpoint as checkpoint_module
 from companion.train.cli import build_parser as train_parser
 from companion.train.config import config_fields, model_options
+from companion.train.rundir import RunLock
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = "--dataset relation --train-size 32 --test-size 16 --batch-size 16 --epochs 2 --no-progress"
@@ -191,15 +194,22 @@ def test_an_unwritable_out_is_refused(tmp_path, capsys, monkeypatch):
     assert code == 1 and "--out" in err and "not writable" in err
 
 
-def _lock(out: Path, pid: int, host: str | None = None):
+def _owner_note(out: Path, pid: int, host: str | None = None):
+    """What a holder killed while holding the lock leaves beside it."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / ".lock").write_text(json.dumps({"pid": pid, "host": host or socket.gethostname()}))
+    (out / ".lock.json").write_text(json.dumps({"pid": pid, "host": host or socket.gethostname()}))
 
 
 def test_a_folder_locked_by_a_live_process_is_refused_at_once(tmp_path):
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    hold = (
+        "import sys, time; from pathlib import Path; from companion.train.rundir import RunLock\n"
+        "with RunLock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(60)"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    args = [sys.executable, "-c", hold, str(tmp_path / "run")]
+    sleeper = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True)
     try:
-        _lock(tmp_path / "run", sleeper.pid)
+        assert sleeper.stdout.readline() == "held\n"
         start = time.perf_counter()
         with pytest.raises(BlockingIOError, match=rf"in use by process {sleeper.pid}"):
             train(tiny(tmp_path), stand_in)
@@ -209,16 +219,38 @@ def test_a_folder_locked_by_a_live_process_is_refused_at_once(tmp_path):
         sleeper.wait()
 
 
-def test_a_stale_lock_and_orphan_temp_files_are_cleaned_up(tmp_path):
+def test_a_stale_lock_is_taken_over_in_one_line_and_orphan_temp_files_are_cleaned_up(
+    tmp_path, capsys
+):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    _lock(tmp_path / "run", dead.pid)
-    orphan = tmp_path / "run" / ".checkpoint.pt.k1ll3d.tmp"
+    _owner_note(tmp_path / "run", dead.pid)
+    orphan = tmp_path / "run" / ".checkpoint.pt.k1ll3d.companion.tmp"
     orphan.write_bytes(b"half a checkpoint")
     train(tiny(tmp_path, epochs=1), stand_in)
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [
-        CHECKPOINT, "metrics.csv", "metrics.json"
+        ".lock", CHECKPOINT, "metrics.csv", "metrics.json"
     ]  # fmt: skip
+    took_over = [line for line in capsys.readouterr().err.splitlines() if "took over" in line]
+    assert len(took_over) == 1 and f"process {dead.pid}" in took_over[0]
+
+
+def test_a_users_own_tmp_and_rank_files_are_neither_deleted_nor_taken_for_the_trainers(tmp_path):
+    for name in (".notes.tmp", "rank_state.pt", ".checkpoint.pt.tmp"):
+        out = tmp_path / name.strip(".")
+        out.mkdir()
+        (out / name).write_text("mine")
+        with pytest.raises(FileExistsError, match=f"did not write \\({re.escape(name)}\\)"):
+            train(tiny(tmp_path, out=str(out)), stand_in)
+        assert (out / name).read_text() == "mine"
+
+
+def test_odd_owner_notes_name_an_unknown_holder_in_one_line(tmp_path):
+    out = tmp_path / "run"
+    with RunLock(out):
+        (out / ".lock.json").write_text("\x00 not json")
+        with pytest.raises(BlockingIOError, match=r"in use by process \? on \?"):
+            RunLock(out).__enter__()
 
 
 @pytest.mark.slow
@@ -266,6 +298,9 @@ def test_a_kill_between_checkpoint_and_metrics_is_repaired_by_resume(tmp_path, m
     repaired = json.loads((tmp_path / "b" / "run" / "metrics.json").read_text())
     expected = json.loads((tmp_path / "a" / "run" / "metrics.json").read_text())
     assert without_timing(repaired.pop("epochs")) == without_timing(expected.pop("epochs"))
+    # The metrics name the checkpoint they go with (its bytes hold timings, so differ from a's).
+    assert repaired.pop("checkpoint_sha256") == file_sha256(tmp_path / "b" / "run" / CHECKPOINT)
+    assert expected.pop("checkpoint_sha256") == file_sha256(tmp_path / "a" / "run" / CHECKPOINT)
     assert repaired == expected
 
 
@@ -286,14 +321,14 @@ def test_kill_9_mid_run_then_resume_equals_an_uninterrupted_run(tmp_path, capsys
         pass
     victim.send_signal(signal.SIGKILL)  # somewhere in epoch 2: possibly mid-write
     assert victim.wait() == -signal.SIGKILL
-    assert (tmp_path / "b" / ".lock").exists()  # a kill leaves its lock: it must be seen as stale
+    assert (tmp_path / "b" / ".lock.json").exists()  # a kill leaves its owner note behind
     assert main(cli(tmp_path / "b", "--resume")) == 0, capsys.readouterr().err
     a = torch.load(tmp_path / "a" / CHECKPOINT, weights_only=True)
     b = torch.load(tmp_path / "b" / CHECKPOINT, weights_only=True)
     assert a["model"].keys() == b["model"].keys()
     assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
     assert without_timing(a["history"]) == without_timing(b["history"])
-    assert not list((tmp_path / "b").glob(".*"))  # no lock, no temporary file
+    assert [p.name for p in (tmp_path / "b").glob(".*")] == [".lock"]  # no note, no temp file
 
 
 def test_ctrl_c_says_where_the_last_checkpoint_is(tmp_path, capsys):
@@ -314,7 +349,7 @@ def test_ctrl_c_says_where_the_last_checkpoint_is(tmp_path, capsys):
         f"interrupted in epoch 2; the last checkpoint is {tmp_path / 'run' / CHECKPOINT} "
         f"(after epoch 1); continue with --resume"
     )
-    assert not (tmp_path / "run" / ".lock").exists()
+    assert not (tmp_path / "run" / ".lock.json").exists()  # the lock was released
 
 
 def test_ctrl_c_on_the_command_line_is_one_line(monkeypatch, tmp_path, capsys):

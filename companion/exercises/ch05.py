@@ -11,7 +11,7 @@ from torch import Tensor, nn
 
 from companion._checks import check_choice, check_positive_int
 from companion.data import IMAGE_SIZE, ImageClassificationData
-from companion.stats import t_quantile
+from companion.experiments.stats import t_quantile
 
 
 def position_parameter_count(model: nn.Module) -> int:
@@ -84,7 +84,7 @@ def paired_gap_by_hand(
     from the same seed), with the t interval ``mean ± t * sd / sqrt(n)``, ``t`` the
     ``(1 + confidence) / 2`` quantile of Student's t with ``n - 1`` degrees of freedom.
 
-    Written out from the formula, to be compared with ``companion.results.paired_gap``.
+    Written out from the formula, to be compared with ``companion.experiments.results.paired_gap``.
     """
     if len(a) != len(b) or len(a) < 2:
         raise ValueError(

@@ -223,9 +223,10 @@ _GROWN = {"window", "window-geometric"}
 def plot_transfer(summary: Sequence[dict], datasets: Sequence[str], metric: str = "acc") -> Figure:
     """Test accuracy against image size, one line per position code (mean ± std over seeds).
 
-    ``summary`` is ``companion.resolution_experiment.transfer_summary``'s output. Rows: datasets;
-    left column: the window kept (the token grid grows), right: the window grown with the image
-    (tables resized geometrically). 32 px is the trained model, the same point in both columns.
+    ``summary`` is ``companion.experiments.resolution_experiment.transfer_summary``'s output. Rows:
+    datasets; left column: the window kept (the token grid grows), right: the window grown with the
+    image (tables resized geometrically). 32 px is the trained model, the same point in both
+    columns.
     """
     fig, axes = plt.subplots(
         len(datasets), 2, figsize=(WIDTH, 2.6 * len(datasets)), sharex=True, sharey=True,
@@ -239,7 +240,7 @@ def plot_transfer(summary: Sequence[dict], datasets: Sequence[str], metric: str 
             ax = axes[row, col]
             for pos in pos_order:
                 points = sorted(
-                    (s["size"], s["mean"], s["std"])
+                    (s["size"], s["mean"], np.nan if s["std"] is None else s["std"])
                     for s in summary
                     if s["dataset"] == dataset and s["pos"] == pos
                     and (s["condition"] in conditions or s["condition"] == "trained")

@@ -14,9 +14,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from companion.data import ImageClassificationData
+from companion.experiments.stats import paired_interval
 from companion.figures.absolute import MAX_WIDTH
 from companion.figures.relative import text_width
-from companion.stats import paired_interval
 
 #: One colour per position encoding, the same in every figure of the chapter.
 POS_COLORS = {"none": "#7f7f7f", "abs": "#1f77b4", "rel": "#d62728", "abs+rel": "#9467bd"}
@@ -194,8 +194,8 @@ def bias_grid(table: np.ndarray, window_size: Sequence[int]) -> np.ndarray:
 def plot_bias_tables(tables: Mapping[str, Mapping[str, Any]], title: str = "") -> Figure:
     """Every block's learned bias, one small heat map per head.
 
-    ``tables`` is what ``companion.ablation.bias_tables`` returns (block name -> table and
-    window size). Each block takes a row of heads (more rows when it has more than
+    ``tables`` is what ``companion.experiments.ablation.bias_tables`` returns (block name ->
+    table and window size). Each block takes a row of heads (more rows when it has more than
     ``HEADS_ACROSS`` heads). Colour: the bias added to the attention logit of a key at offset
     ``(dy, dx)`` from the query; red raises attention, blue lowers it; each block has its own
     symmetric colour scale, in the colour bar at its right. The cross marks the zero offset (the

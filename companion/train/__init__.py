@@ -22,7 +22,8 @@ The package, one module per concern:
   ``weights_only=True`` and checked (format version, keys); on a CPU ``--resume`` continues
   bit-identically to a run that was never interrupted.
 * ``rundir``: ``--out`` is checked before any work and locked while a process uses it.
-* ``loop``: :func:`train`, the loop itself, top to bottom.
+* ``loop``: :func:`train`, the loop itself, top to bottom; :func:`train_steps`, a short
+  fine-tune through the same epoch loop.
 * ``cli``: ``companion-train``; ``demo``: the run chapter 5 trains live.
 """
 
@@ -39,7 +40,7 @@ from companion.train.cli import main
 from companion.train.config import PRECISIONS, TrainConfig, validate_config
 from companion.train.demo import demo_config, train_demo
 from companion.train.evaluate import NonFiniteError
-from companion.train.loop import TrainingInterrupted, TrainResult, train
+from companion.train.loop import TrainingInterrupted, TrainResult, train, train_steps
 from companion.train.runtime import pick_device, resolve_precision, shutdown_distributed
 
 __all__ = [
@@ -63,6 +64,7 @@ __all__ = [
     "shutdown_distributed",
     "train",
     "train_demo",
+    "train_steps",
     "validate_config",
     "warmup_cosine",
 ]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.distributed as dist
 from torch import nn
-from torch.utils.data import DataLoader, DistributedSampler, RandomSampler
+from torch.utils.data import DataLoader, DistributedSampler, RandomSampler, Sampler
 
 from companion.data import ImageClassificationData, batch_loader, make_dataset
 from companion.train.config import TrainConfig, model_options
@@ -44,13 +44,17 @@ def load_data(
     before the others read it."""
 
     def load(split: str, n: int | None) -> ImageClassificationData:
-        kw = {"seed": cfg.data_seed, "data_dir": cfg.data_dir, "download": cfg.download}
-        return make_dataset(cfg.dataset, split, n, **kw)
+        return make_dataset(
+            cfg.dataset, split, n, seed=cfg.data_seed, data_dir=cfg.data_dir, download=cfg.download
+        )
 
     wait = info.enabled and cfg.dataset == "cifar10"
     if wait and not info.is_main:
         dist.barrier()
-    data = load("train", cfg.train_size), load("test", cfg.test_size)
+    try:
+        data = load("train", cfg.train_size), load("test", cfg.test_size)
+    except RuntimeError as exc:  # companion.data's missing, corrupt or unreadable CIFAR-10
+        raise FileNotFoundError(" ".join(str(exc).split())) from None
     if wait and info.is_main:
         dist.barrier()
     return data
@@ -62,9 +66,11 @@ def make_loaders(
     test: ImageClassificationData,
     info: DistInfo,
     data_gen: torch.Generator,
+    pin_memory: bool = False,
 ) -> tuple[DataLoader, DataLoader, Any]:
     """Training batches (shuffled by ``data_gen``, or a ``DistributedSampler`` under torchrun;
-    incomplete last batch dropped) and test batches (every ``world_size``-th image per rank)."""
+    incomplete last batch dropped) and test batches (every ``world_size``-th image per rank),
+    in page-locked memory with ``pin_memory`` (for a CUDA device)."""
     if info.enabled:
         sampler: Any = DistributedSampler(
             train, info.world_size, info.rank, shuffle=True, seed=cfg.seed, drop_last=True
@@ -81,7 +87,14 @@ def make_loaders(
             f"{info.world_size} process(es)"
         )
     test_indices = list(range(info.rank, len(test), info.world_size))
-    return train_loader, batch_loader(test, test_indices, max(cfg.batch_size, 256)), sampler
+    # (Any iterable of indices serves as the sampler: the BatchSampler only iterates it.)
+    test_sampler = cast("Sampler[int]", test_indices)
+    test_loader = batch_loader(test, test_sampler, max(cfg.batch_size, 256))
+    for loader in (train_loader, test_loader):
+        # Page-locked batches copy to a GPU asynchronously (``.to(device, non_blocking=True)``).
+        # (companion.data.batch_loader takes no pin_memory; a DataLoader reads it per iterator.)
+        loader.pin_memory = pin_memory
+    return train_loader, test_loader, sampler
 
 
 def warmup_cosine(total_steps: int, warmup_steps: int) -> Callable[[int], float]:
@@ -111,8 +124,10 @@ def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
     """Two AdamW groups: decayed weights, and undecayed ones: every 1-D tensor (norms, biases)
     and whatever ``model.no_weight_decay()`` names (timm's convention; the Swin lists its position
     tables there, since decaying a bias table towards 0 would fight the offsets it learns)."""
-    skip_names = set(model.no_weight_decay()) if hasattr(model, "no_weight_decay") else set()
-    decay, no_decay = [], []
+    named = getattr(model, "no_weight_decay", None)
+    skip_names = set(named()) if callable(named) else set()
+    decay: list[nn.Parameter] = []
+    no_decay: list[nn.Parameter] = []
     for name, p in model.named_parameters():
         if p.requires_grad:
             (no_decay if p.dim() <= 1 or name in skip_names else decay).append(p)

@@ -44,14 +44,35 @@ class CheckpointError(ValueError):
 
 def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
     """``torch.save`` to a temporary file beside ``path``, then rename: never half-written."""
-    atomic_write(path, lambda f: torch.save(state, f))
+    try:
+        atomic_write(path, lambda f: torch.save(state, f))
+    except RuntimeError as exc:  # torch's writer reports a failed write (e.g. a full disk) so
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise OSError(
+            f"could not write {path} ({first}); is the disk full? the previous checkpoint, if "
+            f"any, is unchanged"
+        ) from None
+
+
+def load_states(path: Path, saved: dict[str, Any], **parts: Any) -> None:
+    """``part.load_state_dict(saved[name])`` for every ``name=part``; a state that does not fit
+    (weights of another model, say) is a one-line ``CheckpointError`` naming the file."""
+    for name, part in parts.items():
+        try:
+            part.load_state_dict(saved[name])
+        except (RuntimeError, ValueError, KeyError, TypeError) as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise CheckpointError(
+                f"{path}: its {name} state does not fit this run's {name} ({first}); was it "
+                f"written by another version of the model?"
+            ) from None
 
 
 def load_checkpoint(path: Path) -> dict[str, Any]:
     """Load a checkpoint (``weights_only=True``) and check it; ``CheckpointError`` says why not."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"--resume: no checkpoint at {path}")
+        raise FileNotFoundError(f"no checkpoint at {path}")
     if path.stat().st_size == 0:
         raise CheckpointError(f"{path} is empty (0 bytes): delete it and start afresh")
     if not zipfile.is_zipfile(path):
@@ -59,6 +80,7 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
             f"{path} is not a torch checkpoint (not a zip archive: truncated, or another kind of "
             f"file); delete it and start afresh"
         )
+    _check_crc(path)
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
@@ -85,26 +107,53 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
     missing = [k for k in CHECKPOINT_KEYS if k not in ckpt]
     if missing:
         raise CheckpointError(f"{path} lacks {missing}: it is incomplete; start afresh")
+    epochs = ckpt["config"].get("epochs") if isinstance(ckpt["config"], dict) else None
+    epoch, history = ckpt["epoch"], ckpt["history"]
+    sane = isinstance(epoch, int) and isinstance(epochs, int) and isinstance(history, list)
+    if not sane or not 1 <= epoch <= epochs or len(history) != epoch:
+        rows = len(history) if isinstance(history, list) else type(history).__name__
+        raise CheckpointError(
+            f"{path} claims epoch {epoch!r} of {epochs!r} with {rows} epochs of metrics: it was "
+            f"not written by this trainer as it is; start afresh"
+        )
     return ckpt
+
+
+def _check_crc(path: Path) -> None:
+    """Every member of the checkpoint's zip archive must match its stored CRC-32: flipped bytes
+    inside the tensor data leave the archive's structure intact, and only this finds them."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            bad = archive.testzip()
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+        raise CheckpointError(f"{path} could not be read ({type(exc).__name__}: {exc})") from None
+    if bad is not None:
+        raise CheckpointError(
+            f"{path} is corrupted: its member {bad} does not match its CRC-32 (the bytes changed "
+            f"after it was written); delete it and start afresh"
+        )
+
+
+def settings_differences(saved: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """``"name: saved X, now Y"`` for every setting of ``now`` that ``saved`` records otherwise
+    (the one comparison a resume and a reused ablation run both make)."""
+    return [f"{k}: saved {saved.get(k)!r}, now {v!r}" for k, v in now.items() if saved.get(k) != v]
 
 
 def check_resume_compatible(
     saved: dict[str, Any], now: dict[str, Any], world_size: int, path: Path
 ) -> None:
     """Refuse to resume with ``result`` settings (``now``) other than the checkpoint's."""
-    old = saved["config"]
-    diff = [
-        f"{k}: checkpoint {old.get(k)!r} vs now {v!r}" for k, v in now.items() if old.get(k) != v
-    ]
+    diff = settings_differences(saved["config"], now)
     if saved["world_size"] != world_size:
-        diff.append(f"world_size: checkpoint {saved['world_size']} vs now {world_size}")
+        diff.append(f"world_size: saved {saved['world_size']}, now {world_size}")
     if diff:
         raise ValueError(f"--resume: settings differ from {path}'s ({', '.join(diff)})")
 
 
 def rng_state(data_gen: torch.Generator, aug_gen: torch.Generator) -> dict[str, Any]:
     """Every random state of the process, as tensors and plain containers (``weights_only``)."""
-    np_state = np.random.get_state()
+    np_state: tuple[Any, ...] = np.random.get_state()  # type: ignore[assignment]
     return {
         "torch": torch.get_rng_state(),
         "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],

@@ -7,8 +7,11 @@ status 1; ``--debug`` shows the traceback instead. Ctrl-C prints where the last 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 from companion.train.config import add_config_arguments, config_from_args, validate_config
 from companion.train.runtime import dist_info_from_env, exit_worker
@@ -33,21 +36,46 @@ def add_debug_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--debug", action="store_true", help="show tracebacks of expected errors")
 
 
-def run_reporting_errors(prog: str, work: Callable[[], object], debug: bool) -> int:
-    """Call ``work()``: expected errors become one line on stderr and status 1, Ctrl-C 130."""
+def run_reporting_errors(
+    prog: str, work: Callable[[], object], debug: bool, interrupted: str = "interrupted"
+) -> int:
+    """Call ``work()``: expected errors become one line on stderr and status 1; Ctrl-C (or
+    SIGTERM) 130 with the interrupt's own message, else ``interrupted`` (never an empty line)."""
     try:
-        work()
+        with sigterm_as_interrupt():
+            work()
     except KeyboardInterrupt as exc:
         if debug:
             raise
-        print(f"{prog}: {exc or 'interrupted'}", file=sys.stderr, flush=True)
+        print(f"{prog}: {str(exc).strip() or interrupted}", file=sys.stderr, flush=True)
         return 130
     except EXPECTED_ERRORS as exc:
         if debug:
             raise
-        print(f"{prog}: error: {exc}", file=sys.stderr, flush=True)
+        message = " ".join(str(exc).split()) or type(exc).__name__  # one line, never empty
+        print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
         return 1
     return 0
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM (``kill``, a scheduler's stop) stops the process as Ctrl-C
+    does: the same clean-up runs and the same one line is printed. (Only in the main thread,
+    where Python delivers signals, and only where SIGTERM still has its default action.)"""
+    main_thread = threading.current_thread() is threading.main_thread()
+    if not main_thread or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -61,7 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         validate_config(cfg)
     except (ValueError, TypeError) as exc:
         parser.error(str(exc))  # exits with status 2, like argparse's own errors
-    code = run_reporting_errors("companion-train", lambda: train(cfg), args.debug)
+    stopped = f"interrupted; {cfg.out} keeps the last checkpoint written (--resume continues it)"
+    code = run_reporting_errors("companion-train", lambda: train(cfg), args.debug, stopped)
     if code == 0 and dist_info_from_env().enabled:
         exit_worker(code)  # see its docstring: a clean exit that cannot abort in finalisation
     return code

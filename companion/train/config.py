@@ -38,6 +38,13 @@ from companion.swin import CONFIGS, POS_CHOICES, TORUS_POS, VARIANTS, variant_ov
 KINDS = ("result", "hardware", "speed", "process")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 REL_BIAS_POS = tuple(p for p in POS_CHOICES if "rel" in p)  # the pos with bias tables
+# Upper bounds, far above any sensible run and far below what breaks something (a metrics file
+# rewritten for 1e20 epochs, numpy's 32-bit seeds, a thread or process count no machine has).
+MAX_EPOCHS = 100_000
+MAX_STEPS = 10_000_000
+MAX_IMAGES = 100_000_000
+MAX_SEED = 2**32 - 1
+MAX_PROCESSES = 1024
 
 
 def parse_device(name: object) -> str:
@@ -67,7 +74,8 @@ def setting(
     ``check(value)`` raises for values no range can describe."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {list(KINDS)}, got {kind!r}")
-    meta = {"help": help, "kind": kind, "choices": None if choices is None else tuple(choices)}
+    meta: dict[str, Any] = {"help": help, "kind": kind}
+    meta["choices"] = None if choices is None else tuple(choices)
     meta |= {"low": low, "high": high, "above": above, "check": check}
     meta |= {"model": model, "grid": grid}
     return field(default=default, metadata=meta)
@@ -98,8 +106,12 @@ class TrainConfig:
         None, "stochastic depth (default: the model config's own rate)", kind="result",
         low=0.0, high=0.99, model=True,
     )  # fmt: skip
-    epochs: int = setting(10, "passes over the training images", kind="result", low=1)
-    batch_size: int = setting(64, "images per step, per process", kind="result", low=1)
+    epochs: int = setting(
+        10, "passes over the training images", kind="result", low=1, high=MAX_EPOCHS
+    )
+    batch_size: int = setting(
+        64, "images per step, per process", kind="result", low=1, high=MAX_IMAGES
+    )
     lr: float = setting(1e-3, "peak learning rate (AdamW)", kind="result", above=0.0)
     weight_decay: float = setting(0.05, "AdamW weight decay", kind="result", low=0.0)
     warmup_epochs: float = setting(
@@ -110,15 +122,20 @@ class TrainConfig:
     )
     clip_grad: float = setting(5.0, "gradient norm clip; 0 turns it off", kind="result", low=0.0)
     seed: int = setting(
-        0, "weights, data order, augmentation", kind="result", low=0, grid=("seeds", (0, 1, 2))
+        0, "weights, data order, augmentation", kind="result", low=0, high=MAX_SEED,
+        grid=("seeds", (0, 1, 2)),
+    )  # fmt: skip
+    data_seed: int = setting(
+        0, "which images the generated tasks draw", kind="result", low=0, high=MAX_SEED
     )
-    data_seed: int = setting(0, "which images the generated tasks draw", kind="result", low=0)
     train_size: int | None = setting(
-        None, "training images (default: all of CIFAR-10, 5000 generated)", kind="result", low=1
-    )
+        None, "training images (default: all of CIFAR-10, 5000 generated)", kind="result", low=1,
+        high=MAX_IMAGES,
+    )  # fmt: skip
     test_size: int | None = setting(
-        None, "test images (default: all of CIFAR-10, 1000 generated)", kind="result", low=1
-    )
+        None, "test images (default: all of CIFAR-10, 1000 generated)", kind="result", low=1,
+        high=MAX_IMAGES,
+    )  # fmt: skip
     device: str = setting(
         "auto", "auto (CUDA, else MPS, else CPU), cpu, mps, cuda or cuda:N", kind="hardware",
         check=parse_device,
@@ -127,13 +144,15 @@ class TrainConfig:
         "auto", "auto: bf16 or fp16 on CUDA, fp32 elsewhere", kind="hardware", choices=PRECISIONS
     )
     compile: bool = setting(False, "torch.compile the model", kind="speed")
-    num_workers: int = setting(0, "DataLoader worker processes", kind="speed", low=0)
+    num_workers: int = setting(
+        0, "DataLoader worker processes", kind="speed", low=0, high=MAX_PROCESSES
+    )
     threads: int | None = setting(
-        None, "torch.set_num_threads (default: torch's)", kind="speed", low=1
+        None, "torch.set_num_threads (default: torch's)", kind="speed", low=1, high=MAX_PROCESSES
     )
     log_every: int = setting(
         50, "steps between loss checks and progress updates (one host sync each)", kind="speed",
-        low=1,
+        low=1, high=MAX_STEPS,
     )  # fmt: skip
     data_dir: str = setting(str(DEFAULT_DATA_DIR), "where CIFAR-10 is (or goes)", kind="speed")
     download: bool = setting(False, "download CIFAR-10 if it is missing", kind="speed")
@@ -142,7 +161,7 @@ class TrainConfig:
     progress: bool = setting(True, "progress bars", kind="process")
     stop_after_epochs: int | None = setting(
         None, "stop after N epochs of this process (continue later with --resume)",
-        kind="process", low=1,
+        kind="process", low=1, high=MAX_EPOCHS,
     )  # fmt: skip
     dump_rank_state: bool = setting(
         False, "debug: every rank saves its final weights to OUT/rank<R>_state.pt", kind="process"
@@ -154,21 +173,42 @@ def config_fields(*kinds: str) -> list[Field]:
     return [f for f in fields(TrainConfig) if not kinds or f.metadata["kind"] in kinds]
 
 
-def _types() -> dict[str, tuple[type, bool]]:
-    """``name -> (base type, None allowed)`` from the annotations (``int | None`` -> int, True)."""
+def _types(cls: type | None = None) -> dict[str, tuple[type, bool, bool]]:
+    """``name -> (base type, None allowed, several values)`` from ``cls``'s annotations
+    (``int | None`` -> ``(int, True, False)``, ``tuple[int, ...]`` -> ``(int, False, True)``)."""
     found = {}
-    for name, hint in typing.get_type_hints(TrainConfig).items():
+    for name, hint in typing.get_type_hints(cls or TrainConfig).items():
+        if typing.get_origin(hint) is tuple:
+            found[name] = (typing.get_args(hint)[0], False, True)
+            continue
         args = [a for a in typing.get_args(hint) if a is not type(None)]
-        found[name] = (args[0], True) if args else (hint, False)
+        found[name] = (args[0], True, False) if args else (hint, False, False)
     return found
 
 
-def check_setting(name: str, value: object) -> Any:
-    """Raise ``TypeError``/``ValueError`` naming setting ``name``, ``value`` and the rule."""
-    meta = TrainConfig.__dataclass_fields__[name].metadata
-    base, optional = _types()[name]
+def check_setting(name: str, value: object, cls: type | None = None) -> Any:
+    """Raise ``TypeError``/``ValueError`` naming setting ``name`` of ``cls`` (by default
+    :class:`TrainConfig`; any dataclass of :func:`setting` fields), ``value`` and the rule. A
+    field of several values (``tuple[int, ...]``) takes a non-empty sequence without repeats,
+    each value checked by the field's rule."""
+    cls = cls or TrainConfig
+    meta = next(f for f in fields(cls) if f.name == name).metadata
+    base, optional, many = _types(cls)[name]
+    if many:
+        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not value:
+            raise TypeError(f"{name} must be a non-empty sequence, got {value!r}")
+        repeated = sorted({v for v in value if list(value).count(v) > 1}, key=str)
+        if repeated:
+            raise ValueError(f"{name} must not repeat a value (each counts once), got {value!r}")
+        for v in value:
+            _check_one(name, v, meta, base)
+        return value
     if value is None and optional:
         return value
+    return _check_one(name, value, meta, base)
+
+
+def _check_one(name: str, value: Any, meta: Any, base: type) -> Any:
     if meta["choices"] is not None:
         if value not in meta["choices"]:
             raise ValueError(f"{name} must be one of {list(meta['choices'])}, got {value!r}")
@@ -197,6 +237,13 @@ def check_setting(name: str, value: object) -> Any:
     return value
 
 
+def check_fields(obj: Any, skip: Iterable[str] = ()) -> None:
+    """:func:`check_setting` for every :func:`setting` field of the dataclass ``obj``."""
+    for f in fields(obj):
+        if "kind" in f.metadata and f.name not in skip:
+            check_setting(f.name, getattr(obj, f.name), type(obj))
+
+
 def _rule(meta: dict[str, Any]) -> str:
     low, high, above = meta["low"], meta["high"], meta["above"]
     if low is not None and high is not None:
@@ -208,8 +255,7 @@ def _rule(meta: dict[str, Any]) -> str:
 
 def validate_config(cfg: TrainConfig) -> None:
     """Check every setting (see :func:`check_setting`), then the rules between settings."""
-    for f in fields(cfg):
-        check_setting(f.name, getattr(cfg, f.name))
+    check_fields(cfg)
     check_variant_pos(cfg.variant, cfg.pos)
     if cfg.warmup_epochs > cfg.epochs:
         raise ValueError(
@@ -254,24 +300,36 @@ def add_config_arguments(
     """One flag per field of ``kinds``: ``--batch-size`` for ``batch_size``, ``--compile`` /
     ``--no-compile`` for a bool. With ``grid=True`` a field with ``grid=(plural, default)``
     becomes ``--<plural>`` taking one or more values (the ablation's axes)."""
-    types = _types()
-    for f in config_fields(*kinds):
-        meta, (base, _) = f.metadata, types[f.name]
+    add_arguments(parser, TrainConfig, config_fields(*kinds), grid)
+
+
+def add_arguments(
+    parser: argparse.ArgumentParser, cls: type, chosen: Iterable[Field], grid: bool = False
+) -> None:
+    """One flag per :func:`setting` field in ``chosen`` of the dataclass ``cls`` (see
+    :func:`add_config_arguments`); a field without a default is a required flag, a field of
+    several values (``tuple[int, ...]``) takes one or more."""
+    types = _types(cls)
+    for f in chosen:
+        meta, (base, _, many) = f.metadata, types[f.name]
         default = f.default if f.default is not MISSING else None
         shown = default is not None and "default" not in meta["help"] and base is not bool
         text = f"{meta['help']} (default: {default})" if shown else meta["help"]
         common = {"dest": f.name, "help": text, "choices": meta["choices"]}
+        flag = "--" + f.name.replace("_", "-")
         if grid and meta["grid"] is not None:
             plural, values = meta["grid"]
             parser.add_argument(f"--{plural}", nargs="+", type=base, default=list(values), **common)
+        elif many:
+            parser.add_argument(flag, nargs="+", type=base, default=list(default or ()), **common)
         elif base is bool:
-            flag = "--" + f.name.replace("_", "-")
             parser.add_argument(
                 flag, action=argparse.BooleanOptionalAction, default=default, dest=f.name,
                 help=f"{meta['help']} (default: {'on' if default else 'off'})",
             )  # fmt: skip
+        elif f.default is MISSING:
+            parser.add_argument(flag, type=base, required=True, dest=f.name, help=meta["help"])
         else:
-            flag = "--" + f.name.replace("_", "-")
             parser.add_argument(flag, type=base, default=default, **common)
 
 

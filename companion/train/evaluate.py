@@ -12,7 +12,7 @@ from torch.utils.data import DataLoader
 
 from companion.data import ImageClassificationData
 from companion.train.config import TrainConfig
-from companion.train.runtime import DistInfo, all_sum
+from companion.train.runtime import DistInfo, accumulator_dtype, all_sum
 
 
 class NonFiniteError(FloatingPointError):
@@ -31,18 +31,19 @@ def evaluate(
     """Plain cross-entropy and accuracy on the test split (each rank takes every
     ``world_size``-th image; the sums are then added over ranks)."""
     model.eval()
-    loss_sum = torch.zeros((), dtype=torch.float64, device=device)
+    loss_sum = torch.zeros((), dtype=accumulator_dtype(device), device=device)
     correct = torch.zeros((), dtype=torch.long, device=device)
     seen = 0
     for images, labels in loader:
-        images, labels = images.to(device), labels.to(device)
+        images = images.to(device, non_blocking=True)
+        labels = labels.to(device, non_blocking=True)
         with torch.autocast(**autocast):
             logits = model(data.normalize(images))
-        loss_sum += F.cross_entropy(logits.float(), labels, reduction="sum").double()
+        loss_sum += F.cross_entropy(logits.float(), labels, reduction="sum").to(loss_sum.dtype)
         correct += (logits.argmax(1) == labels).sum()
         seen += labels.shape[0]
-    loss, hits, seen = all_sum([loss_sum.item(), correct.item(), seen], info, device)
-    return {"test_loss": loss / seen, "test_acc": hits / seen}
+    loss, hits, total = all_sum([loss_sum.item(), correct.item(), seen], info, device)
+    return {"test_loss": loss / total, "test_acc": hits / total}
 
 
 def check_finite(bad: list[bool], first: int, last: int, epoch: int, cfg: TrainConfig) -> None:

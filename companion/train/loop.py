@@ -7,15 +7,18 @@ import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.data import DataLoader, RandomSampler
 
-from companion.data import random_crop_flip
-from companion.provenance import source_digest
+from companion._checks import check_int_in_range
+from companion._io import file_sha256
+from companion.data import ImageClassificationData, batch_loader, random_crop_flip
+from companion.experiments.provenance import source_digest
 from companion.train import checkpoint as ck
 from companion.train.build import (
     ModelFactory,
@@ -23,13 +26,15 @@ from companion.train.build import (
     build_optimizer,
     load_data,
     make_loaders,
+    param_groups,
 )
-from companion.train.config import TrainConfig, recorded_settings, validate_config
+from companion.train.config import MAX_STEPS, TrainConfig, recorded_settings, validate_config
 from companion.train.evaluate import NonFiniteError, check_finite, check_test_metrics, evaluate
 from companion.train.rundir import RunLock, check_out_folder, check_run_state
 from companion.train.runtime import (
     AMP_DTYPES,
     DistInfo,
+    accumulator_dtype,
     all_sum,
     any_rank,
     dist_info_from_env,
@@ -81,11 +86,18 @@ def train(cfg: TrainConfig, model_factory: ModelFactory | None = None) -> TrainR
         shutdown_distributed(clean)
 
 
-def _train(cfg, info: DistInfo, device, factory, out: Path) -> TrainResult:
+def _train(
+    cfg: TrainConfig,
+    info: DistInfo,
+    device: torch.device,
+    factory: ModelFactory | None,
+    out: Path,
+) -> TrainResult:
     bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported()
     precision = resolve_precision(cfg.precision, device.type, bf16)
-    autocast = dict(device_type=device.type, dtype=AMP_DTYPES[precision])
-    autocast["enabled"] = autocast["dtype"] is not None
+    dtype = AMP_DTYPES[precision]
+    autocast: dict[str, Any] = {"device_type": device.type, "dtype": dtype}
+    autocast["enabled"] = dtype is not None
     train_data, test_data = load_data(cfg, info)
     for seed_fn in (torch.manual_seed, random.seed, np.random.seed):
         seed_fn(cfg.seed)  # identical initial weights on every rank (DDP checks it)
@@ -95,7 +107,9 @@ def _train(cfg, info: DistInfo, device, factory, out: Path) -> TrainResult:
     data_gen = torch.Generator().manual_seed(cfg.seed)
     # Augmentation has its own stream (one per rank), so crops never shift the data order.
     aug_gen = torch.Generator().manual_seed(cfg.seed + 1_000_003 * (info.rank + 1))
-    train_loader, test_loader, sampler = make_loaders(cfg, train_data, test_data, info, data_gen)
+    train_loader, test_loader, sampler = make_loaders(
+        cfg, train_data, test_data, info, data_gen, pin_memory=device.type == "cuda"
+    )
     steps = len(train_loader)
     optimizer, scheduler = build_optimizer(cfg, model, steps)
     scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
@@ -104,21 +118,22 @@ def _train(cfg, info: DistInfo, device, factory, out: Path) -> TrainResult:
         "device": str(device), "world_size": info.world_size, "torch": torch.__version__,
         "num_params": sum(p.numel() for p in model.parameters()),
     }  # fmt: skip
-    history, start_epoch, path = [], 0, out / ck.CHECKPOINT
+    history: list[dict[str, float]] = []
+    start_epoch, path = 0, out / ck.CHECKPOINT
     if cfg.resume:
         saved = ck.load_checkpoint(path)
         ck.check_resume_compatible(saved, recorded_settings(cfg, ["result"]), info.world_size, path)
-        for part, state in ((model, "model"), (optimizer, "optimizer"), (scheduler, "scheduler")):
-            part.load_state_dict(saved[state])
+        ck.load_states(path, saved, model=model, optimizer=optimizer, scheduler=scheduler)
         scaler.load_state_dict(saved["scaler"])
         ck.set_rng_state(saved["rng"], data_gen, aug_gen)
         history, start_epoch = list(saved["history"]), saved["epoch"]
         if info.is_main:  # a kill between the checkpoint and the metrics left them short
-            ck.write_metrics(out, history, header)
+            ck.write_metrics(out, history, {**header, "checkpoint_sha256": file_sha256(path)})
         log(info, f"resumed from {path} after epoch {start_epoch}")
     ids = [device.index] if device.type == "cuda" else None
     net = nn.parallel.DistributedDataParallel(model, device_ids=ids) if info.enabled else model
-    net = torch.compile(net) if cfg.compile else net
+    if cfg.compile:
+        net = cast(nn.Module, torch.compile(net))
     variant = "" if cfg.variant == "swin" else f" variant={cfg.variant}"
     log(
         info,
@@ -128,55 +143,23 @@ def _train(cfg, info: DistInfo, device, factory, out: Path) -> TrainResult:
     )
     step, last_saved = start_epoch * steps, start_epoch
     epoch = start_epoch
+    parts = Optimisation(net, model, optimizer, scheduler, scaler, autocast)
     try:
         for epoch in range(start_epoch, cfg.epochs):
             start = time.perf_counter()
             if hasattr(sampler, "set_epoch"):
                 sampler.set_epoch(epoch)
-            net.train()
             bar = progress_bar(cfg.progress and info.is_main, f"epoch {epoch + 1}", steps)
-            bad = torch.zeros(2, dtype=torch.bool, device=device)  # input, loss not finite
-            loss_sum = torch.zeros((), dtype=torch.float64, device=device)
-            correct = torch.zeros((), dtype=torch.long, device=device)
-            checked = step
-            for batch, (images, labels) in enumerate(train_loader):
-                images, labels = images.to(device), labels.to(device)
-                if train_data.augment:
-                    images = random_crop_flip(images, 4, aug_gen)
-                x = train_data.normalize(images)
-                with torch.autocast(**autocast):
-                    logits = net(x)
-                loss = F.cross_entropy(logits.float(), labels, label_smoothing=cfg.label_smoothing)
-                # No .item() here: a host sync per step would stall the GPU. The flags are read
-                # every log_every steps instead, and name the range of steps that went wrong.
-                bad |= torch.stack((~torch.isfinite(x).all(), ~torch.isfinite(loss)))
-                optimizer.zero_grad(set_to_none=True)
-                scaler.scale(loss).backward()
-                if cfg.clip_grad > 0:
-                    scaler.unscale_(optimizer)  # clip the true gradients, not scaled ones
-                    nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_grad)
-                scaler.step(optimizer)
-                scaler.update()
-                scheduler.step()
-                step += 1
-                loss_sum += loss.detach().double() * labels.shape[0]
-                correct += (logits.argmax(1) == labels).sum()
-                if bar is not None:
-                    bar.update(1)
-                if step % cfg.log_every == 0 or batch == steps - 1:
-                    check_finite(any_rank(bad, info), checked, step, epoch, cfg)
-                    bad.zero_()
-                    checked = step
-                    if bar is not None:
-                        bar.set_postfix(loss=f"{loss.item():.3f}")
+            loss_sum, correct, step = train_epoch(
+                cfg, parts, train_loader, train_data, aug_gen, info, device, epoch, step, bar
+            )
             if bar is not None:
                 bar.close()
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
             train_time = time.perf_counter() - start
-            seen = steps * cfg.batch_size
             loss_total, correct_total, seen = all_sum(
-                [loss_sum.item(), correct.item(), seen], info, device
+                [loss_sum.item(), correct.item(), steps * cfg.batch_size], info, device
             )
             test = evaluate(model, test_loader, test_data, autocast, info, device)
             check_test_metrics(test, epoch, cfg)
@@ -190,14 +173,15 @@ def _train(cfg, info: DistInfo, device, factory, out: Path) -> TrainResult:
                 }
             )  # fmt: skip
             if info.is_main:
-                parts = {"model": model, "optimizer": optimizer, "scheduler": scheduler}
-                parts["scaler"] = scaler
+                states = {"model": model, "optimizer": optimizer, "scheduler": scheduler}
+                states["scaler"] = scaler
                 rng = ck.rng_state(data_gen, aug_gen)
                 ck.save_checkpoint(
-                    path, ck.checkpoint_state(header, epoch + 1, parts, rng, history)
+                    path, ck.checkpoint_state(header, epoch + 1, states, rng, history)
                 )
                 last_saved = epoch + 1
-                ck.write_metrics(out, history, header)
+                # The checkpoint's content hash, for whoever uses it later to check it is this one.
+                ck.write_metrics(out, history, {**header, "checkpoint_sha256": file_sha256(path)})
             r = history[-1]
             log(
                 info,
@@ -220,3 +204,112 @@ def _train(cfg, info: DistInfo, device, factory, out: Path) -> TrainResult:
         state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
         ck.save_checkpoint(out / f"rank{info.rank}_state.pt", state)
     return TrainResult(history, model, out, header)
+
+
+@dataclass
+class Optimisation:
+    """What one optimiser step touches: the network called (``net``: DDP-wrapped or compiled),
+    the model it wraps, AdamW, its per-step schedule, the fp16 loss scaler (off otherwise) and
+    the ``torch.autocast`` arguments of the forward pass."""
+
+    net: nn.Module
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    scaler: torch.amp.GradScaler
+    autocast: dict[str, Any]
+
+
+def train_epoch(
+    cfg: TrainConfig,
+    opt: Optimisation,
+    loader: DataLoader,
+    data: ImageClassificationData,
+    aug_gen: torch.Generator,
+    info: DistInfo,
+    device: torch.device,
+    epoch: int,
+    step: int,
+    bar: Any = None,
+    losses: list[torch.Tensor] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """One pass over ``loader``: the one training loop of the package (a run's epoch, and a
+    short fine-tune's steps, :func:`train_steps`).
+
+    Returns ``(loss_sum, correct, step)``: the summed training loss (weighted by batch size) and
+    the number of correct predictions as device tensors (no host sync per step), and the global
+    step count after the pass. With ``losses`` each step's loss is appended to it (detached).
+    """
+    opt.net.train()
+    bad = torch.zeros(2, dtype=torch.bool, device=device)  # input, loss not finite
+    loss_sum = torch.zeros((), dtype=accumulator_dtype(device), device=device)
+    correct = torch.zeros((), dtype=torch.long, device=device)
+    checked, last = step, step + len(loader)
+    for images, labels in loader:
+        images = images.to(device, non_blocking=True)
+        labels = labels.to(device, non_blocking=True)
+        if data.augment:
+            images = random_crop_flip(images, 4, aug_gen)
+        x = data.normalize(images)
+        with torch.autocast(**opt.autocast):
+            logits = opt.net(x)
+        loss = F.cross_entropy(logits.float(), labels, label_smoothing=cfg.label_smoothing)
+        # No .item() here: a host sync per step would stall the GPU. The flags are read
+        # every log_every steps instead, and name the range of steps that went wrong.
+        bad |= torch.stack((~torch.isfinite(x).all(), ~torch.isfinite(loss)))
+        opt.optimizer.zero_grad(set_to_none=True)
+        opt.scaler.scale(loss).backward()
+        if cfg.clip_grad > 0:
+            opt.scaler.unscale_(opt.optimizer)  # clip the true gradients, not scaled ones
+            nn.utils.clip_grad_norm_(opt.model.parameters(), cfg.clip_grad)
+        opt.scaler.step(opt.optimizer)
+        opt.scaler.update()
+        opt.scheduler.step()
+        step += 1
+        loss_sum += loss.detach().to(loss_sum.dtype) * labels.shape[0]
+        correct += (logits.argmax(1) == labels).sum()
+        if losses is not None:
+            losses.append(loss.detach())
+        if bar is not None:
+            bar.update(1)
+        if step % cfg.log_every == 0 or step == last:
+            check_finite(any_rank(bad, info), checked, step, epoch, cfg)
+            bad.zero_()
+            checked = step
+            if bar is not None:
+                bar.set_postfix(loss=f"{loss.item():.3f}")
+    return loss_sum, correct, step
+
+
+def train_steps(
+    model: nn.Module, data: ImageClassificationData, cfg: TrainConfig, steps: int
+) -> torch.Tensor:
+    """``steps`` AdamW steps of ``model`` (in place, on its device) on batches of
+    ``cfg.batch_size`` images of ``data`` drawn at random with replacement (by ``cfg.seed``), at
+    the constant rate ``cfg.lr``: a short fine-tune, through :func:`train_epoch`, with
+    ``cfg``'s weight decay, label smoothing, gradient clip and loss checks, in this process (no
+    folder, no checkpoint, fp32).
+
+    Returns the training loss of every step, a ``(steps,)`` CPU tensor.
+    """
+    validate_config(cfg)
+    check_int_in_range("steps", steps, 1, MAX_STEPS)
+    device = next(model.parameters()).device
+    generator = torch.Generator().manual_seed(cfg.seed)
+    sampler = RandomSampler(data, True, steps * cfg.batch_size, generator)
+    loader = batch_loader(data, sampler, cfg.batch_size)
+    loader.pin_memory = device.type == "cuda"  # see build.make_loaders
+    optimizer = torch.optim.AdamW(param_groups(model, cfg.weight_decay), lr=cfg.lr)
+    opt = Optimisation(
+        net=model,
+        model=model,
+        optimizer=optimizer,
+        scheduler=torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0),
+        scaler=torch.amp.GradScaler(device.type, enabled=False),
+        autocast={"device_type": device.type, "enabled": False},
+    )
+    losses: list[torch.Tensor] = []
+    aug_gen = torch.Generator().manual_seed(cfg.seed)  # drawn from only if data.augment
+    train_epoch(cfg, opt, loader, data, aug_gen, DistInfo(), device, 0, 0, losses=losses)
+    model.eval()
+    return torch.stack(losses).cpu()

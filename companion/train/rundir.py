@@ -1,53 +1,69 @@
 """The output folder of a run: checked before any work, locked while a process uses it.
 
 ``--out`` must be a folder this process can write (or create) holding nothing but this trainer's
-own files. A lock file, created with ``O_EXCL`` and holding the owner's PID and host, makes a
-second process on the same folder fail at once instead of silently replacing the first one's
-files; a lock whose process is gone (a kill, a crash) is recognised as stale and taken over.
-Temporary files left by a kill mid-write (``.checkpoint.pt.*.tmp``) are removed under the lock.
-(A stale lock whose PID the OS has since given to another process looks alive: the error then
-names that PID, so the user can check it and delete the lock.)
+own files. The lock is the operating system's (``filelock``: ``flock`` on POSIX, ``msvcrt`` on
+Windows) on ``out/.lock``: two live processes can never both hold it, and a process that dies,
+however it dies, releases it. Beside it the holder writes an owner note (``.lock.json``: PID, host,
+start) that names it in the error a second process gets, and that it deletes on release: a note
+found by the next holder means the last one died holding the lock, which is said in one line.
+Temporary files left by a kill mid-write (``.checkpoint.pt.<random>.companion.tmp``, named so
+that no user file looks like one) are removed under the lock.
 """
 
 from __future__ import annotations
 
-import errno
 import json
 import os
+import re
 import socket
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
+from filelock import FileLock, Timeout
+
+from companion._io import TEMP_SUFFIX, atomic_write_json
 from companion.train.checkpoint import CHECKPOINT
 
 LOCK = ".lock"
+OWNER = ".lock.json"
 # Everything this trainer may leave in --out; anything else there belongs to someone else.
-OWN_FILES = (CHECKPOINT, "metrics.json", "metrics.csv", LOCK)
+OWN_FILES = (CHECKPOINT, "metrics.json", "metrics.csv", LOCK, OWNER)
+RANK_STATE = re.compile(r"rank\d+_state\.pt")
+_OWN_NAMES = "|".join(re.escape(n) for n in (CHECKPOINT, "metrics.json", "metrics.csv", OWNER))
+#: ``companion._io``'s temporary files of the files above (nothing else is deleted).
+OWN_TEMP = re.compile(rf"\.({_OWN_NAMES}|rank\d+_state\.pt)\.\w+{re.escape(TEMP_SUFFIX)}")
 
 
 def _is_own(name: str) -> bool:
-    temp = name.startswith(".") and name.endswith(".tmp")  # companion._io's temporary files
-    rank_state = name.startswith("rank") and name.endswith("_state.pt")
-    return name in OWN_FILES or temp or rank_state
+    return name in OWN_FILES or bool(RANK_STATE.fullmatch(name) or OWN_TEMP.fullmatch(name))
 
 
-def check_out_folder(out: Path) -> None:
-    """Raise a one-line error naming ``--out`` when no run can use ``out``: a file, a folder that
+def check_out_folder(out: Path, label: str = "--out") -> None:
+    """Raise a one-line error naming ``label`` when no run can use ``out``: a file, a folder that
     cannot be written or created, or a folder holding files that are not this trainer's."""
-    if out.exists() and not out.is_dir():
-        raise NotADirectoryError(f"--out {out} exists and is a file, not a folder")
-    parent = next((p for p in (out, *out.parents) if p.exists()), Path.cwd())
-    if not parent.is_dir():
-        raise NotADirectoryError(f"--out {out} cannot be created: {parent} is a file")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise PermissionError(f"--out {out} is not writable ({parent} does not allow writing)")
+    check_writable_folder(out, label)
     names = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
     foreign = [n for n in names if not _is_own(n)]
     if foreign:
         raise FileExistsError(
-            f"--out {out} holds files this trainer did not write ({', '.join(foreign[:3])}"
+            f"{label} {out} holds files this trainer did not write ({', '.join(foreign[:3])}"
             f"{', ...' if len(foreign) > 3 else ''}): choose an empty or new folder"
         )
+
+
+def check_writable_folder(folder: Path, label: str) -> None:
+    """Raise a one-line error naming ``label`` unless ``folder`` is, or can be made, a folder
+    this process can write in (checked before any work, so a bad path costs nothing)."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise NotADirectoryError(f"{label} {folder} exists and is a file, not a folder")
+    parent = next((p for p in (folder, *folder.parents) if p.exists()), Path.cwd())
+    if not parent.is_dir():
+        raise NotADirectoryError(f"{label} {folder} cannot be created: {parent} is a file")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise PermissionError(f"{label} {folder} is not writable ({parent} does not allow writing)")
 
 
 def check_run_state(out: Path, resume: bool) -> None:
@@ -69,70 +85,63 @@ def check_run_state(out: Path, resume: bool) -> None:
 
 
 class RunLock:
-    """``with RunLock(out):`` holds ``out/.lock`` (PID and host) and cleans orphan temp files;
+    """``with RunLock(out):`` holds the OS lock on ``out/.lock`` and cleans orphan temp files;
     ``label`` names the folder in messages (the flag that chose it)."""
 
     def __init__(self, out: Path, label: str = "--out") -> None:
         self.out = Path(out)
         self.label = label
         self.path = self.out / LOCK
-        self.held = False
+        self.note = self.out / OWNER
+        self.lock = FileLock(self.path, timeout=0)
 
     def __enter__(self) -> RunLock:
-        self.out.mkdir(parents=True, exist_ok=True)
-        me = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}
-        for _ in range(2):  # a second try after removing a stale lock
-            try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                owner = self._owner()
-                if owner is not None:
-                    raise BlockingIOError(
-                        f"{self.label} {self.out} is in use by process {owner.get('pid')} on "
-                        f"{owner.get('host')} (lock {self.path}); wait for it, or choose another "
-                        f"{self.label} (delete the lock only if that process is gone)"
-                    ) from None
-                self.path.unlink(missing_ok=True)  # stale: its process is gone
-                continue
-            except PermissionError:
-                raise PermissionError(f"{self.label} {self.out} is not writable") from None
-            with os.fdopen(fd, "w") as f:
-                json.dump(me, f)
-            self.held = True
-            self._clean_temp_files()
-            return self
-        raise BlockingIOError(f"{self.label} {self.out}: could not take the lock {self.path}")
-
-    def _owner(self) -> dict | None:
-        """The lock's owner if it is (or may be) alive, ``None`` if the lock is stale."""
         try:
-            owner = json.loads(self.path.read_text())
+            self.out.mkdir(parents=True, exist_ok=True)
+            self.lock.acquire()
+        except Timeout:
+            owner = self._owner() or {}
+            raise BlockingIOError(
+                f"{self.label} {self.out} is in use by process {owner.get('pid', '?')} on "
+                f"{owner.get('host', '?')} (lock {self.path}); wait for it, or choose another "
+                f"{self.label}"
+            ) from None
+        except PermissionError:
+            raise PermissionError(f"{self.label} {self.out} is not writable") from None
+        try:
+            stale = self._owner()
+            if stale is not None:  # its holder died without releasing: the OS released it
+                pid, host = stale.get("pid", "?"), stale.get("host", "?")
+                print(
+                    f"{self.label} {self.out}: took over the lock of process {pid} on {host}, "
+                    f"which ended without releasing it",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            me = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}
+            atomic_write_json(self.note, me)
+            self._clean_temp_files()
+        except BaseException:
+            self.lock.release()
+            raise
+        return self
+
+    def _owner(self) -> dict[str, Any] | None:
+        """What the owner note says (``None``: no note; ``{}``: a note that cannot be read)."""
+        try:
+            owner = json.loads(self.note.read_text())
         except FileNotFoundError:
             return None
         except (OSError, ValueError):
-            # Unreadable: half-written by a process killed right after creating it, unless it
-            # is brand new (its writer may be writing it now).
-            fresh = time.time() - self.path.stat().st_mtime < 10
-            return {"pid": "?", "host": "?"} if fresh else None
-        if owner.get("host") != socket.gethostname():
-            return owner  # another machine: its processes cannot be checked from here
-        return owner if _alive(int(owner.get("pid", -1))) else None
+            return {}
+        return owner if isinstance(owner, dict) else {}
 
     def _clean_temp_files(self) -> None:
-        for p in self.out.glob(".*.tmp"):
-            p.unlink(missing_ok=True)
+        for p in self.out.iterdir():
+            if OWN_TEMP.fullmatch(p.name):
+                p.unlink(missing_ok=True)
 
     def __exit__(self, *exc: object) -> None:
-        if self.held:
-            self.path.unlink(missing_ok=True)
-            self.held = False
-
-
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except OSError as exc:
-        return exc.errno == errno.EPERM  # exists, owned by another user
-    return True
+        if self.lock.is_locked:
+            self.note.unlink(missing_ok=True)
+            self.lock.release()

@@ -17,6 +17,12 @@ from companion.train.config import PRECISIONS, parse_device
 AMP_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
+def accumulator_dtype(device: torch.device) -> torch.dtype:
+    """float64 for the sums of an epoch's losses, except on Apple's MPS, which has no float64
+    (a float64 tensor there is an error)."""
+    return torch.float32 if device.type == "mps" else torch.float64
+
+
 def pick_device(name: str = "auto") -> torch.device:
     """``auto`` -> CUDA if available, else MPS if available, else CPU; others are checked."""
     parse_device(name)
@@ -158,7 +164,7 @@ def progress_bar(enabled: bool, desc: str, total: int) -> Any:
     """
     if not enabled:
         return None
-    from tqdm.auto import tqdm
+    from tqdm.auto import tqdm  # type: ignore[import-untyped]
 
     return tqdm(desc=desc, total=total, leave=False, dynamic_ncols=True)
 

@@ -12,25 +12,26 @@ Two ways to run a model on ``S``-px images when it was trained at 32 px (chapter
 
 Images at the larger size are *rendered* at that size by the task's own generator
 (``companion.data.make_dataset(..., size=S)``): the same scenes drawn with more pixels, every
-object at its place in the frame, so every label keeps its meaning.
+object at its place in the frame, so every label keeps its meaning. The short fine-tune after a
+move is ``companion.train.train_steps`` (the trainer's own loop).
 """
 
 from __future__ import annotations
 
 import copy
+import typing
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 
 from companion._checks import check_choice, check_positive_int
 from companion.data import ImageClassificationData
 from companion.swin import SwinTransformer
-from companion.train import param_groups
 from companion.transfer import RESIZE_METHODS, ResizeMethod
 
 TRAIN_SIZE = 32
 EVAL_SIZES = (48, 64)
+MAX_SIZE = 512  # renders and attention grow with the square of the size; far above the book's
 #: The position codes whose model holds a bias table (the only ones a resize method changes).
 TABLE_POS = ("rel", "abs+rel")
 
@@ -47,7 +48,8 @@ class TransferCondition:
 def transfer_conditions(pos: str) -> tuple[TransferCondition, ...]:
     """The conditions worth running for ``pos``: the window kept, then grown (with both table
     resize methods when the model has tables, once otherwise)."""
-    methods = RESIZE_METHODS if pos in TABLE_POS else ("geometric",)
+    every: tuple[ResizeMethod, ...] = typing.get_args(ResizeMethod)  # RESIZE_METHODS, typed
+    methods = every if pos in TABLE_POS else ("geometric",)
     grown = (TransferCondition(grown_condition(pos, m), True, m) for m in methods)
     return (TransferCondition("grid", False), *grown)
 
@@ -76,7 +78,7 @@ def moved_model(model: SwinTransformer, size: int, condition: TransferCondition)
                     f"sides (window * size / {TRAIN_SIZE})"
                 )
             window.append(side * size // TRAIN_SIZE)
-        moved.set_window_size(tuple(window), method=condition.method)
+        moved.set_window_size((window[0], window[1]), method=condition.method)
     return moved
 
 
@@ -99,39 +101,6 @@ def accuracy(model: SwinTransformer, data: ImageClassificationData, batch_size: 
     correct = 0
     for start in range(0, len(data), batch_size):
         images, labels = data[list(range(start, min(start + batch_size, len(data))))]
-        logits = model(data.normalize(images.to(device)))
-        correct += int((logits.argmax(-1) == labels.to(device)).sum())
+        logits = model(data.normalize(images.to(device, non_blocking=True)))
+        correct += int((logits.argmax(-1) == labels.to(device, non_blocking=True)).sum())
     return correct / len(data)
-
-
-def fine_tune(
-    model: SwinTransformer,
-    data: ImageClassificationData,
-    steps: int,
-    lr: float = 1e-4,
-    batch_size: int = 32,
-    seed: int = 0,
-) -> list[float]:
-    """A short fine-tune on ``data`` (images of the model's input size): ``steps`` AdamW steps
-    (constant ``lr``, the trainer's ``param_groups``) on random batches.
-
-    Returns the training loss of every step. This is the "+ short fine-tune" arm of the
-    experiment, deliberately small next to the training run (chapter 5's loop does the training).
-    """
-    check_positive_int("steps", steps)
-    _check_input_size(model, data)
-    model.train()
-    device = next(model.parameters()).device
-    optimiser = torch.optim.AdamW(param_groups(model, weight_decay=0.05), lr=lr)
-    generator = torch.Generator().manual_seed(seed)
-    losses = []
-    for _ in range(steps):
-        index = torch.randint(len(data), (batch_size,), generator=generator)
-        images, labels = data[index]
-        loss = F.cross_entropy(model(data.normalize(images.to(device))), labels.to(device))
-        optimiser.zero_grad(set_to_none=True)
-        loss.backward()
-        optimiser.step()
-        losses.append(loss.item())
-    model.eval()
-    return losses

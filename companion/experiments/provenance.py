@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the companion package
 
 
 def cpu_model() -> str:

@@ -1,7 +1,8 @@
 """Reading an ablation's results folder back, and the tables the book prints from it.
 
-(Written by :mod:`companion.ablation`; read here, also by readers who installed only the package,
-e.g. on Colab: the book's ``results/`` folder ships inside it as ``companion/book_results``.)
+(Written by :mod:`companion.experiments.ablation`; read here, also by readers who installed only the
+package, e.g. on Colab: the book's ``results/`` folder ships inside it as
+``companion/book_results``.)
 """
 
 from __future__ import annotations
@@ -15,10 +16,15 @@ from typing import Any
 
 import torch
 
-from companion.stats import paired_interval
+from companion.experiments.stats import paired_interval
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the companion package
 BIAS_POS = ("rel", "abs+rel")  # the variants of the committed results that have bias tables
+RESULTS_DIR = "results"  # where results/<name>/ goes
+WORK_DIR = "runs/ablation"  # the runs' checkpoints and records (not committed)
+#: What is computed from a results folder's runs, in that folder (the resolution experiment's):
+#: kept, rebuilt or refused together with the runs it came from.
+DERIVED = ("transfer.json", "transfer.md")
 
 
 def run_key(dataset: str, pos: str, seed: int, variant: str = "swin") -> str:
@@ -28,6 +34,19 @@ def run_key(dataset: str, pos: str, seed: int, variant: str = "swin") -> str:
     return f"{dataset}__{pos}{middle}__seed{seed}"
 
 
+def run_sources(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``run key -> {"record_sha256", "checkpoint_sha256"}`` for every run of ``results`` (a
+    ``results.json``, or ``{"runs": records}``): the content hashes a derived result records
+    to say exactly what it was computed from (``None`` for runs published before hashes)."""
+    return {
+        run_key(r["dataset"], r["pos"], r["seed"], r.get("variant", "swin")): {
+            "record_sha256": r.get("record_sha256"),
+            "checkpoint_sha256": r.get("checkpoint_sha256"),
+        }
+        for r in results["runs"]
+    }
+
+
 def cell_label(pos: str, variant: str = "swin") -> str:
     """How a cell of one dataset is named in tables and gaps: ``rel``, or ``rel:torus``."""
     return pos if variant == "swin" else f"{pos}:{variant}"
@@ -35,7 +54,8 @@ def cell_label(pos: str, variant: str = "swin") -> str:
 
 def summarize(runs: Sequence[dict[str, Any]], metric: str = "test_acc") -> list[dict[str, Any]]:
     """One row per dataset x pos x variant: the final ``metric`` of each seed (``seeds`` and
-    ``values``, in the same order), their mean and sample standard deviation (``n - 1``)."""
+    ``values``, in the same order), their mean and sample standard deviation (``n - 1``;
+    ``None`` for a single seed)."""
     groups: dict[tuple[str, str, str], list[tuple[int, float]]] = {}
     for r in runs:
         key = (r["dataset"], r["pos"], r.get("variant", "swin"))
@@ -50,7 +70,8 @@ def summarize(runs: Sequence[dict[str, Any]], metric: str = "test_acc") -> list[
                 "variant": variant,
                 "n": len(values),
                 "mean": statistics.fmean(values),
-                "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+                # One seed has no spread: None, never a 0 that reads as "no variation".
+                "std": statistics.stdev(values) if len(values) > 1 else None,
                 "seeds": [s for s, _ in pairs],
                 "values": values,
             }
@@ -75,8 +96,8 @@ def paired_gap(
     """Cell ``a`` minus cell ``b`` of ``dataset`` (labels as :func:`cell_label` writes them),
     paired over the seeds both have, in percentage points: ``{"dataset", "a", "b", "seeds",
     "differences", "n", "mean", "low", "high", "excludes_zero"}`` with the paired t interval of
-    :func:`companion.stats.paired_interval` (``low``/``high`` are ``None`` with fewer than 2
-    seeds; ``excludes_zero`` is then False)."""
+    :func:`companion.experiments.stats.paired_interval` (``low``/``high`` are ``None`` with
+    fewer than 2 seeds; ``excludes_zero`` is then False)."""
     cells = _cells(summary)
     for name in (a, b):
         if (dataset, name) not in cells:
@@ -91,7 +112,7 @@ def paired_gap(
         mean, low, high = paired_interval(diffs, confidence)
     else:
         mean, low, high = diffs[0], None, None
-    excludes = low is not None and (low > 0 or high < 0)
+    excludes = low is not None and high is not None and (low > 0 or high < 0)
     return {
         "dataset": dataset, "a": a, "b": b, "seeds": seeds, "differences": diffs,
         "n": len(diffs), "mean": mean, "low": low, "high": high, "excludes_zero": excludes,
@@ -180,15 +201,23 @@ def results_table(summary: Sequence[dict[str, Any]], chance: dict[str, float]) -
         cells = []
         for d in datasets:
             r = cell.get((d, label))
-            cells.append("" if r is None else f"{100 * r['mean']:.1f} ± {100 * r['std']:.1f}")
+            cells.append("" if r is None else mean_std(r, 100, ".1f"))
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines.append("")
     n = "/".join(str(k) for k in ns)
     seeds = "seed" if ns == [1] else "seeds"
     note = "; `pos:variant` rows are controlled variants (companion.swin.VARIANTS)"
     extra = note if any(":" in c for c in labels) else ""
-    lines.append(f"*Final test accuracy (%), mean ± sample std over {n} {seeds}{extra}.*")
+    spread = "" if ns == [1] else " ± sample std"
+    lines.append(f"*Final test accuracy (%), mean{spread} over {n} {seeds}{extra}.*")
     return "\n".join(lines) + "\n"
+
+
+def mean_std(row: dict[str, Any], scale: float = 1.0, spec: str = ".3f") -> str:
+    """``"mean ± std"`` of a summary row, scaled, or just the mean when there is no spread (one
+    seed: ``std`` is ``None``)."""
+    mean = format(scale * row["mean"], spec)
+    return mean if row["std"] is None else f"{mean} ± {format(scale * row['std'], spec)}"
 
 
 def find_results(name: str, search: Sequence[Path] | None = None) -> Path:
@@ -258,7 +287,7 @@ def load_bias_tables(
     folder: str | os.PathLike[str], dataset: str, pos: str, variant: str = "swin"
 ) -> dict[str, Any]:
     """The bias tables saved for ``dataset``, ``pos`` and ``variant`` (see
-    ``companion.ablation.bias_tables``: every table in the signed-offset layout)."""
+    ``companion.experiments.ablation.bias_tables``: every table in the signed-offset layout)."""
     path = Path(folder) / bias_file(dataset, pos, variant)
     if not path.is_file():
         raise FileNotFoundError(

@@ -1,0 +1,69 @@
+"""Runs in parallel processes that stop when told: no orphans, no queue drained first.
+
+``python -m companion.ablation --jobs 2`` and the resolution experiment hand their runs to
+:func:`run_all`. The parent alone reacts to Ctrl-C (and to SIGTERM, see
+``companion.train.cli.sigterm_as_interrupt``): the workers ignore SIGINT, and on an interrupt or
+an error the parent terminates them at once instead of waiting for the queued runs. A worker
+whose parent dies (even by SIGKILL, which no handler sees) notices within half a second and
+ends itself. Whatever finished is kept by the caller (the ablation's records, written as each run
+ends), so the message says how many did and how to go on.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Sequence
+from multiprocessing import get_context
+from typing import Any, TypeVar
+
+Item = TypeVar("Item")
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM while runs were going; the message says what finished."""
+
+
+def run_all(
+    task: Callable[[Item], Any], items: Sequence[Item], jobs: int, resume_hint: str
+) -> list[Any]:
+    """``[task(item) for item in items]``, ``jobs`` processes at a time (``jobs=1``: in this
+    process). ``task`` must be picklable for ``jobs > 1``. An interrupt raises
+    :class:`Interrupted` saying how many items finished, then ``resume_hint``."""
+    done: list[Any] = []
+    if jobs == 1:
+        try:
+            for item in items:
+                done.append(task(item))
+        except KeyboardInterrupt:
+            raise Interrupted(_stopped(len(done), len(items), resume_hint)) from None
+        return done
+    pool = get_context("spawn").Pool(jobs, initializer=_worker_start, initargs=(os.getpid(),))
+    try:
+        pending = [pool.apply_async(task, (item,)) for item in items]
+        try:
+            return [result.get() for result in pending]
+        except KeyboardInterrupt:
+            finished = sum(r.ready() and r.successful() for r in pending)
+            raise Interrupted(_stopped(finished, len(items), resume_hint)) from None
+    finally:
+        pool.terminate()  # at once: running runs stop, queued ones never start
+        pool.join()
+
+
+def _stopped(finished: int, total: int, hint: str) -> str:
+    return f"interrupted: {finished} of {total} runs had finished; {hint}"
+
+
+def _worker_start(parent: int) -> None:
+    """In each worker: leave Ctrl-C to the parent, and end when the parent is gone."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)  # the parent died (an orphan is re-parented): nobody would read our results

@@ -1,0 +1,93 @@
+"""Publishing a results folder as one unit: swapped in whole, never half-written or missing, and
+the results derived from its runs (``results.DERIVED``: the resolution experiment's) kept only
+while they match those runs by content hash."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from companion.experiments.results import DERIVED, load_results, run_sources
+
+
+def derived_state(folder: Path, sources: dict[str, Any] | None) -> str:
+    """``"none"`` (no derived results in ``folder``), ``"current"`` (computed from exactly the
+    runs ``sources`` names, by content hash) or ``"stale"``; ``sources=None``: only whether
+    there are any (``"none"`` or ``"stale"``)."""
+    path = folder / DERIVED[0]
+    if not path.is_file():
+        return "none"
+    try:
+        recorded = json.loads(path.read_text()).get("sources")
+    except (ValueError, AttributeError, OSError):
+        return "stale"
+    return "current" if sources is not None and recorded == sources else "stale"
+
+
+def check_derived(
+    folder: Path,
+    planned: set[str],
+    fresh: bool,
+    records: list[dict[str, Any]] | None,
+) -> None:
+    """Refuse to publish over derived results that would no longer match the published runs.
+    Before training (``records=None``) what is already certain is refused: derived results that
+    do not match the runs published now, or that a fresh start (``fresh``) or another set of run
+    keys (``planned``) will not match; after it, derived results that do not match ``records``."""
+    if records is not None:
+        stale = derived_state(folder, run_sources({"runs": records})) == "stale"
+    else:
+        try:
+            published = run_sources(load_results(folder))
+        except (OSError, ValueError, KeyError, TypeError):
+            published = None
+        state = derived_state(folder, published)
+        changes = fresh or published is None or set(published) != planned
+        stale = state == "stale" or (state == "current" and changes)
+    if stale:
+        raise ValueError(
+            f"{folder / DERIVED[0]} was computed from other runs than the ones this ablation "
+            f"would publish; pass --replace-derived to publish and remove it (then run python -m "
+            f"companion.resolution_experiment --name {folder.name} again), or choose a new --name"
+        )
+
+
+def swap_in(staging: Path, folder: Path) -> None:
+    """Make ``staging`` the new ``folder``: with Linux's ``renameat2(RENAME_EXCHANGE)`` the two
+    swap in one step, so ``folder`` is never missing; elsewhere two renames (``folder`` is then
+    briefly absent; :func:`restore_interrupted_swap` repairs a kill between them)."""
+    if folder.exists() and _exchange(staging, folder):
+        shutil.rmtree(staging)  # now the previous folder
+        return
+    old = folder.with_name(f".{folder.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    if folder.exists():
+        os.replace(folder, old)
+    os.replace(staging, folder)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap the paths ``a`` and ``b`` atomically; ``False`` where the OS cannot."""
+    if sys.platform != "linux":
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    done = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
+    return done == 0
+
+
+def restore_interrupted_swap(folder: Path) -> None:
+    """A kill between the two renames of :func:`swap_in` leaves only ``.<name>.old``."""
+    old = folder.with_name(f".{folder.name}.old")
+    if old.is_dir() and not folder.exists():
+        os.replace(old, folder)

@@ -1,0 +1,486 @@
+"""The resolution-transfer experiment: a finished 32-px ablation, every run moved to 48 and 64 px.
+
+Two steps. The ablation runner trains every position code at 32 px and publishes ``results/<name>/``
+(chapter 5's provenance); this module then takes each of its runs from the work folder's checkpoint,
+moves it to every size under every condition of ``companion.experiments.resolution_transfer`` and
+measures the test accuracy on the task *rendered* at that size (``companion.data.make_dataset(...,
+size=S)``: the same test scenes, more pixels), as moved and after a short fine-tune on the training
+split rendered at that size::
+
+    python -m companion.ablation --name cpu-transfer --config tiny-cpu --seeds 0 1 2 3 4 ...
+    python -m companion.resolution_experiment --name cpu-transfer --finetune-steps 50 --jobs 2
+
+(``results/run_cpu_transfer.sh`` holds the full commands of the published run.)
+
+It writes ``results/<name>/transfer.json`` (a provenance header, the settings, one row per run x
+size x condition, and the content hashes of the runs it was computed from) and ``transfer.md``
+(mean ± std over seeds), atomically, after checking every checkpoint against the hash the
+ablation published for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import json
+import shlex
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import torch
+
+from companion._io import atomic_write_json, atomic_write_text, file_sha256
+from companion.data import ImageClassificationData, make_dataset, num_classes
+from companion.experiments.pool import run_all
+from companion.experiments.provenance import provenance
+from companion.experiments.resolution_transfer import (
+    EVAL_SIZES,
+    MAX_SIZE,
+    TRAIN_SIZE,
+    accuracy,
+    grown_condition,
+    moved_model,
+    transfer_conditions,
+)
+from companion.experiments.results import (
+    DERIVED,
+    RESULTS_DIR,
+    WORK_DIR,
+    cell_label,
+    load_results,
+    mean_std,
+    run_key,
+    run_sources,
+    summarize,
+)
+from companion.experiments.stats import paired_interval
+from companion.swin import SwinTransformer, variant_overrides
+from companion.train import CHECKPOINT, TrainConfig, load_checkpoint, train_steps
+from companion.train.build import build_model
+from companion.train.checkpoint import load_states, settings_differences
+from companion.train.cli import add_debug_flag, run_reporting_errors
+from companion.train.config import (
+    MAX_IMAGES,
+    MAX_PROCESSES,
+    MAX_STEPS,
+    add_arguments,
+    check_fields,
+    check_setting,
+    setting,
+)
+
+
+def trained_run(
+    work: Path,
+    dataset: str,
+    pos: str,
+    seed: int,
+    variant: str = "swin",
+    sha256: str | None = None,
+) -> tuple[TrainConfig, SwinTransformer]:
+    """The settings and the trained model of one ablation run, from its checkpoint in ``work``
+    (refused unless its content hash is ``sha256``, when given)."""
+    path = work / run_key(dataset, pos, seed, variant) / CHECKPOINT
+    if sha256 is not None:
+        check_checkpoint(path, sha256)
+    saved = load_checkpoint(path)
+    names = {f.name for f in dataclasses.fields(TrainConfig)}
+    cfg = TrainConfig(**{k: v for k, v in saved["config"].items() if k in names})
+    model = cast(SwinTransformer, build_model(cfg, num_classes(dataset), None))
+    load_states(path, saved, model=model)
+    return cfg, model.eval()
+
+
+def check_checkpoint(path: Path, sha256: str) -> None:
+    """Refuse a work-folder checkpoint that is missing or is not the one published (by hash)."""
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path} is missing: the experiment moves the published ablation's own checkpoints "
+            f"(--work-dir); run the ablation again to recreate them"
+        )
+    if file_sha256(path) != sha256:
+        raise ValueError(
+            f"{path} is not the checkpoint the published results were computed from (its sha256 "
+            f"differs: trained again since?); publish that ablation again, then run this again"
+        )
+
+
+@functools.lru_cache(maxsize=16)
+def rendered(dataset: str, split: str, n: int, seed: int, size: int) -> ImageClassificationData:
+    """``make_dataset`` at ``size`` px, kept for the process: every run of a dataset is moved to
+    the same rendered images, so they are drawn once per process (treat them as read-only)."""
+    return make_dataset(dataset, split, n, seed=seed, size=size)
+
+
+@dataclasses.dataclass(frozen=True)
+class MoveSettings:
+    """What every trained run goes through: the sizes it is moved to, and the short fine-tune
+    after each move (``finetune_steps=0``: none): ``companion.train.train_steps`` with the run's
+    own settings but for these, plain cross-entropy, no gradient clip and a constant rate."""
+
+    sizes: tuple[int, ...] = setting(
+        EVAL_SIZES, "image sizes (px) every run is moved to", kind="result", low=1, high=MAX_SIZE
+    )
+    finetune_steps: int = setting(
+        50, "fine-tune steps after each move; 0: none", kind="result", low=0, high=MAX_STEPS
+    )
+    finetune_lr: float = setting(
+        1e-4, "the fine-tune's (constant) learning rate", kind="result", above=0.0, high=1.0
+    )
+    finetune_batch_size: int = setting(
+        32, "images per fine-tune step", kind="result", low=1, high=MAX_IMAGES
+    )
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sizes", tuple(self.sizes))
+        check_fields(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class TransferPlan:
+    """Which published ablation to move, and how many processes do it."""
+
+    name: str = setting(dataclasses.MISSING, "the ablation's name: results/<name>/", kind="process")
+    results_dir: str = setting(RESULTS_DIR, "where results/<name>/ is", kind="process")
+    work_dir: str = setting(WORK_DIR, "the ablation's checkpoints (its --work-dir)", kind="process")
+    jobs: int = setting(
+        1, "runs moved in parallel (processes)", kind="process", low=1, high=MAX_PROCESSES
+    )
+    threads: int | None = setting(
+        None, "torch threads per process (default: torch's)", kind="process", low=1,
+        high=MAX_PROCESSES,
+    )  # fmt: skip
+    replace: bool = setting(
+        False, "overwrite a transfer.json computed with other settings", kind="process"
+    )
+
+    def __post_init__(self) -> None:
+        if not self.name or "/" in self.name or self.name.startswith("."):
+            raise ValueError(f"name must be a plain folder name, got {self.name!r}")
+        check_fields(self)
+
+
+def finetune_config(cfg: TrainConfig, settings: MoveSettings) -> TrainConfig:
+    """The run's own settings (weight decay, seed, ...) with the fine-tune's rate and batch, plain
+    cross-entropy and no gradient clip."""
+    return dataclasses.replace(
+        cfg, lr=settings.finetune_lr, batch_size=settings.finetune_batch_size,
+        label_smoothing=0.0, clip_grad=0.0, progress=False,
+    )  # fmt: skip
+
+
+def transfer_rows(
+    cfg: TrainConfig, model: SwinTransformer, settings: MoveSettings = MoveSettings()
+) -> list[dict[str, Any]]:
+    """One row per size x condition: test accuracy as moved and after the fine-tune, on the
+    run's task rendered at that size (the run's own data seed and split sizes)."""
+
+    def data(split: str, size: int) -> ImageClassificationData:
+        n = cfg.test_size if split == "test" else cfg.train_size
+        return rendered(cfg.dataset, split, n, cfg.data_seed, size)
+
+    rows = [
+        {
+            "size": TRAIN_SIZE,
+            "condition": "trained",
+            "acc": accuracy(model, data("test", TRAIN_SIZE)),
+        }
+    ]
+    for size in settings.sizes:
+        test, train = data("test", size), data("train", size)
+        for condition in transfer_conditions(cfg.pos):
+            moved = moved_model(model, size, condition)
+            row = {"size": size, "condition": condition.name, "acc": accuracy(moved, test)}
+            if settings.finetune_steps:
+                start = time.perf_counter()
+                train_steps(moved, train, finetune_config(cfg, settings), settings.finetune_steps)
+                row["acc_finetuned"] = accuracy(moved, test)
+                row["finetune_s"] = time.perf_counter() - start
+            rows.append(row)
+    run = {"dataset": cfg.dataset, "pos": cfg.pos, "variant": cfg.variant, "seed": cfg.seed}
+    return [{**run, **r} for r in rows]
+
+
+def _moved_run(
+    work: Path,
+    threads: int | None,
+    settings: MoveSettings,
+    run: tuple[str, str, int, str, str],
+) -> list[dict[str, Any]]:
+    """:func:`transfer_rows` of one ablation run ``(dataset, pos, seed, variant, sha256)``
+    (a process pool's task)."""
+    if threads:
+        torch.set_num_threads(threads)
+    return transfer_rows(*trained_run(work, *run), settings)
+
+
+def transfer_summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Mean and std over seeds per dataset x pos x size x condition (as moved, and fine-tuned),
+    by ``companion.experiments.results.summarize`` with ``(pos, size, condition)`` in the place
+    of ``pos``."""
+    out = []
+    for metric in ("acc", "acc_finetuned"):
+        records = [
+            {
+                "dataset": r["dataset"],
+                "variant": r.get("variant", "swin"),
+                "seed": r["seed"],
+                "pos": (r["pos"], r["size"], r["condition"]),
+                "final": {metric: r[metric]},
+            }
+            for r in rows
+            if metric in r
+        ]
+        for s in summarize(records, metric=metric):
+            pos, size, condition = s["pos"]
+            out.append({**s, "pos": pos, "size": size, "condition": condition, "metric": metric})
+    return out
+
+
+def transfer_table(summary: Sequence[dict[str, Any]]) -> str:
+    """``transfer_summary`` as Markdown: one line per dataset x pos x size x condition."""
+    lines = ["| dataset | pos | size | condition | accuracy | after fine-tune |", "|---" * 6 + "|"]
+    cells: dict[tuple, dict[str, str]] = {}
+    for s in summary:
+        key = (s["dataset"], cell_label(s["pos"], s["variant"]), s["size"], s["condition"])
+        cells.setdefault(key, {})[s["metric"]] = f"{mean_std(s)} (n={s['n']})"
+    for (dataset, pos, size, condition), v in cells.items():
+        after = v.get("acc_finetuned", "")
+        lines.append(f"| {dataset} | {pos} | {size} | {condition} | {v['acc']} | {after} |")
+    return "\n".join(lines)
+
+
+def load_transfer(folder: str | Path) -> dict[str, Any]:
+    """``transfer.json`` of an ablation folder (written by :func:`run_transfer`)."""
+    return json.loads((Path(folder) / "transfer.json").read_text())
+
+
+def transfer_gap(
+    rows: Sequence[dict[str, Any]],
+    dataset: str,
+    size: int,
+    a: tuple[str, str],
+    b: tuple[str, str],
+    metric: str = "acc",
+    confidence: float = 0.95,
+) -> dict[str, Any]:
+    """Paired difference ``a - b`` in percentage points at ``size``, seed by seed.
+
+    ``a`` and ``b`` are ``(pos, condition)`` cells of the rows of :func:`transfer_rows`; only seeds
+    that both have are paired. Returns ``{a, b, seeds, mean, low, high, excludes_zero}``, the
+    interval a paired t interval (``companion.experiments.stats.paired_interval``).
+    """
+
+    def by_seed(cell: tuple[str, str]) -> dict[int, float]:
+        wanted = (dataset, *cell, size)
+        return {
+            r["seed"]: 100.0 * r[metric]
+            for r in rows
+            if (r["dataset"], r["pos"], r["condition"], r["size"]) == wanted
+        }
+
+    left, right = by_seed(a), by_seed(b)
+    seeds = sorted(set(left) & set(right))
+    if len(seeds) < 2:
+        raise ValueError(
+            f"a and b must share at least 2 seeds on {dataset} at {size} px, got a={a} "
+            f"({len(left)} seeds) and b={b} ({len(right)} seeds)"
+        )
+    mean, low, high = paired_interval([left[s] - right[s] for s in seeds], confidence)
+    excludes = bool(low > 0 or high < 0)
+    return {"a": a, "b": b, "seeds": seeds, "mean": mean, "low": low, "high": high,
+            "excludes_zero": excludes}  # fmt: skip
+
+
+def transfer_gaps_table(
+    rows: Sequence[dict[str, Any]],
+    pairs: Sequence[tuple[str, int, tuple[str, str], tuple[str, str]]],
+    metric: str = "acc",
+) -> str:
+    """One line per ``(dataset, size, a, b)``: the paired gap ``a - b`` and its 95% interval,
+    with ``*`` when the interval excludes 0."""
+    width = max((len(":".join(cell)) for *_, a, b in pairs for cell in (a, b)), default=0)
+    lines = []
+    for dataset, size, a, b in pairs:
+        g = transfer_gap(rows, dataset, size, a, b, metric)
+        mark = "*" if g["excludes_zero"] else " "
+        lines.append(
+            f"{dataset:<9} {size} px  {':'.join(a):<{width}} - {':'.join(b):<{width}} "
+            f"{g['mean']:+6.1f} [{g['low']:+6.1f}, {g['high']:+6.1f}] {mark}"
+        )
+    return "\n".join(lines)
+
+
+def window_gain_table(
+    rows: Sequence[dict[str, Any]],
+    datasets: Sequence[str],
+    sizes: Sequence[int],
+    codes: Sequence[str],
+    method: str = "geometric",
+) -> str:
+    """*Window grown − window kept* for every dataset x size x code, as moved and after the
+    fine-tune: paired gaps in points with their 95% intervals (``*``: the interval excludes 0).
+    Codes with a table use the window grown with ``method``'s resizing."""
+
+    def cell(dataset: str, size: int, pos: str, metric: str) -> str:
+        grown = grown_condition(pos, method)
+        g = transfer_gap(rows, dataset, size, (pos, grown), (pos, "grid"), metric)
+        mark = "*" if g["excludes_zero"] else " "
+        return f"{g['mean']:+6.1f} [{g['low']:+6.1f}, {g['high']:+6.1f}] {mark}"
+
+    lines = [f"{'':<12}{'as moved':<27}after the fine-tune"]
+    for dataset in datasets:
+        for size in sizes:
+            lines.append(f"{dataset} at {size} px")
+            for pos in codes:
+                moved, tuned = (cell(dataset, size, pos, m) for m in ("acc", "acc_finetuned"))
+                lines.append(f"  {pos:<10}{moved}   {tuned}")
+    return "\n".join(lines)
+
+
+def run_transfer(
+    results_dir: Path,
+    work: Path,
+    settings: MoveSettings = MoveSettings(),
+    command: str | None = None,
+    jobs: int = 1,
+    threads: int | None = None,
+    replace: bool = False,
+) -> dict[str, Any]:
+    """Move every run of the main grid of the ablation published in ``results_dir`` (checkpoints
+    in ``work``), in the plan's variant; its extra (controlled-variant) cells are not moved.
+    ``jobs`` runs are moved at a time, each process with ``threads`` torch threads.
+
+    Everything is checked before any run is moved: the published results, every checkpoint
+    against the content hash the ablation published for it, and an existing ``transfer.json``
+    (one computed with other settings is kept unless ``replace``). ``transfer.json`` records the
+    hashes of the runs it came from, so the ablation can keep it, or refuse, when it publishes.
+    """
+    check_setting("jobs", jobs, TransferPlan)
+    check_setting("threads", threads, TransferPlan)
+    start = time.perf_counter()
+    published = _published(results_dir)
+    plan = published["plan"]
+    variant = plan.get("variant", "swin")
+    if variant_overrides(variant).get("torus"):
+        raise ValueError(
+            f"the ablation's variant {variant!r} is a torus, whose runs cannot move to another "
+            "size (companion.transfer.set_input_size); move an ablation of another variant"
+        )
+    sources = run_sources(published)
+    runs = [
+        (dataset, pos, seed, variant, sources[run_key(dataset, pos, seed, variant)])
+        for seed in plan["seeds"]
+        for dataset in plan["datasets"]
+        for pos in plan["pos"]
+    ]
+    for dataset, pos, seed, variant, source in runs:
+        key = run_key(dataset, pos, seed, variant)
+        if source["checkpoint_sha256"] is None:
+            raise ValueError(
+                f"{results_dir / 'results.json'} records no checkpoint hashes (published before "
+                f"they were recorded): publish the ablation again with this code (its command is "
+                f"in the header), then run this again"
+            )
+        check_checkpoint(work / key / CHECKPOINT, source["checkpoint_sha256"])
+    recorded = {
+        **dataclasses.asdict(settings),
+        "sizes": list(settings.sizes),
+        "images": "rendered at each size by the task's generator (companion.data, size=S)",
+    }
+    _check_previous(results_dir, recorded, replace)
+    task = functools.partial(_moved_run, work, threads, settings)
+    items = [(d, p, s, v, source["checkpoint_sha256"]) for d, p, s, v, source in runs]
+    hint = "nothing was written; run the same command again to start over"
+    per_run = run_all(task, items, jobs, hint)
+    rows = [row for run_rows in per_run for row in run_rows]
+    header = {**provenance(command), "wall_s": time.perf_counter() - start, "jobs": jobs}
+    results = {"header": header, "plan": plan, "settings": recorded, "rows": rows}
+    results["summary"] = transfer_summary(rows)
+    results["sources"] = sources
+    atomic_write_text(results_dir / DERIVED[1], transfer_table(results["summary"]) + "\n")
+    atomic_write_json(results_dir / DERIVED[0], results)  # last: it names the sources
+    return json.loads(json.dumps(results))
+
+
+def _published(folder: Path) -> dict[str, Any]:
+    """``results.json`` of ``folder``, or a one-line error saying what to do."""
+    path = folder / "results.json"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path} does not exist: publish the ablation first (python -m companion.ablation "
+            f"--name {folder.name} ...), or check --name and --results-dir"
+        )
+    try:
+        published = load_results(folder)
+        published["plan"]["seeds"], published["runs"][0]["dataset"]
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        raise ValueError(
+            f"{path} is not an ablation's results file ({type(exc).__name__}: {exc})"
+        ) from None
+    return published
+
+
+def _check_previous(folder: Path, recorded: dict[str, Any], replace: bool) -> None:
+    """Refuse to overwrite a ``transfer.json`` computed with other settings, unless ``replace``."""
+    path = folder / DERIVED[0]
+    if replace or not path.is_file():
+        return
+    try:
+        previous = json.loads(path.read_text())["settings"]
+    except (ValueError, KeyError, TypeError, OSError):
+        previous = None
+    if not isinstance(previous, dict):
+        raise ValueError(f"{path} exists but cannot be read; pass --replace to overwrite it")
+    diff = settings_differences(previous, recorded)
+    if diff:
+        raise ValueError(
+            f"{path} holds an experiment with other settings ({'; '.join(diff)}); pass --replace "
+            f"to overwrite it, or keep it and publish the ablation under another --name"
+        )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m companion.resolution_experiment",
+        description="Move every run of a published ablation to larger images (chapter 6).",
+    )
+    add_arguments(p, TransferPlan, dataclasses.fields(TransferPlan))
+    add_arguments(p, MoveSettings, dataclasses.fields(MoveSettings))
+    add_debug_flag(p)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        plan = TransferPlan(
+            **{f.name: getattr(args, f.name) for f in dataclasses.fields(TransferPlan)}
+        )
+        settings = MoveSettings(
+            **{f.name: getattr(args, f.name) for f in dataclasses.fields(MoveSettings)}
+        )
+    except (ValueError, TypeError) as exc:
+        parser.error(str(exc))
+    folder = Path(plan.results_dir) / plan.name
+    command = shlex.join(["python", "-m", "companion.resolution_experiment", *argv])
+
+    def work() -> None:
+        results = run_transfer(
+            folder, Path(plan.work_dir) / plan.name, settings, command, plan.jobs, plan.threads,
+            plan.replace,
+        )  # fmt: skip
+        print(transfer_table(results["summary"]))
+        print(f"wrote {folder / DERIVED[0]} in {results['header']['wall_s']:.0f} s")
+
+    return run_reporting_errors("python -m companion.resolution_experiment", work, args.debug)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
