@@ -69,13 +69,16 @@ book-check: book
 browser-test: browser-deps book
 	$(PY) -m pytest -q -p no:cacheprovider tests/browser
 
-# Every chapter as Colab runs it: a venv with Colab's torch, torchvision, numpy, matplotlib and
-# ipywidgets (_build/colab-venv, made once), the install cell run as written against a clone of
-# this commit, each chapter executed outside the repository with no network. Fails on any error
+# Every chapter as Colab runs it: a venv with Colab's Python, torch, torchvision, numpy, matplotlib,
+# ipywidgets (and ipython, timm, anywidget) (_build/colab-venv-RUNTIME, made once), the install
+# cell run as written against a clone of this commit, each chapter executed outside the repository with no network. Fails on any error
 # output or a changed Colab package; _build/colab/drift.txt lists outputs that differ from the
 # committed ones.
+# COLAB_RUNTIME=current (default: Colab's runtime as a new notebook gets it) or 2026.07 (the
+# previous one, which Colab still offers pinned); tools/colab_emulate.py lists their versions.
+COLAB_RUNTIME ?= current
 colab-test: setup
-	$(PY) tools/colab_emulate.py
+	$(PY) tools/colab_emulate.py --runtime $(COLAB_RUNTIME)
 
 # Colab install cells, Colab links and README badges from _config.yml's `repository`.
 colab-sync: setup

@@ -43,8 +43,9 @@ PACKAGE = PYPROJECT["name"]
 VERSION = PYPROJECT["version"]
 INSTALL_TITLE = "# @title Install the book's companion package (Colab only)"
 INSTALL_MARKER = "# Colab only: install the book's companion package"
-#: What the install cell never changes: Colab's own builds, pinned to the versions it finds.
-KEEP = ("torch", "torchvision", "numpy", "matplotlib", "ipywidgets")
+#: What the install cell never changes: Colab's own builds, pinned to the versions it finds (timm,
+#: ipython and anywidget where the runtime preinstalls them, as Colab's current one does).
+KEEP = ("torch", "torchvision", "numpy", "matplotlib", "ipywidgets", "ipython", "timm", "anywidget")
 #: Chapters (by file-name prefix) whose install cell also installs an extra of the package (its
 #: optional dependencies, pyproject.toml): chapter 4 compares the book's Swin with timm's.
 EXTRAS = {"04_": "timm"}
@@ -111,7 +112,7 @@ def extra_for(notebook: str) -> str | None:
 INSTALL_CELL = """\
 @TITLE@ { display-mode: "form" }
 @MARKER@, unless this version is installed;
-# Colab's torch, torchvision, numpy, matplotlib and ipywidgets are pinned as they are.
+# what Colab preinstalls (KEEP: torch, numpy, timm...) is pinned as it is; pip only adds.
 import subprocess
 import sys
 import tempfile
