@@ -14,8 +14,8 @@ TORCH_REQUIREMENTS ?= .ci/torch-cpu.txt
 STAMP := $(VENV)/.installed
 JB_FLAGS := -W -n --keep-going
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
-# MathJax, RequireJS and the ipywidgets HTML manager, copied from node_modules for the book to
-# serve itself (html_extra_path in _config.yml): the built book needs no CDN.
+# MathJax, copied from node_modules for the book to serve itself (html_extra_path in
+# _config.yml): the built book needs no CDN.
 NODE_STAMP := node_modules/.package-lock.json
 OFFLINE_STAMP := _build/offline.stamp
 
@@ -49,7 +49,7 @@ nbval: setup
 $(NODE_STAMP): package.json package-lock.json | node-deps
 	npm ci --ignore-scripts --no-audit --no-fund
 
-$(OFFLINE_STAMP): $(NODE_STAMP) tools/vendor_js.py tools/widgets-setup.js | setup
+$(OFFLINE_STAMP): $(NODE_STAMP) tools/vendor_js.py | setup
 	$(PY) tools/vendor_js.py
 	touch $@
 
