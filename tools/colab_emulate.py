@@ -59,6 +59,7 @@ class Runtime:
 
     name: str
     python: str
+    python_release: str
     keep: dict[str, str]
     others: tuple[str, ...]
     published: str
@@ -81,6 +82,7 @@ RUNTIMES = {
     "current": Runtime(
         name="current (2026.08)",
         python="3.13",
+        python_release="3.13.15",
         keep={
             "torch": "2.11.0",
             "torchvision": "0.26.0",
@@ -98,6 +100,7 @@ RUNTIMES = {
     "2026.07": Runtime(
         name="2026.07 (previous)",
         python="3.12",
+        python_release="3.12.11",
         keep={
             "torch": "2.11.0",
             "torchvision": "0.26.0",
@@ -383,9 +386,18 @@ def main(argv: list[str] | None = None) -> int:
     make_venv(venv, runtime)
     record = json.loads((venv / "colab-versions.json").read_text())
     used: dict[str, str] = record["versions"]
-    print(f"Colab runtime {runtime.name} ({runtime.published}): Python {runtime.python}, ", end="")
+    python = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import sys; print(sys.version.split()[0])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    print(f"Colab runtime {runtime.name} ({runtime.published}): Python {python}, ", end="")
     print(", ".join(f"{name} {version}" for name, version in used.items()))
-    for note in record["notes"]:
+    notes = [n for n in record["notes"] if not n.startswith("no Python")]
+    if python != runtime.python_release:
+        notes.insert(0, f"Python {runtime.python_release} is not here: {python} stands in")
+    for note in notes:
         print(f"  nearest available: {note}")
     # Start from Colab's state: the companion is not preinstalled, nor timm where Colab lacks it.
     for name in (PACKAGE, *(() if "timm" in runtime.keep else ("timm",))):
