@@ -141,7 +141,7 @@ async () => {
   const blocks = Array.from(document.querySelectorAll(
     ".bd-article pre, .bd-article div.cell_output table"));
   const wide = blocks.filter((b) => b.scrollWidth > b.clientWidth).map((b) => {
-    const lines = (b.innerText || "").split("\n");
+    const lines = (b.textContent || "").split("\\n");
     const longest = lines.reduce((a, l) => (l.length > a.length ? l : a), "");
     return {
       kind: b.closest(".cell_output") ? "output" : "code",
