@@ -4,6 +4,7 @@
 #                  install), .venv, install, lint, unit tests, nbval over book/, the book build,
 #                  and the browser test of the built book (headless Chromium, offline)
 #   make colab-test -> every chapter as Colab runs it (tools/colab_emulate.py); .ci/run runs it
+#   make pdf    -> the book as one PDF, _build/pdf/book.pdf (tools/book_pdf.py), then its test
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
@@ -20,7 +21,7 @@ NODE_STAMP := node_modules/.package-lock.json
 OFFLINE_STAMP := _build/offline.stamp
 
 .PHONY: setup test unit nbval lint book book-check browser-test notebooks clean \
-	offline-js colab-sync colab-check colab-test linkcheck system-deps browser-deps node-deps
+	offline-js colab-sync colab-check colab-test linkcheck system-deps browser-deps node-deps pdf
 
 $(STAMP): pyproject.toml $(TORCH_REQUIREMENTS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -68,6 +69,16 @@ book-check: book
 #   .venv/bin/python -m pytest tests/browser
 browser-test: browser-deps book
 	$(PY) -m pytest -q -p no:cacheprovider tests/browser
+
+# The book as one PDF: Sphinx's single-page HTML build of the same sources (committed outputs,
+# MathJax served locally), printed by headless Chromium once MathJax has typeset every formula,
+# with folded solutions and hidden cells opened (tools/book_pdf.py); then tests/pdf checks it
+# (page count, every chapter's title, every figure, formulas drawn as math). Not part of
+# `make test`: .ci/run and the Pages workflow run it.
+pdf: browser-deps node-deps setup $(OFFLINE_STAMP)
+	$(VENV)/bin/jupyter-book build . --builder singlehtml $(JB_FLAGS)
+	$(PY) tools/book_pdf.py --html _build/singlehtml --out _build/pdf/book.pdf
+	$(PY) -m pytest -q -p no:cacheprovider tests/pdf
 
 # Every chapter as Colab runs it: a venv with Colab's Python, torch, torchvision, numpy, matplotlib,
 # ipywidgets (and ipython, timm, anywidget) (_build/colab-venv-RUNTIME, made once), the install
