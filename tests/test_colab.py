@@ -448,3 +448,34 @@ def test_load_repository_accepts_only_a_github_https_url(tmp_path: Path, url: st
     (tmp_path / "_config.yml").write_text(f"repository:\n  url: '{url}'\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"repository.url in .* must be https://github.com/"):
         colab_sync.load_repository(tmp_path / "_config.yml")
+
+
+# ----- tools/colab_emulate.py: the emulated runtimes ----------------------------------------------
+
+
+def test_colab_test_emulates_the_current_runtime_and_keeps_2026_07() -> None:
+    import colab_emulate
+
+    current, previous = colab_emulate.RUNTIMES["current"], colab_emulate.RUNTIMES["2026.07"]
+    assert current.python == "3.13" and current.keep["numpy"] == "2.1.3"
+    assert current.keep["timm"] == "1.0.28" and current.keep["ipython"] == "7.34.0"
+    assert previous.python == "3.12" and previous.keep["numpy"] == "2.0.2"
+    assert "timm" not in previous.keep
+    # Every package the emulation holds at Colab's version is one the install cells pin.
+    assert set(current.keep) | set(previous.keep) <= set(KEPT)
+
+
+@pytest.mark.parametrize(
+    ("wanted", "offered", "chosen"),
+    [
+        ("2.1.3", ["2.1.2", "2.1.3", "2.2.0"], "2.1.3"),
+        ("1.0.28", ["1.0.26", "1.0.27", "1.1.0"], "1.0.27"),
+        ("7.34.0", ["7.33.0", "8.0.0"], "7.33.0"),
+        ("0.9.21", ["0.8.0", "1.0.0"], "0.8.0"),
+        ("2.11.0", [], "2.11.0"),
+    ],
+)
+def test_a_missing_version_is_replaced_by_the_nearest(wanted, offered, chosen) -> None:
+    import colab_emulate
+
+    assert colab_emulate.nearest(wanted, offered) == chosen

@@ -161,26 +161,30 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0])[:3])
 
 
+def nearest(version: str, versions: list[str]) -> str:
+    """``version`` if it is among ``versions``, else the nearest of them: preferably one with the
+    same major.minor, then the one whose (major, minor, micro) differ least, in that order."""
+    if version in versions or not versions:
+        return version
+    want = _version_key(version)
+    same_minor = [v for v in versions if _version_key(v)[:2] == want[:2]]
+
+    def distance(v: str) -> tuple[int, ...]:
+        return tuple(abs(a - b) for a, b in zip(_version_key(v), want, strict=False))
+
+    return min(same_minor or versions, key=distance)
+
+
 def nearest_available(venv: Path, name: str, version: str) -> str:
     """``version`` if pip can install it into ``venv`` (its Python, its platform), else the
-    nearest release it can: the newest older one with the same major.minor, else the closest."""
+    nearest release it can (:func:`nearest`)."""
     listed = subprocess.run(
         [str(venv / "bin" / "python"), "-m", "pip", "index", "versions", name],
         capture_output=True,
         text=True,
     ).stdout
     found = re.search(r"Available versions: (.*)", listed)
-    versions = [v.strip() for v in found.group(1).split(",")] if found else []
-    if version in versions or not versions:
-        return version
-    want = _version_key(version)
-    same_minor = [v for v in versions if _version_key(v)[:2] == want[:2]]
-    pool = same_minor or versions
-
-    def distance(v: str) -> tuple[int, ...]:
-        return tuple(abs(a - b) for a, b in zip(_version_key(v), want, strict=False))
-
-    return min(pool, key=distance)
+    return nearest(version, [v.strip() for v in found.group(1).split(",")] if found else [])
 
 
 def make_venv(venv: Path, runtime: Runtime) -> None:
