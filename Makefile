@@ -4,6 +4,7 @@
 #                  install), .venv, install, lint, unit tests, nbval over book/, the book build,
 #                  and the browser test of the built book (headless Chromium, offline)
 #   make colab-test -> every chapter as Colab runs it (tools/colab_emulate.py); .ci/run runs it
+#   make pdf    -> the book as one PDF, _build/pdf/book.pdf (tools/book_pdf.py), then its test
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
@@ -14,13 +15,13 @@ TORCH_REQUIREMENTS ?= .ci/torch-cpu.txt
 STAMP := $(VENV)/.installed
 JB_FLAGS := -W -n --keep-going
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
-# MathJax, RequireJS and the ipywidgets HTML manager, copied from node_modules for the book to
-# serve itself (html_extra_path in _config.yml): the built book needs no CDN.
+# MathJax, copied from node_modules for the book to serve itself (html_extra_path in
+# _config.yml): the built book needs no CDN.
 NODE_STAMP := node_modules/.package-lock.json
 OFFLINE_STAMP := _build/offline.stamp
 
 .PHONY: setup test unit nbval lint book book-check browser-test notebooks clean \
-	offline-js colab-sync colab-check colab-test linkcheck system-deps browser-deps node-deps
+	offline-js colab-sync colab-check colab-test linkcheck system-deps browser-deps node-deps pdf
 
 $(STAMP): pyproject.toml $(TORCH_REQUIREMENTS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -49,7 +50,7 @@ nbval: setup
 $(NODE_STAMP): package.json package-lock.json | node-deps
 	npm ci --ignore-scripts --no-audit --no-fund
 
-$(OFFLINE_STAMP): $(NODE_STAMP) tools/vendor_js.py tools/widgets-setup.js | setup
+$(OFFLINE_STAMP): $(NODE_STAMP) tools/vendor_js.py | setup
 	$(PY) tools/vendor_js.py
 	touch $@
 
@@ -69,13 +70,26 @@ book-check: book
 browser-test: browser-deps book
 	$(PY) -m pytest -q -p no:cacheprovider tests/browser
 
-# Every chapter as Colab runs it: a venv with Colab's torch, torchvision, numpy, matplotlib and
-# ipywidgets (_build/colab-venv, made once), the install cell run as written against a clone of
-# this commit, each chapter executed outside the repository with no network. Fails on any error
+# The book as one PDF: Sphinx's single-page HTML build of the same sources (committed outputs,
+# MathJax served locally), printed by headless Chromium once MathJax has typeset every formula,
+# with folded solutions and hidden cells opened (tools/book_pdf.py); then tests/pdf checks it
+# (page count, every chapter's title, every figure, formulas drawn as math). Not part of
+# `make test`: .ci/run and the Pages workflow run it.
+pdf: browser-deps node-deps setup $(OFFLINE_STAMP)
+	$(VENV)/bin/jupyter-book build . --builder singlehtml $(JB_FLAGS)
+	$(PY) tools/book_pdf.py --html _build/singlehtml --out _build/pdf/book.pdf
+	$(PY) -m pytest -q -p no:cacheprovider tests/pdf
+
+# Every chapter as Colab runs it: a venv with Colab's Python, torch, torchvision, numpy, matplotlib,
+# ipywidgets (and ipython, timm, anywidget) (_build/colab-venv-RUNTIME, made once), the install
+# cell run as written against a clone of this commit, each chapter executed outside the repository with no network. Fails on any error
 # output or a changed Colab package; _build/colab/drift.txt lists outputs that differ from the
 # committed ones.
+# COLAB_RUNTIME=current (default: Colab's runtime as a new notebook gets it) or 2026.07 (the
+# previous one, which Colab still offers pinned); tools/colab_emulate.py lists their versions.
+COLAB_RUNTIME ?= current
 colab-test: setup
-	$(PY) tools/colab_emulate.py
+	$(PY) tools/colab_emulate.py --runtime $(COLAB_RUNTIME)
 
 # Colab install cells, Colab links and README badges from _config.yml's `repository`.
 colab-sync: setup

@@ -1,8 +1,9 @@
 """Colab delivery: install cells, links, badges and GPU requests all agree with ``_config.yml``.
 
-The install cell's promise (it never changes torch, torchvision, numpy, matplotlib or ipywidgets)
-is checked with a real pip resolution in this venv, which already holds versions that satisfy the
-package's ranges, while newer wheels of all five are on offer, even to `--upgrade`.
+The install cell's promise (it never changes what Colab preinstalls: torch, torchvision, numpy,
+matplotlib, ipywidgets, ipython, timm, anywidget) is checked with a real pip resolution in this
+venv, which already holds versions that satisfy the package's ranges, while newer wheels of all of
+them are on offer, even to `--upgrade`.
 `make colab-test` (tools/colab_emulate.py) then runs every chapter as Colab does.
 """
 
@@ -162,6 +163,13 @@ def _pins(kwargs_and_args: tuple) -> dict[str, str]:
     return dict(line.split("==") for line in lines)
 
 
+def _installed(name: str) -> bool:
+    try:
+        return bool(version(name))
+    except metadata.PackageNotFoundError:
+        return False
+
+
 def test_the_install_cell_installs_only_inside_colab() -> None:
     source = colab_sync.install_cell_source(REPO)
     assert _run_install_cell(source, in_colab=False) == []
@@ -171,7 +179,7 @@ def test_the_install_cell_installs_only_inside_colab() -> None:
     assert argv[:5] == [sys.executable, "-m", "pip", "install", "--quiet"]
     assert argv[-1] == requirement and Requirement(requirement).name == PROJECT["name"]
     assert kwargs == {"capture_output": True, "text": True}  # quiet: pip's report only on failure
-    assert _pins(call) == {name: version(name) for name in KEPT}
+    assert _pins(call) == {name: version(name) for name in KEPT if _installed(name)}
 
 
 def test_the_install_cell_skips_when_this_version_is_installed() -> None:
@@ -185,6 +193,14 @@ def test_the_install_cell_skips_when_this_version_is_installed() -> None:
     assert call[0][0][-1] == f"{PROJECT['name']}[timm] @ git+{REPO.url}@{REPO.ref}"
     installed = {PROJECT["name"]: PROJECT["version"], "timm": "1.0.20"}
     assert _run_install_cell(with_timm, True, installed) == []
+
+
+def test_the_timm_chapter_pins_the_timm_colab_preinstalls() -> None:
+    # Colab's current runtime ships timm 1.0.28: chapter 4's install cell must leave it as it is.
+    colab = {"torch": "2.11.0+cu126", "timm": "1.0.28", "ipython": "7.34.0", "anywidget": "0.9.21"}
+    with_timm = colab_sync.install_cell_source(REPO, "timm")
+    [call] = _run_install_cell(with_timm, True, colab)
+    assert _pins(call) == colab
 
 
 def test_a_failed_install_stops_the_chapter_with_pips_report() -> None:
@@ -432,3 +448,34 @@ def test_load_repository_accepts_only_a_github_https_url(tmp_path: Path, url: st
     (tmp_path / "_config.yml").write_text(f"repository:\n  url: '{url}'\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"repository.url in .* must be https://github.com/"):
         colab_sync.load_repository(tmp_path / "_config.yml")
+
+
+# ----- tools/colab_emulate.py: the emulated runtimes ----------------------------------------------
+
+
+def test_colab_test_emulates_the_current_runtime_and_keeps_2026_07() -> None:
+    import colab_emulate
+
+    current, previous = colab_emulate.RUNTIMES["current"], colab_emulate.RUNTIMES["2026.07"]
+    assert current.python == "3.13" and current.keep["numpy"] == "2.1.3"
+    assert current.keep["timm"] == "1.0.28" and current.keep["ipython"] == "7.34.0"
+    assert previous.python == "3.12" and previous.keep["numpy"] == "2.0.2"
+    assert "timm" not in previous.keep
+    # Every package the emulation holds at Colab's version is one the install cells pin.
+    assert set(current.keep) | set(previous.keep) <= set(KEPT)
+
+
+@pytest.mark.parametrize(
+    ("wanted", "offered", "chosen"),
+    [
+        ("2.1.3", ["2.1.2", "2.1.3", "2.2.0"], "2.1.3"),
+        ("1.0.28", ["1.0.26", "1.0.27", "1.1.0"], "1.0.27"),
+        ("7.34.0", ["7.33.0", "8.0.0"], "7.33.0"),
+        ("0.9.21", ["0.8.0", "1.0.0"], "0.8.0"),
+        ("2.11.0", [], "2.11.0"),
+    ],
+)
+def test_a_missing_version_is_replaced_by_the_nearest(wanted, offered, chosen) -> None:
+    import colab_emulate
+
+    assert colab_emulate.nearest(wanted, offered) == chosen

@@ -2,24 +2,30 @@
 
 What "as Colab runs it" means here:
 
-- a separate venv (``_build/colab-venv``, made once) with Colab's versions of the packages the
-  install cell promises never to change (``COLAB_KEEP``: torch, torchvision, numpy, matplotlib,
-  ipywidgets), Colab's Python where this machine has it, and what else Colab preinstalls that the
-  chapters lean on (``COLAB_OTHERS``); no timm, no companion;
+- a separate venv (``_build/colab-venv-RUNTIME``, made once) with one of Colab's runtimes
+  (``RUNTIMES``): its Python where this machine has that minor version, its versions of the
+  packages the install cell promises never to change (``keep``: torch, torchvision, numpy,
+  matplotlib, ipywidgets; in the current runtime also ipython, timm and anywidget, which Colab now
+  preinstalls), and what else Colab preinstalls that the chapters lean on (``others``); no
+  companion. Where a listed version cannot be installed here, the nearest one stands in, and
+  every run says so;
 - a stub ``google.colab`` module imported at start-up, so each chapter's install cell runs;
 - the repository's URL redirected (``git config url.<local>.insteadOf <url>`` in a temporary HOME)
   to a clone of this working tree's commit, so the install cell installs *this* code;
 - every chapter executed from a folder outside the repository, in a fresh kernel, with the
   network cut (a new network namespace where ``unshare`` can make one; else pip told ``--no-index``
   and every proxy pointed at a closed port). pip finds the few wheels the install cell needs
-  beyond Colab's (the build backend, timm) in a wheelhouse filled during set-up.
+  beyond Colab's (the build backend, timm where Colab lacks it) in a wheelhouse filled during
+  set-up.
 
-Pass: no error output in any chapter, and the ``COLAB_KEEP`` packages at the versions they had
-before. Outputs that differ from the committed ones (other torch, other numbers) are listed in
-``_build/colab/drift.txt`` for a reader to judge: they are not failures.
+Pass: no error output in any chapter, and every package of the venv at the version it had
+before (the install cells only add). Outputs that differ from the committed ones (other torch,
+other numbers) are listed in ``_build/colab/drift.txt`` for a reader to judge: they are not
+failures.
 
-Usage: ``python tools/colab_emulate.py [--venv DIR] [--out DIR] [NOTEBOOK ...]`` (``make
-colab-test``), with the project's venv (it reads ``_config.yml`` through ``colab_sync``).
+Usage: ``python tools/colab_emulate.py [--runtime current|2026.07] [--venv DIR] [--out DIR]
+[NOTEBOOK ...]`` (``make colab-test [COLAB_RUNTIME=2026.07]``), with the project's venv (it
+reads ``_config.yml`` through ``colab_sync``).
 """
 
 from __future__ import annotations
@@ -34,23 +40,32 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 from colab_sync import PACKAGE, load_repository  # noqa: E402 (tools/ is not a package)
 
-#: Colab's versions (2026) of the packages the install cell must leave alone.
-COLAB_KEEP = {
-    "torch": "2.11.0",
-    "torchvision": "0.26.0",
-    "numpy": "2.0.2",
-    "matplotlib": "3.10.0",
-    "ipywidgets": "7.7.1",
-}
-#: Also preinstalled on Colab, and needed here: to run notebooks, by the companion's or timm's
-#: dependencies (so the install cell finds them satisfied, as on Colab).
-COLAB_OTHERS = (
+
+@dataclass(frozen=True)
+class Runtime:
+    """One of Colab's runtime versions: its Python and the preinstalled packages the chapters use.
+
+    ``keep`` holds the packages whose versions are checked before and after (the install cells
+    pin them); ``others`` what else Colab preinstalls that the chapters, the companion's or timm's
+    dependencies, or the notebook runner need, at whatever version pip picks beside ``keep``.
+    """
+
+    name: str
+    python: str
+    python_release: str
+    keep: dict[str, str]
+    others: tuple[str, ...]
+    published: str
+
+
+_OTHERS = (
     "ipykernel",
     "nbclient",
     "nbformat",
@@ -61,45 +76,135 @@ COLAB_OTHERS = (
     "huggingface-hub",
     "safetensors",
 )
-#: What the install cell may fetch beyond Colab's packages: the build backend and the optional timm.
+#: Colab's runtimes, from its published list (googlecolab/backend-info); ``current`` is the one a
+#: new notebook gets, 2026.07 the previous one, which Colab still offers as a pinned version.
+RUNTIMES = {
+    "current": Runtime(
+        name="current (2026.08)",
+        python="3.13",
+        python_release="3.13.15",
+        keep={
+            "torch": "2.11.0",
+            "torchvision": "0.26.0",
+            "numpy": "2.1.3",
+            "matplotlib": "3.10.0",
+            "ipywidgets": "7.7.1",
+            "ipython": "7.34.0",
+            "timm": "1.0.28",
+            "anywidget": "0.9.21",
+        },
+        # Colab's ipykernel (6.x) is the one its IPython 7.34 works with.
+        others=(*_OTHERS, "ipykernel>=6.17,<7"),
+        published="googlecolab/backend-info, 2026-08-19",
+    ),
+    "2026.07": Runtime(
+        name="2026.07 (previous)",
+        python="3.12",
+        python_release="3.12.11",
+        keep={
+            "torch": "2.11.0",
+            "torchvision": "0.26.0",
+            "numpy": "2.0.2",
+            "matplotlib": "3.10.0",
+            "ipywidgets": "7.7.1",
+        },
+        others=_OTHERS,
+        published="googlecolab/backend-info, 2026-07",
+    ),
+}
+#: What the install cell may fetch beyond Colab's packages: the build backend, and timm where the
+#: runtime does not preinstall it (chapter 4's extra).
 WHEELHOUSE = ("setuptools>=77", "wheel", "timm>=1.0.9,<1.1")
-PYTHON_VERSION = "3.12"
 TIMEOUT_S = 900  # per cell
 
 
-def colab_python() -> str:
-    """Python 3.12 (Colab's) where this machine has one, else the Python running this script."""
-    candidates = [shutil.which(f"python{PYTHON_VERSION}")]
-    candidates += sorted(
-        glob.glob(os.path.expanduser(f"~/.pyenv/versions/{PYTHON_VERSION}.*/bin/python3"))
-    )
-    for candidate in filter(None, candidates):
-        ok = subprocess.run([candidate, "-c", "import venv"], capture_output=True).returncode == 0
-        if ok:
-            return candidate
-    return sys.executable
+def colab_python(version: str) -> tuple[str, str]:
+    """The newest Python ``version``.x this machine has, and a note when it has none and the
+    Python running this script stands in."""
+    found = []
+    for candidate in [
+        shutil.which(f"python{version}"),
+        *glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}.*/bin/python3")),
+    ]:
+        if candidate is None:
+            continue
+        done = subprocess.run(
+            [candidate, "-c", "import venv, sys; print(sys.version.split()[0])"],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode == 0:
+            found.append((tuple(int(p) for p in done.stdout.strip().split(".")), candidate))
+    if found:
+        return max(found)[1], ""
+    here = sys.version.split()[0]
+    return sys.executable, f"no Python {version} on this machine: Python {here} stands in"
 
 
-def venv_spec() -> str:
+def venv_spec(runtime: Runtime) -> str:
     """What the venv was made from; a venv made from another spec is made again."""
-    return json.dumps({"keep": COLAB_KEEP, "others": COLAB_OTHERS, "wheels": WHEELHOUSE})
+    return json.dumps(
+        {
+            "python": runtime.python,
+            "keep": runtime.keep,
+            "others": runtime.others,
+            "wheels": WHEELHOUSE,
+        }
+    )
 
 
 def pip(venv: Path, *args: str, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([str(venv / "bin" / "python"), "-m", "pip", *args], check=True, **kwargs)
 
 
-def make_venv(venv: Path) -> None:
-    """Create ``venv`` with Colab's packages and a wheelhouse, unless it already matches."""
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0])[:3])
+
+
+def nearest(version: str, versions: list[str]) -> str:
+    """``version`` if it is among ``versions``, else the nearest of them: preferably one with the
+    same major.minor, then the one whose (major, minor, micro) differ least, in that order."""
+    if version in versions or not versions:
+        return version
+    want = _version_key(version)
+    same_minor = [v for v in versions if _version_key(v)[:2] == want[:2]]
+
+    def distance(v: str) -> tuple[int, ...]:
+        return tuple(abs(a - b) for a, b in zip(_version_key(v), want, strict=False))
+
+    return min(same_minor or versions, key=distance)
+
+
+def nearest_available(venv: Path, name: str, version: str) -> str:
+    """``version`` if pip can install it into ``venv`` (its Python, its platform), else the
+    nearest release it can (:func:`nearest`)."""
+    listed = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "index", "versions", name],
+        capture_output=True,
+        text=True,
+    ).stdout
+    found = re.search(r"Available versions: (.*)", listed)
+    return nearest(version, [v.strip() for v in found.group(1).split(",")] if found else [])
+
+
+def make_venv(venv: Path, runtime: Runtime) -> None:
+    """Create ``venv`` with the runtime's packages and a wheelhouse, unless it already matches;
+    ``venv/colab-versions.json`` records the versions used and why any differs from Colab's."""
     stamp = venv / "colab-spec.json"
-    if stamp.is_file() and stamp.read_text() == venv_spec():
+    if stamp.is_file() and stamp.read_text() == venv_spec(runtime):
         return
     shutil.rmtree(venv, ignore_errors=True)
-    python = colab_python()
+    python, python_note = colab_python(runtime.python)
     print(f"Making the Colab venv in {venv} with {python} (once; torch alone is ~3 GB)...")
     subprocess.run([python, "-m", "venv", str(venv)], check=True)
-    pins = [f"{name}=={version}" for name, version in COLAB_KEEP.items()]
-    pip(venv, "install", "--quiet", *pins, *COLAB_OTHERS)
+    pip(venv, "install", "--quiet", "--upgrade", "pip")
+    used, notes = {}, [python_note] if python_note else []
+    for name, version in runtime.keep.items():
+        used[name] = nearest_available(venv, name, version)
+        if used[name] != version:
+            notes.append(f"{name} {version} cannot be installed here: {used[name]} stands in")
+    pins = [f"{name}=={version}" for name, version in used.items()]
+    pip(venv, "install", "--quiet", *pins, *runtime.others)
     pip(venv, "download", "--quiet", "--no-deps", "--dest", str(venv / "wheelhouse"), *WHEELHOUSE)
     # google.colab: a stub package, imported at every start as Colab's kernel imports the real one.
     stub = venv / "colab-stub" / "google" / "colab"
@@ -118,7 +223,8 @@ def make_venv(venv: Path) -> None:
         text=True,
     ).stdout.strip()
     (Path(site) / "colab_stub.pth").write_text(f"{venv / 'colab-stub'}\nimport google.colab\n")
-    stamp.write_text(venv_spec())
+    (venv / "colab-versions.json").write_text(json.dumps({"versions": used, "notes": notes}))
+    stamp.write_text(venv_spec(runtime))
 
 
 def installed_versions(venv: Path) -> dict[str, str]:
@@ -267,22 +373,43 @@ def drift_of(committed: dict, ran: dict) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--venv", type=Path, default=ROOT / "_build" / "colab-venv")
+    parser.add_argument(
+        "--runtime",
+        choices=sorted(RUNTIMES),
+        default="current",
+        help="Colab's runtime version to emulate (default: current)",
+    )
+    parser.add_argument("--venv", type=Path, help="default: _build/colab-venv-RUNTIME")
     parser.add_argument("--out", type=Path, default=ROOT / "_build" / "colab")
     parser.add_argument("notebooks", nargs="*", type=Path)
     args = parser.parse_args(argv)
+    runtime = RUNTIMES[args.runtime]
     notebooks = args.notebooks or sorted((ROOT / "book").glob("*.ipynb"))
-    venv = args.venv.resolve()
+    venv = (args.venv or ROOT / "_build" / f"colab-venv-{args.runtime}").resolve()
     start = time.perf_counter()
-    make_venv(venv)
-    for name in (PACKAGE, "timm"):  # start from Colab's state: neither is preinstalled there
+    make_venv(venv, runtime)
+    record = json.loads((venv / "colab-versions.json").read_text())
+    used: dict[str, str] = record["versions"]
+    python = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import sys; print(sys.version.split()[0])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    print(f"Colab runtime {runtime.name} ({runtime.published}): Python {python}, ", end="")
+    print(", ".join(f"{name} {version}" for name, version in used.items()))
+    notes = [n for n in record["notes"] if not n.startswith("no Python")]
+    if python != runtime.python_release:
+        notes.insert(0, f"Python {runtime.python_release} is not here: {python} stands in")
+    for note in notes:
+        print(f"  nearest available: {note}")
+    # Start from Colab's state: the companion is not preinstalled, nor timm where Colab lacks it.
+    for name in (PACKAGE, *(() if "timm" in runtime.keep else ("timm",))):
         pip(venv, "uninstall", "--quiet", "--yes", name, capture_output=True)
     before = installed_versions(venv)
-    changed_keep = {
-        n: before.get(n) for n in COLAB_KEEP if not (before.get(n) or "").startswith(COLAB_KEEP[n])
-    }
-    if changed_keep:
-        print(f"The Colab venv does not hold Colab's versions: {changed_keep}", file=sys.stderr)
+    not_colab = {n: before.get(n) for n in used if not (before.get(n) or "").startswith(used[n])}
+    if not_colab:
+        print(f"The Colab venv does not hold Colab's versions: {not_colab}", file=sys.stderr)
         return 1
     out = args.out.resolve()
     shutil.rmtree(out, ignore_errors=True)
@@ -320,16 +447,15 @@ def main(argv: list[str] | None = None) -> int:
                 f"committed ones ({time.perf_counter() - tick:.0f} s)"
             )
     after = installed_versions(venv)
-    for name in COLAB_KEEP:
-        if after.get(name) != before.get(name):
-            failures.append(
-                f"the install cells changed {name}: {before.get(name)} -> {after.get(name)}"
-            )
+    # Nothing Colab preinstalls may change (torch, numpy, timm...): the install cells only add.
+    for name, version in sorted(before.items()):
+        if after.get(name) != version:
+            failures.append(f"the install cells changed {name}: {version} -> {after.get(name)}")
     if after.get(PACKAGE) is None:
         failures.append(f"no install cell installed {PACKAGE}")
     (out / "drift.txt").write_text("\n".join(drift) + "\n", encoding="utf-8")
     print(f"Outputs that differ under Colab's versions: {out / 'drift.txt'}")
-    print(f"Colab emulation: {time.perf_counter() - start:.0f} s")
+    print(f"Colab emulation ({runtime.name}): {time.perf_counter() - start:.0f} s")
     for failure in failures:
         print("FAILED", failure, file=sys.stderr)
     return 1 if failures else 0

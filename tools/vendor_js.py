@@ -1,7 +1,11 @@
 """Copy the JavaScript the built book needs from ``node_modules`` into ``_build/offline``.
 
-The book loads MathJax, RequireJS and the ipywidgets HTML manager from its own ``_static/vendor``
-folder instead of a CDN, so it renders offline (and the browser test can forbid the network).
+The book loads MathJax from its own ``_static/vendor`` folder instead of a CDN, so it renders
+offline (and the browser test can forbid the network). It loads nothing else from npm: no page
+renders a widget view (tqdm's bars are the only widgets the chapters make, and they are not
+shown in the built book), so RequireJS and the ipywidgets HTML manager are not served, and
+``_config.yml`` sets ``nb_ipywidgets_js`` to nothing; the browser test fails if a page ever
+shows a widget view.
 ``_config.yml`` lists ``_build/offline`` in ``html_extra_path``; Sphinx copies it into the output
 root, which puts these files at ``_build/html/_static/vendor/...``. Only the files a page loads are
 copied (a few MB), not the 150 MB of ``node_modules``.
@@ -24,14 +28,7 @@ FILES = {
     # MathJax 3's all-in-one component; it loads its fonts relative to its own location.
     "mathjax/tex-mml-chtml.js": "mathjax/es5/tex-mml-chtml.js",
     "mathjax/output/chtml/fonts/woff-v2": "mathjax/es5/output/chtml/fonts/woff-v2",
-    # myst-nb's widget embedding: RequireJS, then the HTML manager that renders saved widget state.
-    "require.js": "requirejs/require.js",
-    "html-manager/embed-amd.js": "@jupyter-widgets/html-manager/dist/embed-amd.js",
 }
-#: The manager's icon fonts (Font Awesome, under content-hashed names); browsers take the woff2.
-FONTS = "@jupyter-widgets/html-manager/dist/*.woff2"
-#: Our own settings for the manager, loaded between RequireJS and it.
-SETUP = Path(__file__).with_name("widgets-setup.js")
 
 
 def vendor(node_modules: Path, out: Path) -> list[Path]:
@@ -40,8 +37,6 @@ def vendor(node_modules: Path, out: Path) -> list[Path]:
     Raises ``FileNotFoundError`` naming the missing source (run ``npm ci`` first).
     """
     missing = [src for src in FILES.values() if not (node_modules / src).exists()]
-    if not any(node_modules.glob(FONTS)):
-        missing.append(FONTS)
     if missing:
         raise FileNotFoundError(
             f"node_modules={node_modules} lacks {missing}; run `npm ci` in the repository root"
@@ -58,9 +53,6 @@ def vendor(node_modules: Path, out: Path) -> list[Path]:
         else:
             shutil.copy2(source, destination)
         copied.append(destination)
-    for font in sorted(node_modules.glob(FONTS)):
-        copied.append(Path(shutil.copy2(font, target / "html-manager" / font.name)))
-    copied.append(Path(shutil.copy2(SETUP, target / SETUP.name)))
     return copied
 
 

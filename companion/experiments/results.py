@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -296,3 +297,44 @@ def load_bias_tables(
             f"position bias tables)"
         )
     return torch.load(path, weights_only=True)
+
+
+#: Width of the book's code and output column, in characters (the lint limit, pyproject.toml).
+LINE = 100
+
+
+def describe_run(record: dict[str, Any], budget: bool = True) -> str:
+    """A results file's header as the lines the book prints under an experiment: the command
+    (wrapped to ``LINE`` columns), hardware, software, commit, date and wall time; with
+    ``budget``, also the model and the training budget of its plan (``record["plan"]["train"]``).
+
+    ``record`` is a ``results.json`` or ``transfer.json`` as loaded (``load_results``).
+    """
+    header, git = record["header"], record["header"]["git"]
+    # Wrapped at spaces only: an option such as --extra grid-cell:rel:torus stays whole.
+    command = textwrap.wrap(
+        header["command"],
+        LINE,
+        initial_indent="command : ",
+        subsequent_indent=" " * 10,
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
+    at_once = f", {header['jobs']} runs at a time" if "jobs" in header else ""
+    if "threads_per_run" in header:
+        at_once += f", {header['threads_per_run']} thread(s) each"
+    lines = [
+        *command,
+        f"hardware: {header['cpu']} ({header['cpu_count']} cores visible) | GPU: {header['gpu']}",
+        f"software: torch {header['torch']} | Python {header['python']}",
+        f"code    : commit {git['commit']} | uncommitted changes: {git['dirty']}",
+        f"date    : {header['date_utc']} | wall time {header['wall_s'] / 60:.1f} min{at_once}",
+    ]
+    if budget and "train" in record.get("plan", {}):
+        plan, train = record["plan"], record["plan"]["train"]
+        lines += [
+            f"model   : {train['config']} | seeds {plan['seeds']}",
+            f"budget  : {train['epochs']} epochs of {train['train_size']} images, batch "
+            f"{train['batch_size']}, lr {train['lr']}, test on {train['test_size']} images",
+        ]
+    return "\n".join(lines)

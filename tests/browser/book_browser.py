@@ -76,6 +76,8 @@ class PageReport:
     math_errors: list[str] = field(default_factory=list)
     unrendered_tex: list[str] = field(default_factory=list)
     widgets: list[dict] = field(default_factory=list)
+    wide_blocks: list[dict] = field(default_factory=list)
+    scripts: list[str] = field(default_factory=list)
     colab_links: list[str] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
     nav_links: list[str] = field(default_factory=list)
@@ -134,6 +136,20 @@ async () => {
     if (found) unrendered.push(found[0].slice(0, 80));
   }
   const views = Array.from(document.querySelectorAll('script[type="WIDGET_VIEW"]'));
+  // Code, printed output and printed tables wider than their box (a reader scrolls sideways):
+  // the box's start and its longest line, to name it in the allow-list.
+  const blocks = Array.from(document.querySelectorAll(
+    ".bd-article pre, .bd-article div.cell_output table"));
+  const wide = blocks.filter((b) => b.scrollWidth > b.clientWidth).map((b) => {
+    const lines = (b.textContent || "").split("\\n");
+    const longest = lines.reduce((a, l) => (l.length > a.length ? l : a), "");
+    return {
+      kind: b.closest(".cell_output") ? "output" : "code",
+      scroll: b.scrollWidth,
+      client: b.clientWidth,
+      longest: longest.slice(0, 120),
+    };
+  });
   return {
     title: document.title,
     images: images.length,
@@ -144,6 +160,8 @@ async () => {
     mathErrors: Array.from(document.querySelectorAll("mjx-merror"))
       .map((e) => e.getAttribute("data-mjx-error") || e.textContent),
     unrendered: unrendered,
+    wide: wide,
+    scripts: Array.from(document.scripts).map((s) => s.getAttribute("src")).filter(Boolean),
     widgets: views.map((script) => {
       const cell = script.closest(".cell") || script.parentElement;
       return {
@@ -215,6 +233,8 @@ def visit(browser: OfflineBrowser, base_url: str, path: str) -> PageReport:
     report.math_errors = data["mathErrors"]
     report.unrendered_tex = data["unrendered"]
     report.widgets = data["widgets"]
+    report.wide_blocks = data["wide"]
+    report.scripts = data["scripts"]
     report.colab_links = data["colab"]
     report.links = data["links"]
     report.nav_links = data["nav"]
