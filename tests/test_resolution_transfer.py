@@ -1,4 +1,4 @@
-"""companion.resolution_transfer: moving a 32-px model to 48/64 px under each condition."""
+"""companion.experiments.resolution_transfer: moving a 32-px model to 48/64 px under each condition."""
 
 import copy
 
