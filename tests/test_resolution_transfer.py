@@ -1,4 +1,4 @@
-"""companion.experiments.resolution_transfer: moving a 32-px model to 48/64 px under each condition."""
+"""companion.experiments.resolution_transfer: a 32-px model moved to 48/64 px, per condition."""
 
 import copy
 
