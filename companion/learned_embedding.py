@@ -91,6 +91,7 @@ def train_and_save(out_dir: Path, command: str | None = None) -> dict:
     from companion.train import TrainConfig, train  # the training stack is only needed here
 
     out_dir = Path(out_dir)
+    origin = provenance(command)  # before training: the commit the run starts from
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="learned-abs-") as run_dir:
         result = train(TrainConfig(**RUN_SETTINGS, out=run_dir))  # type: ignore[arg-type]
@@ -101,7 +102,7 @@ def train_and_save(out_dir: Path, command: str | None = None) -> dict:
         "settings": RUN_SETTINGS,
         "final_test_acc": result.history[-1]["test_acc"],
         "wall_s": round(wall_s, 1),
-        **provenance(command),
+        **origin,
     }
     atomic_write(out_dir / EMBEDDING_FILE, lambda f: torch.save(embedding, f))
     atomic_write_json(out_dir / PROVENANCE_FILE, record)
