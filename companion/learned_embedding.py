@@ -28,7 +28,6 @@ from torch import Tensor
 
 from companion._checks import check_positive_int, to_pair
 from companion._io import atomic_write, atomic_write_json
-from companion.absolute import cosine_similarity_map
 from companion.provenance import provenance
 
 EMBEDDING_FILE = "absolute_pos_embed.pt"
@@ -50,35 +49,48 @@ def grid_table(pos_embed: Tensor) -> tuple[Tensor, tuple[int, int]]:
     return pos_embed.reshape(h * w, d), (h, w)
 
 
-def neighbour_similarity_gap(table: Tensor, grid_size: int | tuple[int, int]) -> float:
-    """Mean cosine similarity of 4-neighbour cells minus that of all pairs of distinct cells.
-
-    ``table``: ``(h*w, D)``. Positive when grid neighbours have more alike embeddings than two
-    cells picked at random; about 0 when the layout leaves no trace in the vectors.
-    """
+def neighbour_pairs(grid_size: int | tuple[int, int]) -> Tensor:
+    """``(N, N)`` bool: cells that touch along a row or a column (4-neighbours)."""
     h, w = to_pair("grid_size", grid_size)
-    sim = cosine_similarity_map(table, (h, w))  # (h, w, h, w)
-    right = sim[:, :-1, :, 1:].diagonal(dim1=0, dim2=2).diagonal(dim1=0, dim2=1)
-    down = sim[:-1, :, 1:, :].diagonal(dim1=0, dim2=2).diagonal(dim1=0, dim2=1)
-    neighbours = torch.cat([right.flatten(), down.flatten()]).mean()
-    flat = sim.reshape(h * w, h * w)
-    off_diagonal = flat[~torch.eye(h * w, dtype=torch.bool)].mean()
-    return float(neighbours - off_diagonal)
+    rows, cols = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
+    dist = (rows.reshape(-1, 1) - rows.reshape(1, -1)).abs()
+    dist = dist + (cols.reshape(-1, 1) - cols.reshape(1, -1)).abs()
+    return dist == 1
 
 
-def shuffled_null(
-    table: Tensor, grid_size: int | tuple[int, int], draws: int = 1000, seed: int = 0
-) -> Tensor:
-    """``(draws,)`` values of :func:`neighbour_similarity_gap` with the rows dealt to random cells.
+def same_parity_pairs(grid_size: int | tuple[int, int]) -> Tensor:
+    """``(N, N)`` bool: distinct cells with the same (row mod 2, column mod 2), i.e. the same
+    slot in their 2 x 2 patch-merging group."""
+    h, w = to_pair("grid_size", grid_size)
+    rows, cols = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
+    slot = (rows % 2 * 2 + cols % 2).reshape(-1)
+    return (slot[:, None] == slot[None, :]) & ~torch.eye(h * w, dtype=torch.bool)
 
-    The same ``h*w`` vectors, randomly permuted over the grid: what the statistic looks like when
+
+def similarity_gap(table: Tensor, related: Tensor) -> float:
+    """Mean cosine similarity of the ``related`` pairs minus that of all pairs of distinct cells.
+
+    ``table``: ``(N, D)``; ``related``: ``(N, N)`` bool. Positive when related cells have more
+    alike embeddings than two cells picked at random; about 0 when the relation leaves no trace.
+    """
+    n = table.shape[0]
+    if related.shape != (n, n):
+        raise ValueError(f"related must have shape ({n}, {n}), got {tuple(related.shape)}")
+    unit = torch.nn.functional.normalize(table.detach().float(), dim=1)
+    sim = unit @ unit.T
+    return float(sim[related].mean() - sim[~torch.eye(n, dtype=torch.bool)].mean())
+
+
+def shuffled_null(table: Tensor, related: Tensor, draws: int = 1000, seed: int = 0) -> Tensor:
+    """``(draws,)`` values of :func:`similarity_gap` with the rows dealt to random cells.
+
+    The same ``N`` vectors, randomly permuted over the grid: what the statistic looks like when
     the embedding carries no layout at all.
     """
     check_positive_int("draws", draws)
-    h, w = to_pair("grid_size", grid_size)
     gen = torch.Generator().manual_seed(seed)
-    perms = (torch.randperm(h * w, generator=gen) for _ in range(draws))
-    return torch.tensor([neighbour_similarity_gap(table[p], (h, w)) for p in perms])
+    perms = (torch.randperm(table.shape[0], generator=gen) for _ in range(draws))
+    return torch.tensor([similarity_gap(table[p], related) for p in perms])
 
 
 def permutation_p_value(observed: float, null: Tensor) -> float:

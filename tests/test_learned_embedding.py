@@ -4,16 +4,18 @@ import torch
 from companion.absolute import sincos_2d_position_embedding
 from companion.learned_embedding import (
     grid_table,
-    neighbour_similarity_gap,
+    neighbour_pairs,
     permutation_p_value,
+    same_parity_pairs,
     shuffled_null,
+    similarity_gap,
 )
 
 
 def test_smooth_embedding_has_positive_neighbour_gap_far_outside_the_null():
     table = sincos_2d_position_embedding(8, 32)  # (64, 32): neighbours alike by construction
-    observed = neighbour_similarity_gap(table, 8)
-    null = shuffled_null(table, 8, draws=200)
+    observed = similarity_gap(table, neighbour_pairs(8))
+    null = shuffled_null(table, neighbour_pairs(8), draws=200)
     assert observed > 0.1
     assert observed > null.max()
     assert permutation_p_value(observed, null) == pytest.approx(1 / 201)
@@ -21,14 +23,42 @@ def test_smooth_embedding_has_positive_neighbour_gap_far_outside_the_null():
 
 def test_random_embedding_sits_inside_its_null():
     table = torch.randn(64, 32, generator=torch.Generator().manual_seed(0))
-    null = shuffled_null(table, 8, draws=200)
+    null = shuffled_null(table, neighbour_pairs(8), draws=200)
     assert abs(float(null.mean())) < 0.01
-    assert permutation_p_value(neighbour_similarity_gap(table, 8), null) > 0.05
+    assert permutation_p_value(similarity_gap(table, neighbour_pairs(8)), null) > 0.05
 
 
 def test_shuffled_null_is_deterministic_for_a_seed():
     table = torch.randn(16, 8)
-    assert torch.equal(shuffled_null(table, 4, 20, seed=3), shuffled_null(table, 4, 20, seed=3))
+    pairs = neighbour_pairs(4)
+    assert torch.equal(
+        shuffled_null(table, pairs, 20, seed=3), shuffled_null(table, pairs, 20, seed=3)
+    )
+
+
+def test_neighbour_pairs_of_a_2x3_grid_are_its_7_edges_counted_both_ways():
+    pairs = neighbour_pairs((2, 3))
+    assert int(pairs.sum()) == 2 * 7
+    assert pairs[0, 1] and pairs[0, 3] and not pairs[0, 4]
+
+
+def test_same_parity_pairs_join_cells_with_the_same_merge_slot():
+    pairs = same_parity_pairs(4)
+    assert pairs[0, 2] and pairs[0, 10] and not pairs[0, 1] and not pairs[0, 0]
+    assert int(pairs.sum()) == 4 * 4 * 3  # 4 slots of 4 cells, 3 partners each
+
+
+def test_a_parity_coded_embedding_passes_the_parity_null():
+    slot_vectors = torch.randn(4, 16, generator=torch.Generator().manual_seed(1))
+    rows, cols = torch.meshgrid(torch.arange(8), torch.arange(8), indexing="ij")
+    table = slot_vectors[(rows % 2 * 2 + cols % 2).reshape(-1)]
+    null = shuffled_null(table, same_parity_pairs(8), draws=200)
+    assert permutation_p_value(similarity_gap(table, same_parity_pairs(8)), null) < 0.01
+
+
+def test_similarity_gap_rejects_a_relation_of_the_wrong_size():
+    with pytest.raises(ValueError, match="related must have shape \\(4, 4\\)"):
+        similarity_gap(torch.randn(4, 3), neighbour_pairs(3))
 
 
 def test_grid_table_flattens_swin_layout_row_major():
