@@ -1,0 +1,51 @@
+"""How the book reads the Swin paper's Table 4: the rules, written once, and the marked gaps.
+
+Table 4 reports one training run per row and no spread. The book therefore reads it by three
+rules (chapters 0, 3 and 5 use them alike):
+
+1. A gap below one point is not readable: run-to-run noise of that size is common, and one run
+   per row cannot tell it apart from an effect. Such gaps are printed in parentheses.
+2. A gap of a point or more is a hint from one run per row, not a measured effect.
+3. Each column is its own metric on its own scale (top-1 accuracy, box and mask AP, mIoU): gaps
+   are compared within a column, never ranked across columns.
+
+Why a row wins (translation invariance, content-based attention, ...) is a hypothesis until it is
+measured beside a control; the table itself says which numbers came out, not why.
+"""
+
+from __future__ import annotations
+
+from companion.paper import SWIN_TABLE4, SWIN_TABLE4_SOURCE, TABLE4_METRICS
+
+#: Gaps smaller than this (in points) are printed in parentheses: unreadable from one run per row.
+READABLE_GAP = 1.0
+
+
+def mark_gap(gap: float, readable: float = READABLE_GAP) -> str:
+    """``+1.2`` for a gap of at least ``readable`` points, ``(+0.3)`` for a smaller one."""
+    text = f"{gap:+.1f}"
+    return text if abs(round(gap, 1)) >= readable else f"({text})"
+
+
+def table4_gap(a: str, b: str, metric: str) -> float:
+    """``a - b`` in points for one metric of Table 4, rounded to the table's 0.1."""
+    for name, value, allowed in (("a", a, SWIN_TABLE4), ("b", b, SWIN_TABLE4)):
+        if value not in allowed:
+            raise ValueError(f"{name}: {value!r} is not a row of Table 4 ({list(allowed)})")
+    if metric not in TABLE4_METRICS:
+        raise ValueError(f"metric: {metric!r} is not one of {list(TABLE4_METRICS)}")
+    return round(SWIN_TABLE4[a][metric] - SWIN_TABLE4[b][metric], 1)
+
+
+def marked_gaps_markdown(pairs: tuple[tuple[str, str], ...]) -> str:
+    """Row differences ``a - b`` as a Markdown table, sub-point gaps in parentheses."""
+    head = "| difference | " + " | ".join(TABLE4_METRICS.values()) + " |"
+    lines = [head, "|---" * (len(TABLE4_METRICS) + 1) + "|"]
+    for a, b in pairs:
+        cells = [mark_gap(table4_gap(a, b, m)) for m in TABLE4_METRICS]
+        lines.append(f"| {a} − {b} | " + " | ".join(cells) + " |")
+    note = (
+        f"*Points, computed from {SWIN_TABLE4_SOURCE}; one run per row, so gaps below "
+        f"{READABLE_GAP:g} point are in parentheses (not readable); compare within a column only.*"
+    )
+    return "\n".join(lines) + "\n\n" + note
