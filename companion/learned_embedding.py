@@ -17,6 +17,7 @@ and saves only the ``(1, h, w, D)`` embedding and a ``provenance.json`` beside i
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import sys
 import tempfile
@@ -28,8 +29,9 @@ from torch import Tensor
 
 from companion._checks import check_positive_int, to_pair
 from companion._io import atomic_write, atomic_write_json
-from companion.provenance import provenance
+from companion.provenance import PACKAGE_DIR, provenance
 
+RESULT_NAME = "learned-abs"
 EMBEDDING_FILE = "absolute_pos_embed.pt"
 PROVENANCE_FILE = "provenance.json"
 #: Chapter 5's CPU-ablation settings (results/run_cpu_ablation.sh), for one abs run on grid-cell.
@@ -38,6 +40,32 @@ RUN_SETTINGS = dict(
     lr=1e-3, warmup_epochs=2.0, label_smoothing=0.0, train_size=2000, test_size=1000,
     threads=1, device="cpu", progress=False,
 )  # fmt: skip
+
+
+def load_learned_embedding(folder: str | Path | None = None) -> tuple[Tensor, dict]:
+    """The saved ``(1, h, w, D)`` embedding and its provenance record.
+
+    Without ``folder``, ``results/learned-abs`` is looked for where chapter notebooks find their
+    results: the current directory, its parent (notebooks run in ``book/``), the installed
+    package's ``book_results`` (a plain install, as Colab's) and beside the package (a clone).
+    """
+    places = (
+        [Path(folder)]
+        if folder is not None
+        else [
+            Path.cwd() / "results" / RESULT_NAME,
+            Path.cwd().parent / "results" / RESULT_NAME,
+            PACKAGE_DIR / "book_results" / RESULT_NAME,
+            PACKAGE_DIR.parent / "results" / RESULT_NAME,
+        ]
+    )
+    for place in places:
+        if (place / EMBEDDING_FILE).is_file() and (place / PROVENANCE_FILE).is_file():
+            embedding = torch.load(place / EMBEDDING_FILE, map_location="cpu", weights_only=True)
+            return embedding, json.loads((place / PROVENANCE_FILE).read_text())
+    raise FileNotFoundError(
+        f"folder: no {EMBEDDING_FILE} with {PROVENANCE_FILE} in any of {[str(p) for p in places]}"
+    )
 
 
 def grid_table(pos_embed: Tensor) -> tuple[Tensor, tuple[int, int]]:

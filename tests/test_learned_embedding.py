@@ -4,6 +4,7 @@ import torch
 from companion.absolute import sincos_2d_position_embedding
 from companion.learned_embedding import (
     grid_table,
+    load_learned_embedding,
     neighbour_pairs,
     permutation_p_value,
     same_parity_pairs,
@@ -71,3 +72,14 @@ def test_grid_table_flattens_swin_layout_row_major():
 def test_grid_table_rejects_other_shapes_naming_the_parameter():
     with pytest.raises(ValueError, match="pos_embed must be a \\(1, h, w, D\\)"):
         grid_table(torch.zeros(64, 32))
+
+
+def test_the_committed_embedding_loads_with_its_provenance():
+    embedding, record = load_learned_embedding()
+    assert embedding.shape == (1, 8, 8, 32)
+    assert record["git"]["dirty"] is False and record["settings"]["pos"] == "abs"
+
+
+def test_load_learned_embedding_names_the_folders_it_searched(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"folder: no absolute_pos_embed\.pt"):
+        load_learned_embedding(tmp_path)
