@@ -95,21 +95,27 @@ def same_parity_pairs(grid_size: int | tuple[int, int]) -> Tensor:
     return (slot[:, None] == slot[None, :]) & ~torch.eye(h * w, dtype=torch.bool)
 
 
-def similarity_gap(table: Tensor, related: Tensor) -> float:
+def similarity_gap(table: Tensor, related: Tensor, magnitude: bool = False) -> float:
     """Mean cosine similarity of the ``related`` pairs minus that of all pairs of distinct cells.
 
     ``table``: ``(N, D)``; ``related``: ``(N, N)`` bool. Positive when related cells have more
     alike embeddings than two cells picked at random; about 0 when the relation leaves no trace.
+    ``magnitude=True`` compares ``|cosine|`` instead: related vectors that are parallel *or*
+    anti-parallel (bright and dark spots alike in a similarity map) then count as alike.
     """
     n = table.shape[0]
     if related.shape != (n, n):
         raise ValueError(f"related must have shape ({n}, {n}), got {tuple(related.shape)}")
     unit = torch.nn.functional.normalize(table.detach().float(), dim=1)
     sim = unit @ unit.T
+    if magnitude:
+        sim = sim.abs()
     return float(sim[related].mean() - sim[~torch.eye(n, dtype=torch.bool)].mean())
 
 
-def shuffled_null(table: Tensor, related: Tensor, draws: int = 1000, seed: int = 0) -> Tensor:
+def shuffled_null(
+    table: Tensor, related: Tensor, draws: int = 1000, seed: int = 0, magnitude: bool = False
+) -> Tensor:
     """``(draws,)`` values of :func:`similarity_gap` with the rows dealt to random cells.
 
     The same ``N`` vectors, randomly permuted over the grid: what the statistic looks like when
@@ -118,7 +124,7 @@ def shuffled_null(table: Tensor, related: Tensor, draws: int = 1000, seed: int =
     check_positive_int("draws", draws)
     gen = torch.Generator().manual_seed(seed)
     perms = (torch.randperm(table.shape[0], generator=gen) for _ in range(draws))
-    return torch.tensor([similarity_gap(table[p], related) for p in perms])
+    return torch.tensor([similarity_gap(table[p], related, magnitude) for p in perms])
 
 
 def permutation_p_value(observed: float, null: Tensor) -> float:
