@@ -34,7 +34,7 @@ def plot_stacked_offset_maps(window_size: WindowSize) -> Figure:
     maps = index.reshape(wh, ww, wh, ww)
     annotate = max(wh, ww) <= ANNOTATED_SIDE
     fig = plt.figure(layout="constrained", figsize=(MAX_WIDTH, 0.5 * MAX_WIDTH + 0.6))
-    left, right = fig.subfigures(1, 2, wspace=0.04)
+    left, right = fig.subfigures(1, 2, wspace=0.04)  # type: ignore[misc]  # two SubFigures
     tiles = left.subplots(wh, ww, squeeze=False)
     for qr in range(wh):
         for qc in range(ww):
