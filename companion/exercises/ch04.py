@@ -74,8 +74,8 @@ def influence_map(blocks: nn.Module, x: Tensor, token: tuple[int, int]) -> Tenso
     of ``1e-12`` separates those from real paths. Returns an ``(H, W)`` bool tensor.
     """
     x = x.detach().clone().requires_grad_(True)
-    blocks(x)[0, token[0], token[1]].sum().backward()
-    strength = x.grad[0].abs().sum(-1)
+    (grad,) = torch.autograd.grad(blocks(x)[0, token[0], token[1]].sum(), x)
+    strength = grad[0].abs().sum(-1)
     return strength > 1e-12 * strength.max()
 
 
