@@ -1,7 +1,9 @@
 """Published numbers the book compares against, typed in once, with their source.
 
 Swin Transformer (Liu et al. 2021, arXiv:2103.14030), Table 4: ablation of the position encoding
-on Swin-T. These are the paper's reported results, not runs of ours; the book labels them so.
+on Swin-T. ViT (Dosovitskiy et al., "An Image is Worth 16x16 Words", ICLR 2021,
+arXiv:2010.11929), Appendix D.4, Table 8: ablation of the position embedding on ViT-B/16. These
+are the papers' reported results, not runs of ours; the book labels them so.
 """
 
 from __future__ import annotations
@@ -125,3 +127,40 @@ def table4_gaps_markdown(pairs: tuple[tuple[str, str], ...] = TABLE4_GAPS) -> st
         cells = [f"{SWIN_TABLE4[a][m] - SWIN_TABLE4[b][m]:+.1f}" for m in TABLE4_METRICS]
         lines.append(f"| {a} − {b} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + f"\n\n*Points, computed from {SWIN_TABLE4_SOURCE}.*"
+
+
+VIT_TABLE8_SOURCE = (
+    "Dosovitskiy et al. 2021, An Image is Worth 16x16 Words (ICLR 2021), arXiv:2010.11929, "
+    "Appendix D.4, Table 8 (ViT-B/16, ImageNet 5-shot linear accuracy)"
+)
+
+#: Where the embedding is added, the book's name -> Table 8's column heading.
+VIT_TABLE8_COLUMNS: dict[str, str] = {
+    "default": "Default/Stem",
+    "every layer": "Every Layer",
+    "every layer, shared": "Every Layer-Shared",
+}
+
+#: position embedding -> where it is added -> ImageNet 5-shot linear accuracy as a fraction, as
+#: the paper prints it; ``None`` where the paper has "N/A". Rows in the paper's order: none (a bag
+#: of patches), 1-D (raster order, ViT's default), 2-D (an x and a y table of D/2 channels each,
+#: concatenated), relative (1-D relative attention: an embedding per offset p_q - p_k whose
+#: attention logits are added as a bias to the content logits).
+VIT_TABLE8: dict[str, dict[str, float | None]] = {
+    "none": {"default": 0.61382, "every layer": None, "every layer, shared": None},
+    "1-D": {"default": 0.64206, "every layer": 0.63964, "every layer, shared": 0.64292},
+    "2-D": {"default": 0.64001, "every layer": 0.64046, "every layer, shared": 0.64022},
+    "relative (1-D)": {"default": 0.64032, "every layer": None, "every layer, shared": None},
+}
+
+
+def vit_table8_markdown() -> str:
+    """Table 8 as a Markdown table, values as the paper prints them, with the source."""
+    lines = [
+        "| position embedding | " + " | ".join(VIT_TABLE8_COLUMNS.values()) + " |",
+        "|---" + "|---:" * len(VIT_TABLE8_COLUMNS) + "|",
+    ]
+    for row, cells in VIT_TABLE8.items():
+        values = [f"{v:.5f}" if v is not None else "N/A" for v in cells.values()]
+        lines.append(f"| {row} | " + " | ".join(values) + " |")
+    return "\n".join(lines) + f"\n\n*Source: {VIT_TABLE8_SOURCE}.*"

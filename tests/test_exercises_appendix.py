@@ -52,3 +52,15 @@ def test_epochs_to_resume_is_what_the_checkpoint_has_not_done(checkpoint):
     assert epochs_to_resume(path, 1) == 0
     with pytest.raises(ValueError, match="epochs"):
         epochs_to_resume(path, 0)
+
+
+def test_float16_flushes_to_zero_only_below_half_the_smallest_subnormal():
+    from companion.exercises.appendix import float16_value
+
+    smallest = 2.0**-24  # float16's smallest subnormal, about 5.96e-8
+    assert float16_value(smallest) == smallest
+    assert float16_value(3e-8) == smallest  # above half: rounds up, not to zero
+    assert float16_value(2.0**-25) == 0.0  # exactly half: a tie, rounded to the even 0
+    assert float16_value(2.0**-25 * 1.001) == smallest
+    assert float16_value(2.9e-8) == 0.0
+    assert float16_value(9e-8) == 2 * smallest

@@ -53,3 +53,17 @@ def test_absolute_embedding_breaks_equivariance():
     )
     assert not check.is_equivariant()
     assert check.max_abs_diff > 1e-3
+
+
+@pytest.mark.parametrize("value", [0.0, 5.0, -3.0])
+def test_a_constant_bias_table_leaves_attention_equivariant(value):
+    from companion.exercises.ch00 import check_with_constant_table
+
+    tokens = 3 * torch.randn(1, 16, 8, generator=torch.Generator().manual_seed(1))
+    perm = torch.randperm(16, generator=torch.Generator().manual_seed(2))
+    attn_rel = _attention(rel_pos_bias=True)
+    with torch.no_grad():
+        attn_rel.relative_position_bias_table.normal_(std=1.0)
+    before = attn_rel.relative_position_bias_table.clone()
+    assert check_with_constant_table(attn_rel, tokens, perm, value).max_abs_diff < 1e-5
+    assert torch.equal(attn_rel.relative_position_bias_table, before)  # the copy was changed

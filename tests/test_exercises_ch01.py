@@ -75,3 +75,19 @@ def test_folding_rejects_an_already_folded_module():
 def test_sincos_dot_products_depend_only_on_offset():
     assert sincos_dot_product_spread((5, 7), 32) < 1e-4
     assert sincos_dot_product_spread(14, 768) < 1e-4
+
+
+@pytest.mark.parametrize(("grid", "dim"), [(8, 32), (14, 768), ((3, 5), 16)])
+def test_sincos_steps_along_a_row_and_a_column_are_equally_similar(grid, dim):
+    from companion.exercises.ch01 import sincos_neighbour_similarities
+
+    right, below = sincos_neighbour_similarities(grid, dim)
+    assert right == pytest.approx(below, abs=1e-6)
+    assert right < 1
+
+
+def test_sincos_neighbour_similarities_need_two_rows_and_two_columns():
+    from companion.exercises.ch01 import sincos_neighbour_similarities
+
+    with pytest.raises(ValueError, match="grid_size must be at least 2 x 2"):
+        sincos_neighbour_similarities((1, 4), 8)

@@ -126,3 +126,19 @@ def test_bad_multiplier_names_the_parameter(multiplier, error):
         index_with_row_multiplier(2, multiplier)
     with pytest.raises(error, match="multiplier"):
         offset_collisions(2, multiplier)
+
+
+def test_only_the_opposite_corners_read_the_first_and_last_rows():
+    from companion.exercises.ch02 import pairs_reading_row
+
+    assert pairs_reading_row(7, 168) == [(48, 0)]
+    assert pairs_reading_row(7, 0) == [(0, 48)]
+    assert pairs_reading_row((2, 3), 14) == [(5, 0)]
+    assert pairs_reading_row(2, 4) == [(0, 0), (1, 1), (2, 2), (3, 3)]
+
+
+def test_pairs_reading_row_rejects_a_row_outside_the_table():
+    from companion.exercises.ch02 import pairs_reading_row
+
+    with pytest.raises(ValueError, match=r"row must be an int in \[0, 8\]"):
+        pairs_reading_row(2, 9)

@@ -96,3 +96,14 @@ def test_position_only_attention_needs_a_bias():
 def test_position_only_attention_rejects_other_modules():
     with pytest.raises(TypeError, match="attn must be a WindowAttention, got Linear"):
         position_only_attention(nn.Linear(2, 2))
+
+
+def test_an_even_table_gives_a_symmetric_bias_and_an_odd_one_an_antisymmetric_bias():
+    from companion.exercises.ch03 import transpose_gaps
+    from companion.figures.bias import illustrative_distance_table
+
+    symmetric, _ = transpose_gaps(illustrative_distance_table(7, [0.0, 0.5, 1.0, 2.0]), 7)
+    _, antisymmetric = transpose_gaps(directional_bias_table(7, "left", strength=0.5), 7)
+    assert symmetric == 0.0 and antisymmetric == 0.0
+    random_gaps = transpose_gaps(torch.randn(169, 2, generator=torch.Generator().manual_seed(0)), 7)
+    assert min(random_gaps) > 0.1

@@ -168,3 +168,13 @@ def test_two_grids_that_do_not_fit_side_by_side_are_stacked():
     assert list_below.get_position().y1 < map_below.get_position().y0
     plt.close(side_by_side)
     plt.close(stacked)
+
+
+@pytest.mark.parametrize(
+    ("size", "window", "shift", "expected"),
+    [(56, 7, 3, (15, 64)), (28, 7, 3, (7, 16)), (14, 7, 3, (3, 4)), (8, 4, 2, (3, 4))],
+)
+def test_only_the_last_window_row_and_column_need_the_mask(size, window, shift, expected):
+    from companion.exercises.ch04 import windows_with_masked_pairs
+
+    assert windows_with_masked_pairs(size, size, window, shift) == expected

@@ -50,3 +50,13 @@ def epochs_to_resume(path: str | os.PathLike[str], epochs: int) -> int:
     trains, when the run was asked for ``epochs`` epochs in all."""
     check_positive_int("epochs", epochs)
     return max(0, epochs - load_checkpoint(Path(path))["epoch"])
+
+
+def float16_value(value: float) -> float:
+    """Exercise 5 (predict, then check): what a float32 ``value`` becomes when stored in float16.
+
+    float16's smallest subnormal is ``2**-24`` (about 5.96e-8). Rounding to nearest sends a value
+    to zero only below half of that, ``2**-25`` (about 2.98e-8); exactly half is a tie, which
+    rounds to the even neighbour, 0.
+    """
+    return torch.tensor(value, dtype=torch.float32).to(torch.float16).item()

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from companion.absolute import AbsolutePositionEmbedding
+from companion.attention import WindowAttention
 from companion.permutation import (
     PermutationCheck,
     check_permutation,
@@ -53,4 +55,19 @@ def check_with_absolute_embedding(
     ``pos[i]`` instead of ``pos[perm[i]]``: what a token is paired with depends on where it
     sits, and the check fails.
     """
-    return permutation_equivariance_check(nn.Sequential(pos_embedding, attn_module), tokens, perm)
+    return permutation_equivariance_check(lambda x: attn_module(pos_embedding(x)), tokens, perm)
+
+
+def check_with_constant_table(
+    attn_rel: WindowAttention, tokens: Tensor, perm: Tensor, value: float
+) -> PermutationCheck:
+    """Exercise 4 (predict, then check): the equivariance check with every entry of the bias
+    table set to ``value`` (on a copy of ``attn_rel``).
+
+    A constant added to every logit of a row shifts the row and the softmax ignores shifts, so
+    the constant table is no position information at all: the module is equivariant again.
+    """
+    module = copy.deepcopy(attn_rel)
+    with torch.no_grad():
+        module.relative_position_bias_table.fill_(value)
+    return permutation_equivariance_check(module, tokens, perm)

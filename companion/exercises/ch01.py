@@ -96,3 +96,19 @@ def sincos_dot_product_spread(grid_size: int | tuple[int, int], dim: int) -> flo
         offset = (i // w - j // w, i % w - j % w)
         by_offset.setdefault(offset, []).append(dots[i, j].item())
     return max(max(values) - min(values) for values in by_offset.values())
+
+
+def sincos_neighbour_similarities(
+    grid_size: int | tuple[int, int], dim: int
+) -> tuple[float, float]:
+    """Exercise 5 (predict, then check): cosine similarity of cell ``(0, 0)``'s 2-D sin-cos
+    vector with its right neighbour ``(0, 1)`` and with the cell below, ``(1, 0)``.
+
+    Rows and columns get the same frequencies in channel blocks of equal size, so a step along a
+    row and a step along a column change the vector by the same amount: the two are equal.
+    """
+    h, w = to_pair("grid_size", grid_size)
+    if h < 2 or w < 2:
+        raise ValueError(f"grid_size must be at least 2 x 2 to have both neighbours, got {(h, w)}")
+    unit = torch.nn.functional.normalize(sincos_2d_position_embedding((h, w), dim), dim=1)
+    return float(unit[0] @ unit[1]), float(unit[0] @ unit[w])

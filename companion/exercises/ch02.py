@@ -12,9 +12,11 @@ from torch import Tensor
 from companion._checks import check_positive_int, to_pair
 from companion.relative import (
     WindowSize,
+    bias_table_size,
     flatten_coordinates,
     grid_coordinates,
     pairwise_offsets,
+    relative_position_index,
     shift_offsets,
     sum_offsets,
 )
@@ -132,3 +134,17 @@ def index_without_shift(window_size: WindowSize) -> Tensor:
     _, ww = to_pair("window_size", window_size)
     offsets = pairwise_offsets(flatten_coordinates(grid_coordinates(window_size)))
     return sum_offsets(offsets * torch.tensor([2 * ww - 1, 1]))
+
+
+def pairs_reading_row(window_size: WindowSize, row: int) -> list[tuple[int, int]]:
+    """Exercise 7 (predict, then check): every ``(query, key)`` pair whose index is ``row``.
+
+    The last row, ``T - 1``, is the largest shifted offset ``(2Wh - 2, 2Ww - 2)``, i.e.
+    ``(dy, dx) = (Wh - 1, Ww - 1)``: the query in the bottom-right corner, the key in the
+    top-left one. Only that one pair is so far apart; row 0 is the same pair the other way round.
+    """
+    index = relative_position_index(window_size)
+    total = bias_table_size(window_size)
+    if isinstance(row, bool) or not isinstance(row, int) or not 0 <= row < total:
+        raise ValueError(f"row must be an int in [0, {total - 1}] for this window, got {row!r}")
+    return [(int(q), int(k)) for q, k in (index == row).nonzero().tolist()]

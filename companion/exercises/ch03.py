@@ -15,6 +15,7 @@ from companion.relative import (
     bias_table_size,
     flatten_coordinates,
     grid_coordinates,
+    lookup_bias,
     pairwise_offsets,
     relative_position_index,
     shift_offsets,
@@ -85,3 +86,16 @@ def position_only_attention(attn: WindowAttention) -> Tensor:
     if bias is None:
         raise ValueError("attn must have a relative position bias (rel_pos_bias=True), got False")
     return bias.softmax(dim=-1)
+
+
+def transpose_gaps(table: Tensor, window_size: WindowSize) -> tuple[float, float]:
+    """Exercise 5 (predict, then check): ``(max |B - Bᵀ|, max |B + Bᵀ|)`` over all heads.
+
+    Swapping query and key negates the offset (chapter 2's mirror property), so ``Bᵀ`` reads
+    each pair's bias at the opposite offset. A table that is even in the offset (a distance
+    penalty) gives a symmetric ``B`` (first number 0); an odd one (``strength * dx``) an
+    antisymmetric ``B`` (second number 0).
+    """
+    bias = lookup_bias(table.detach(), relative_position_index(window_size))  # (H, N, N)
+    flipped = bias.transpose(-1, -2)
+    return float((bias - flipped).abs().max()), float((bias + flipped).abs().max())

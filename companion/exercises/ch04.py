@@ -10,7 +10,13 @@ from torch import Tensor, nn
 
 from companion._checks import check_positive_int, to_pair
 from companion.relative import WindowSize
-from companion.window import MASK_VALUE, cyclic_shift, to_shift_pair, window_partition
+from companion.window import (
+    MASK_VALUE,
+    cyclic_shift,
+    shifted_window_mask,
+    to_shift_pair,
+    window_partition,
+)
 
 
 def naive_shifted_window_count(
@@ -68,8 +74,8 @@ def influence_map(blocks: nn.Module, x: Tensor, token: tuple[int, int]) -> Tenso
     of ``1e-12`` separates those from real paths. Returns an ``(H, W)`` bool tensor.
     """
     x = x.detach().clone().requires_grad_(True)
-    blocks(x)[0, token[0], token[1]].sum().backward()
-    strength = x.grad[0].abs().sum(-1)
+    (grad,) = torch.autograd.grad(blocks(x)[0, token[0], token[1]].sum(), x)
+    strength = grad[0].abs().sum(-1)
     return strength > 1e-12 * strength.max()
 
 
@@ -84,3 +90,16 @@ def bias_table_parameters(model: nn.Module) -> int:
         for name, p in model.named_parameters()
         if name.endswith("relative_position_bias_table")
     )
+
+
+def windows_with_masked_pairs(
+    height: int, width: int, window_size: WindowSize, shift_size: WindowSize
+) -> tuple[int, int]:
+    """Exercise 5 (predict, then check): ``(windows with a masked pair, all windows)`` of a
+    shifted map.
+
+    Only windows that hold wrapped tokens need the mask: those in the last window row or the
+    last window column, ``nH + nW - 1`` of ``nH * nW`` when both axes are shifted.
+    """
+    mask = shifted_window_mask(height, width, window_size, shift_size)
+    return int((mask != 0).any(dim=(1, 2)).sum()), mask.shape[0]

@@ -1,0 +1,96 @@
+import pytest
+import torch
+
+from companion.absolute import sincos_2d_position_embedding
+from companion.learned_embedding import (
+    grid_table,
+    load_learned_embedding,
+    neighbour_pairs,
+    permutation_p_value,
+    same_parity_pairs,
+    shuffled_null,
+    similarity_gap,
+)
+
+
+def test_smooth_embedding_has_positive_neighbour_gap_far_outside_the_null():
+    table = sincos_2d_position_embedding(8, 32)  # (64, 32): neighbours alike by construction
+    observed = similarity_gap(table, neighbour_pairs(8))
+    null = shuffled_null(table, neighbour_pairs(8), draws=200)
+    assert observed > 0.1
+    assert observed > null.max()
+    assert permutation_p_value(observed, null) == pytest.approx(1 / 201)
+
+
+def test_random_embedding_sits_inside_its_null():
+    table = torch.randn(64, 32, generator=torch.Generator().manual_seed(0))
+    null = shuffled_null(table, neighbour_pairs(8), draws=200)
+    assert abs(float(null.mean())) < 0.01
+    assert permutation_p_value(similarity_gap(table, neighbour_pairs(8)), null) > 0.05
+
+
+def test_shuffled_null_is_deterministic_for_a_seed():
+    table = torch.randn(16, 8)
+    pairs = neighbour_pairs(4)
+    assert torch.equal(
+        shuffled_null(table, pairs, 20, seed=3), shuffled_null(table, pairs, 20, seed=3)
+    )
+
+
+def test_neighbour_pairs_of_a_2x3_grid_are_its_7_edges_counted_both_ways():
+    pairs = neighbour_pairs((2, 3))
+    assert int(pairs.sum()) == 2 * 7
+    assert pairs[0, 1] and pairs[0, 3] and not pairs[0, 4]
+
+
+def test_same_parity_pairs_join_cells_with_the_same_merge_slot():
+    pairs = same_parity_pairs(4)
+    assert pairs[0, 2] and pairs[0, 10] and not pairs[0, 1] and not pairs[0, 0]
+    assert int(pairs.sum()) == 4 * 4 * 3  # 4 slots of 4 cells, 3 partners each
+
+
+def test_a_parity_coded_embedding_passes_the_parity_null():
+    slot_vectors = torch.randn(4, 16, generator=torch.Generator().manual_seed(1))
+    rows, cols = torch.meshgrid(torch.arange(8), torch.arange(8), indexing="ij")
+    table = slot_vectors[(rows % 2 * 2 + cols % 2).reshape(-1)]
+    null = shuffled_null(table, same_parity_pairs(8), draws=200)
+    assert permutation_p_value(similarity_gap(table, same_parity_pairs(8)), null) < 0.01
+
+
+def test_similarity_gap_rejects_a_relation_of_the_wrong_size():
+    with pytest.raises(ValueError, match="related must have shape \\(4, 4\\)"):
+        similarity_gap(torch.randn(4, 3), neighbour_pairs(3))
+
+
+def test_grid_table_flattens_swin_layout_row_major():
+    embed = torch.arange(2 * 3 * 4.0).reshape(1, 2, 3, 4)
+    table, grid = grid_table(embed)
+    assert grid == (2, 3)
+    assert torch.equal(table[4], embed[0, 1, 1])
+
+
+def test_grid_table_rejects_other_shapes_naming_the_parameter():
+    with pytest.raises(ValueError, match="pos_embed must be a \\(1, h, w, D\\)"):
+        grid_table(torch.zeros(64, 32))
+
+
+def test_the_committed_embedding_loads_with_its_provenance():
+    embedding, record = load_learned_embedding()
+    assert embedding.shape == (1, 8, 8, 32)
+    assert record["git"]["dirty"] is False and record["settings"]["pos"] == "abs"
+
+
+def test_load_learned_embedding_names_the_folders_it_searched(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"folder: no absolute_pos_embed\.pt"):
+        load_learned_embedding(tmp_path)
+
+
+def test_magnitude_counts_anti_parallel_vectors_as_alike():
+    slot_vectors = torch.randn(4, 16, generator=torch.Generator().manual_seed(2))
+    rows, cols = torch.meshgrid(torch.arange(8), torch.arange(8), indexing="ij")
+    signs = torch.where((rows // 2 + cols // 2) % 2 == 0, 1.0, -1.0).reshape(-1, 1)
+    table = signs * slot_vectors[(rows % 2 * 2 + cols % 2).reshape(-1)]
+    pairs = same_parity_pairs(8)
+    assert abs(similarity_gap(table, pairs)) < 0.1  # the signs cancel in the plain mean
+    null = shuffled_null(table, pairs, draws=200, magnitude=True)
+    assert permutation_p_value(similarity_gap(table, pairs, magnitude=True), null) < 0.01

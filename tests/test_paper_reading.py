@@ -1,0 +1,78 @@
+import pytest
+
+from companion.paper import VIT_TABLE8, VIT_TABLE8_COLUMNS, vit_table8_markdown
+from companion.paper_reading import (
+    mark_gap,
+    marked_gaps_markdown,
+    table4_gap,
+    vit_table8_gap,
+    vit_table8_gaps_markdown,
+    vit_table8_spread,
+)
+
+
+def test_sub_point_gaps_are_put_in_parentheses():
+    assert mark_gap(0.3) == "(+0.3)"
+    assert mark_gap(-0.96) == "-1.0"
+    assert mark_gap(-2.1) == "-2.1"
+    assert mark_gap(0.0) == "(+0.0)"
+
+
+def test_table4_gap_reads_a_minus_b_rounded_to_the_table():
+    assert table4_gap("relative (default)", "none", "ade20k_miou") == 2.3
+    assert table4_gap("absolute + relative", "relative (default)", "coco_ap_box") == -0.3
+
+
+def test_table4_gap_names_a_bad_row_or_metric():
+    with pytest.raises(ValueError, match="a: 'rel' is not a row of Table 4"):
+        table4_gap("rel", "none", "ade20k_miou")
+    with pytest.raises(ValueError, match="metric: 'top1' is not one of"):
+        table4_gap("none", "none", "top1")
+
+
+def test_marked_gaps_markdown_marks_each_cell():
+    text = marked_gaps_markdown((("absolute + relative", "relative (default)"),))
+    assert (
+        "| absolute + relative − relative (default) | (+0.0) | (+0.0) | (-0.3) | (-0.3) | -2.1 |"
+        in text
+    )
+    assert "one run per row" in text
+
+
+def test_vit_table8_has_the_papers_four_rows_three_columns_and_na_cells():
+    assert list(VIT_TABLE8) == ["none", "1-D", "2-D", "relative (1-D)"]
+    assert all(list(cells) == list(VIT_TABLE8_COLUMNS) for cells in VIT_TABLE8.values())
+    missing = {(r, c) for r, cells in VIT_TABLE8.items() for c, v in cells.items() if v is None}
+    assert missing == {
+        (row, col)
+        for row in ("none", "relative (1-D)")
+        for col in ("every layer", "every layer, shared")
+    }
+    text = vit_table8_markdown()
+    for value in ("0.61382", "0.64206", "0.63964", "0.64292", "0.64001", "0.64046", "0.64022"):
+        assert value in text
+    assert "| relative (1-D) | 0.64032 | N/A | N/A |" in text
+    assert "arXiv:2010.11929" in text and "Table 8" in text
+
+
+def test_no_position_embedding_is_the_minimum_of_vits_default_column():
+    default = {row: cells["default"] for row, cells in VIT_TABLE8.items()}
+    assert min(default, key=lambda row: default[row]) == "none"
+
+
+def test_vit_table8_reads_a_clear_gap_to_none_and_an_unreadable_spread():
+    assert vit_table8_gap("1-D", "default") == 2.8
+    assert vit_table8_gap("relative (1-D)", "default") == 2.6
+    assert vit_table8_spread() == 0.3
+    text = vit_table8_gaps_markdown()
+    assert "| 1-D − none | +2.8 | +2.6 | +2.9 |" in text
+    assert "cells with a position embedding: (+0.3)" in text
+
+
+def test_vit_table8_gap_names_a_bad_row_column_or_missing_cell():
+    with pytest.raises(ValueError, match="row: 'rel' is not a row of Table 8"):
+        vit_table8_gap("rel", "default")
+    with pytest.raises(ValueError, match="column: 'stem' is not one of"):
+        vit_table8_gap("1-D", "stem")
+    with pytest.raises(ValueError, match="no value"):
+        vit_table8_gap("relative (1-D)", "every layer")
