@@ -35,7 +35,8 @@ import torch
 
 from companion._checks import check_positive_int
 from companion._io import atomic_write_json, atomic_write_text
-from companion.data import ImageClassificationData, make_dataset, num_classes
+from companion.data import make_dataset, num_classes
+from companion.data.dataset import ImageClassificationData
 from companion.provenance import provenance
 from companion.resolution_transfer import (
     EVAL_SIZES,

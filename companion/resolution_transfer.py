@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from companion._checks import check_choice, check_positive_int
-from companion.data import ImageClassificationData
+from companion.data.dataset import ImageClassificationData
 from companion.swin import SwinTransformer
 from companion.train import param_groups
 from companion.transfer import RESIZE_METHODS, ResizeMethod

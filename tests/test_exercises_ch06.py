@@ -12,6 +12,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from companion.cpb import log_spaced_coordinates
 from companion.exercises.ch06 import cpb_reach, logit_from_offset, peak_after_resize
+from companion.figures.resize_explorer import resize_explorer
 from companion.figures.resolution import (
     bump_table,
     plot_log_spacing,
@@ -21,7 +22,6 @@ from companion.figures.resolution import (
     plot_table_image,
     resize_figure,
 )
-from companion.resize_explorer import resize_explorer
 from companion.rope import WindowRoPE, mixed_frequencies, rotate_pairs
 
 matplotlib.use("Agg")

@@ -1,4 +1,4 @@
-"""companion.explorers: the explorers' logic and static figures, without any widget."""
+"""companion.figures.explorers: the explorers' logic and static figures, without any widget."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from matplotlib.figure import Figure
 
 from companion.attention import WindowAttention
-from companion.explorers import (
+from companion.figures.explorers import (
     bias_bound,
     bias_row,
     bias_row_figure,

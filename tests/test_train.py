@@ -12,8 +12,8 @@ import pytest
 import torch
 from torch import nn
 
-from companion import data as data_module
 from companion import train as train_module
+from companion.data import cifar as data_module
 from companion.figures.training import plot_learning_curves, plot_lr_schedule
 from companion.paper import POS_TO_TABLE4_ROW
 from companion.train import (

@@ -16,7 +16,7 @@ import torch
 from test_data import write_fake_cifar
 from torch import nn
 
-from companion import data as data_module
+from companion.data import cifar as data_module
 from companion.train import CHECKPOINT, TrainConfig, demo_config, main, pick_device, train
 from companion.train import demo as demo_module
 from companion.train import loop as loop_module

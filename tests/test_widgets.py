@@ -1,4 +1,4 @@
-"""companion.widgets and companion.live: the explorers' controls and the output they display.
+"""companion.figures.widgets and .live: the explorers' controls and the output they display.
 
 What the browser draws from that output is tested in tests/browser/test_explorer_frontend.py; here
 the Python side: controls, the static figure, and an output that is the same on every run (nbval
@@ -21,14 +21,13 @@ from nbclient import NotebookClient
 from nbval.plugin import get_sanitize_patterns
 
 from companion.attention import WindowAttention
-from companion.explorers import (
+from companion.figures.explorers import (
     bias_table,
     embedding_similarities,
     relative_index_figure,
 )
-from companion.live import colormap_table
-from companion.relative import RelativePositionBias
-from companion.widgets import (
+from companion.figures.live import colormap_table
+from companion.figures.widgets import (
     Control,
     Explorer,
     bias_explorer,
@@ -37,6 +36,7 @@ from companion.widgets import (
     relative_index_explorer,
     show_explorer,
 )
+from companion.relative import RelativePositionBias
 
 ROOT = Path(__file__).resolve().parent.parent
 SANITIZE = get_sanitize_patterns((ROOT / "tests" / "nbval_sanitize.cfg").read_text())
@@ -215,7 +215,7 @@ def test_in_a_kernel_the_output_is_the_live_html_and_the_same_on_a_rerun() -> No
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_code_cell(
-            "from companion.widgets import relative_index_explorer, show_explorer\n"
+            "from companion.figures.widgets import relative_index_explorer, show_explorer\n"
             "show_explorer(relative_index_explorer(window_size=(2, 3), query=(1, 2)))"
         )
     ]

@@ -10,9 +10,10 @@ Each explorer answers one question for an input the reader picks, and draws the 
   one patch's position embedding to every patch's.
 
 The ``*_figure`` functions are the static figures (matplotlib) each explorer shows for its starting
-values: to readers without JavaScript, in print and in the PDF. ``companion.widgets`` wires controls
-to them and hands ``bias_table`` / ``embedding_similarities`` to the browser, which draws the same
-numbers live (``companion.live``). Cells (a query, a patch) are
+values: to readers without JavaScript, in print and in the PDF. ``companion.figures.widgets``
+wires controls to them and hands ``bias_table`` / ``embedding_similarities`` to the browser,
+which draws the same
+numbers live (``companion.figures.live``). Cells (a query, a patch) are
 given as ``(row, col)`` or as a token number ``row * width + col``.
 """
 

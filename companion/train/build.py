@@ -11,7 +11,9 @@ import torch.distributed as dist
 from torch import nn
 from torch.utils.data import DataLoader, DistributedSampler, RandomSampler
 
-from companion.data import ImageClassificationData, batch_loader, make_dataset
+from companion.data import make_dataset
+from companion.data.dataset import ImageClassificationData
+from companion.data.loaders import batch_loader
 from companion.train.config import TrainConfig, model_options
 from companion.train.runtime import DistInfo
 

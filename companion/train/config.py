@@ -32,7 +32,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any
 
-from companion.data import DATASETS, DEFAULT_DATA_DIR
+from companion.data import DATASETS
+from companion.data.cifar import DEFAULT_DATA_DIR
 from companion.swin import CONFIGS, POS_CHOICES, TORUS_POS, VARIANTS, variant_overrides
 
 KINDS = ("result", "hardware", "speed", "process")

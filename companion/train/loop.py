@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from companion.data import random_crop_flip
+from companion.data.augment import random_crop_flip
 from companion.provenance import source_digest
 from companion.train import checkpoint as ck
 from companion.train.build import (

@@ -14,9 +14,8 @@ from typing import Any
 
 import pytest
 from book_browser import BOOK_ROOT, SCREENSHOTS, OfflineBrowser, html_pages
-from explorer_browser import read, values
-
 from companion.explorers import relative_index_view
+from explorer_browser import read, values
 
 
 def _explorer_calls(page: str) -> int:
