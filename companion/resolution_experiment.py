@@ -49,7 +49,8 @@ from companion.resolution_transfer import (
 )
 from companion.results import cell_label, load_results, run_key, summarize
 from companion.stats import paired_interval
-from companion.swin import SwinTransformer, variant_overrides
+from companion.swin import SwinTransformer
+from companion.swin_configs import variant_overrides
 from companion.train import CHECKPOINT, TrainConfig, load_checkpoint
 from companion.train.build import build_model
 

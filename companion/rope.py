@@ -29,7 +29,7 @@ together by the roll are masked out anyway.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, get_args
 
 import torch
 from torch import Tensor, nn
@@ -129,7 +129,7 @@ class WindowRoPE(nn.Module):
                 f"got head_dim={head_dim}"
             )
         self.num_heads = check_positive_int("num_heads", num_heads)
-        self.kind: RopeKind = check_choice("kind", kind, ("axial", "mixed"))  # type: ignore[assignment]
+        self.kind: RopeKind = check_choice("kind", kind, get_args(RopeKind))  # type: ignore[assignment]
         self.theta = float(theta)
         if kind == "mixed":
             self.freqs = nn.Parameter(mixed_frequencies(head_dim, num_heads, self.theta))

@@ -10,7 +10,8 @@ from companion.resolution_transfer import (
     moved_model,
     transfer_conditions,
 )
-from companion.swin import POS_CHOICES, swin_from_config
+from companion.swin import swin_from_config
+from companion.swin_configs import POS_CHOICES
 
 
 def test_table_models_get_both_resize_methods_and_the_others_one_grown_window():

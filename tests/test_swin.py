@@ -4,16 +4,10 @@ import pytest
 import torch
 
 from companion.layers import DropPath, Mlp
-from companion.swin import (
-    CONFIGS,
-    POS_CHOICES,
-    PatchMerging,
-    SwinBlock,
-    SwinTransformer,
-    fit_window,
-    stage_summary,
-    swin_from_config,
-)
+from companion.merging import PatchMerging
+from companion.swin import SwinBlock, SwinTransformer, fit_window, swin_from_config
+from companion.swin_configs import CONFIGS, POS_CHOICES, SwinConfig
+from companion.swin_summary import stage_summary
 
 TINY = CONFIGS["tiny-cpu"]
 
@@ -73,8 +67,8 @@ def test_buffers_are_not_saved_in_the_state_dict():
 def test_eager_and_sdpa_models_agree():
     torch.manual_seed(0)
     cfg = {**TINY, "img_size": (32, 48), "window_size": (4, 3)}
-    sdpa = SwinTransformer(**cfg, attn_impl="sdpa").eval()
-    eager = SwinTransformer(**cfg, attn_impl="eager").eval()
+    sdpa = SwinTransformer(SwinConfig(**cfg, attn_impl="sdpa")).eval()
+    eager = SwinTransformer(SwinConfig(**cfg, attn_impl="eager")).eval()
     eager.load_state_dict(sdpa.state_dict())
     x = images(size=(32, 48))
     torch.testing.assert_close(sdpa(x), eager(x), atol=1e-5, rtol=1e-4)
@@ -183,13 +177,13 @@ def test_mlp_keeps_the_channel_count():
 
 def test_config_overrides_replace_entries():
     model = swin_from_config("tiny-cpu", num_classes=3, pos="none")
-    assert model.num_classes == 3 and model.pos == "none"
+    assert model.config.num_classes == 3 and model.config.pos == "none"
     assert CONFIGS["tiny-cpu"]["num_classes"] == 10  # the shared dict is untouched
 
 
 def test_config_names():
     assert {"tiny-cpu", "cifar", "swin_tiny_patch4_window7_224"} <= set(CONFIGS)
-    assert swin_from_config("cifar").patch_size == (2, 2)
+    assert swin_from_config("cifar").config.patch_size == (2, 2)
 
 
 def test_no_weight_decay_lists_the_position_tables():
@@ -222,7 +216,7 @@ def test_no_weight_decay_lists_the_position_tables():
 )
 def test_bad_arguments_raise_naming_the_parameter(kwargs, error, match):
     with pytest.raises(error, match=match):
-        SwinTransformer(**{**TINY, **kwargs})
+        SwinTransformer(SwinConfig(**{**TINY, **kwargs}))
 
 
 def test_unknown_config_name_lists_the_allowed_names():

@@ -3,29 +3,18 @@
 import pytest
 import torch
 
-from companion.attention import (
-    WindowAttention,
-    magnitude_position_index,
-    wrapped_position_index,
-)
+from companion.attention import BiasTable, ContinuousBias, Rotary, WindowAttention
+from companion.merging import PatchMerging, PoolMerging
 from companion.relative import offset_to_index, pairwise_offsets, relative_position_index
-from companion.swin import (
-    CONFIGS,
-    VARIANTS,
-    PatchMerging,
-    PoolMerging,
-    SwinBlock,
-    SwinTransformer,
-    swin_from_config,
-    variant_overrides,
-)
+from companion.swin import SwinBlock, SwinTransformer, swin_from_config
+from companion.swin_configs import CONFIGS, VARIANTS, SwinConfig, variant_overrides
 
 TINY = CONFIGS["tiny-cpu"]
 
 
 def tiny(**overrides) -> SwinTransformer:
     torch.manual_seed(0)
-    return SwinTransformer(**{**TINY, **overrides}).eval()
+    return SwinTransformer(SwinConfig(**{**TINY, **overrides})).eval()
 
 
 def images(batch: int = 2) -> torch.Tensor:
@@ -91,19 +80,17 @@ def test_torus_keeps_the_shift_drops_the_mask_and_wraps_windows_that_span_the_ma
     shifted = model.layers[0].blocks[1]
     assert shifted.shift_size == (2, 2) and shifted.attn_mask is None
     assert (
-        shifted.attn.wrap == (False, False) and model.layers[1].blocks[0].attn.wrap == (True,) * 2
+        shifted.attn.position.wrap == (False, False)
+        and model.layers[1].blocks[0].attn.position.wrap == (True,) * 2
     )
 
 
 def test_wrapped_offsets_go_around_the_ring():
-    index = wrapped_position_index((1, 4), (False, True))
+    index = relative_position_index((1, 4), (False, True))
     # Query 0, key 3 of a 4-token ring are neighbours: offset -3 becomes +1 ... (0 - 3 + 2) % 4 - 2.
     assert index[0, 3] == offset_to_index(0, 1, (1, 4))
     assert index[3, 0] == offset_to_index(0, -1, (1, 4))
     assert index[0, 2] == index[2, 0] == offset_to_index(0, -2, (1, 4))
-    assert torch.equal(
-        wrapped_position_index((3, 4), (False, False)), relative_position_index((3, 4))
-    )
 
 
 @pytest.mark.parametrize("shifts", [(4, 0), (0, 4), (4, 4)])
@@ -166,7 +153,7 @@ def test_the_model_uses_the_merge_it_is_asked_for():
 
 def test_magnitude_index_numbers_the_absolute_offsets_row_major():
     window = (3, 4)
-    index = magnitude_position_index(window)
+    index = BiasTable("magnitude").index(window)
     offsets = pairwise_offsets(
         torch.stack(torch.meshgrid(*map(torch.arange, window), indexing="ij")).flatten(1)
     )
@@ -176,7 +163,7 @@ def test_magnitude_index_numbers_the_absolute_offsets_row_major():
 
 def test_magnitude_bias_is_symmetric_and_blind_to_the_sign_of_each_axis():
     torch.manual_seed(0)
-    attn = WindowAttention(8, (4, 4), 2, rel_bias_offsets="magnitude")
+    attn = WindowAttention(8, (4, 4), 2, position=BiasTable("magnitude"))
     assert attn.relative_position_bias_table.shape == (16, 2)
     bias = attn.relative_position_bias().view(2, 4, 4, 4, 4)  # (head, qy, qx, ky, kx)
     torch.testing.assert_close(bias, bias.permute(0, 3, 4, 1, 2))  # B(q, k) = B(k, q)
@@ -190,7 +177,7 @@ def test_magnitude_bias_is_symmetric_and_blind_to_the_sign_of_each_axis():
 @pytest.mark.parametrize("kind", ["signed", "magnitude"])
 def test_offset_table_holds_the_bias_of_every_signed_offset(kind):
     torch.manual_seed(0)
-    attn = WindowAttention(8, (3, 4), 2, rel_bias_offsets=kind)
+    attn = WindowAttention(8, (3, 4), 2, position=BiasTable(kind))
     table = attn.offset_table()
     assert table.shape == (5 * 7, 2)
     # Row (dy + 2) * 7 + (dx + 3) is the bias of every (query, key) pair with that offset.
@@ -220,7 +207,7 @@ def test_magnitude_variant_has_one_bias_per_absolute_offset_in_every_block():
 )
 def test_bad_variant_arguments_raise_naming_the_parameter(kwargs, error, match):
     with pytest.raises(error, match=match):
-        SwinTransformer(**{**TINY, **kwargs})
+        SwinTransformer(SwinConfig(**{**TINY, **kwargs}))
 
 
 def test_variant_names_combine_with_plus_into_model_options():
@@ -231,7 +218,7 @@ def test_variant_names_combine_with_plus_into_model_options():
     }
     assert set(VARIANTS) == {"no-shift", "pool-merge", "abs-offset-bias", "torus"}
     model = swin_from_config("tiny-cpu", **variant_overrides("no-shift+torus"))
-    assert not model.shifted_windows and model.torus
+    assert not model.config.shifted_windows and model.config.torus
     with pytest.raises(ValueError, match=r"variant must be one of \['swin', 'no-shift'"):
         variant_overrides("pool-merge+flip")
 
@@ -251,7 +238,7 @@ def test_a_magnitude_table_resizes_as_the_signed_table_it_stands_for(method):
     assert attn.relative_position_bias_table.shape == (36, 2)
     assert attn.relative_position_bias_table.requires_grad
     torch.testing.assert_close(attn.offset_table(), expected, atol=1e-5, rtol=1e-5)
-    assert torch.equal(attn.relative_position_index, magnitude_position_index((6, 6)))
+    assert torch.equal(attn.relative_position_index, BiasTable("magnitude").index((6, 6)))
     assert model(torch.randn(2, 3, 48, 48)).shape == (2, 10)
 
 
@@ -270,9 +257,12 @@ def test_a_torus_refuses_to_move_to_another_size_before_changing_anything(call):
 def test_a_torus_refuses_position_codes_that_cannot_wrap_offsets(pos):
     with pytest.raises(ValueError, match=rf"torus=True wraps offsets .* got pos='{pos}'"):
         tiny(pos=pos, torus=True)
-    with pytest.raises(ValueError, match=r"wrap=\(True, False\) takes offsets around a ring"):
-        code = {"cpb": True} if pos == "cpb" else {"rope": pos.removeprefix("rope-")}
-        WindowAttention(8, 4, 2, rel_pos_bias=False, wrap=(True, False), **code)
+    # Below the model, a wrap can only be written on a bias table: the other codes have none.
+    code = ContinuousBias() if pos == "cpb" else Rotary(pos.removeprefix("rope-"))
+    with pytest.raises(TypeError, match="wrap"):
+        type(code)(wrap=(True, False))
+    block = SwinBlock(8, (4, 4), 2, (4, 4), shifted=False, position=code, torus=True)
+    assert block.attn.position == code  # no table to wrap: the torus only drops the mask
 
 
 @pytest.mark.parametrize("variant", ["no-shift", "pool-merge"])

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from companion.swin import CONFIGS, SwinTransformer
+from companion.swin import SwinTransformer
+from companion.swin_configs import CONFIGS, SwinConfig
 
 swin_transformer = pytest.importorskip("timm.models.swin_transformer")
 
@@ -58,7 +59,7 @@ def assert_same_logits(ours, theirs, cfg, batch=2):
 @pytest.mark.parametrize("cfg", [CONFIGS["tiny-cpu"], ODD], ids=["tiny-cpu", "odd"])
 def test_timm_weights_load_strictly_and_give_the_same_logits(cfg, attn_impl):
     theirs = timm_model(cfg)
-    ours = SwinTransformer(**cfg, attn_impl=attn_impl).eval()
+    ours = SwinTransformer(SwinConfig(**cfg, attn_impl=attn_impl)).eval()
     ours.load_state_dict(theirs.state_dict(), strict=True)
     assert_same_logits(ours, theirs, cfg)
 
@@ -66,7 +67,7 @@ def test_timm_weights_load_strictly_and_give_the_same_logits(cfg, attn_impl):
 @pytest.mark.parametrize("cfg", [CONFIGS["tiny-cpu"], ODD], ids=["tiny-cpu", "odd"])
 def test_our_weights_load_strictly_into_timm(cfg):
     torch.manual_seed(0)
-    ours = SwinTransformer(**cfg).eval()
+    ours = SwinTransformer(SwinConfig(**cfg)).eval()
     theirs = swin_transformer.SwinTransformer(**cfg).eval()
     theirs.load_state_dict(ours.state_dict(), strict=True)
     with torch.no_grad():
@@ -76,7 +77,7 @@ def test_our_weights_load_strictly_into_timm(cfg):
 
 @pytest.mark.parametrize("cfg", [CONFIGS["tiny-cpu"], ODD], ids=["tiny-cpu", "odd"])
 def test_keys_shapes_and_buffers_match_timm(cfg):
-    ours = SwinTransformer(**cfg)
+    ours = SwinTransformer(SwinConfig(**cfg))
     theirs = swin_transformer.SwinTransformer(**cfg)
     assert {k: v.shape for k, v in ours.state_dict().items()} == {
         k: v.shape for k, v in theirs.state_dict().items()
@@ -92,7 +93,7 @@ def test_swin_t_architecture_matches_with_random_weights():
         k: v for k, v in CONFIGS["swin_tiny_patch4_window7_224"].items() if k != "drop_path_rate"
     }
     theirs = timm_model(cfg)
-    ours = SwinTransformer(**cfg).eval()
+    ours = SwinTransformer(SwinConfig(**cfg)).eval()
     ours.load_state_dict(theirs.state_dict(), strict=True)
     assert sum(p.numel() for p in ours.parameters()) == sum(p.numel() for p in theirs.parameters())
     assert_same_logits(ours, theirs, cfg, batch=1)
@@ -100,7 +101,7 @@ def test_swin_t_architecture_matches_with_random_weights():
 
 def test_abs_plus_rel_loads_timm_weights_and_keeps_its_own_embedding():
     theirs = timm_model(CONFIGS["tiny-cpu"])
-    ours = SwinTransformer(**CONFIGS["tiny-cpu"], pos="abs+rel")
+    ours = SwinTransformer(SwinConfig(**CONFIGS["tiny-cpu"], pos="abs+rel"))
     result = ours.load_state_dict(theirs.state_dict(), strict=False)
     assert result.missing_keys == ["absolute_pos_embed"] and result.unexpected_keys == []
 

@@ -261,7 +261,7 @@ def test_auto_device_falls_back_to_the_cpu_here():
 
 
 def test_the_pos_choices_are_the_rows_of_the_paper_table():
-    from companion.swin import POS_CHOICES as SWIN_POS
+    from companion.swin_configs import POS_CHOICES as SWIN_POS
 
     # Swin's Table 4 has a row for each of Swin v1's codes; chapter 6 adds later codes (cpb, RoPE).
     assert set(POS_TO_TABLE4_ROW) <= set(POS_CHOICES) <= set(SWIN_POS)
@@ -349,7 +349,7 @@ def test_lr_schedule_figure_draws_every_step():
 
 
 def test_the_variant_setting_reaches_the_model():
-    from companion.swin import PoolMerging
+    from companion.merging import PoolMerging
     from companion.train.build import build_model
 
     model = build_model(TrainConfig(variant="pool-merge+no-shift"), 4, None)

@@ -85,7 +85,7 @@ def test_a_new_config_field_becomes_a_flag_of_both_tools_and_reaches_the_model(m
 
 def test_model_settings_are_passed_to_the_swin_by_name():
     model = build_module.build_model(TrainConfig(pos="abs", drop_path_rate=0.3), 4, None)
-    assert model.pos == "abs" and model.head.fc.out_features == 4
+    assert model.config.pos == "abs" and model.head.fc.out_features == 4
 
 
 def test_the_no_decay_set_comes_from_the_models_no_weight_decay():

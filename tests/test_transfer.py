@@ -11,7 +11,8 @@ from test_timm_equivalence import ODD
 
 from companion.convert import convert_official_state_dict, to_official_state_dict
 from companion.relative import bias_table_size, offset_to_index
-from companion.swin import CONFIGS, SwinTransformer, swin_from_config
+from companion.swin import SwinTransformer, swin_from_config
+from companion.swin_configs import CONFIGS, SwinConfig
 from companion.transfer import (
     geometric_positions,
     linear_interpolation_matrix,
@@ -152,7 +153,7 @@ def images(size, batch=2):
 )
 def test_set_window_size_gives_timms_logits_for_the_same_weights(cfg, window):
     theirs = perturbed_timm(cfg)
-    ours = SwinTransformer(**cfg).eval()
+    ours = SwinTransformer(SwinConfig(**cfg)).eval()
     ours.load_state_dict(theirs.state_dict())
     theirs.set_input_size(window_size=window)
     ours.set_window_size(window, method="geometric")
@@ -169,7 +170,7 @@ def test_set_window_size_gives_timms_logits_for_the_same_weights(cfg, window):
 def test_set_img_size_keeps_the_window_and_gives_timms_logits(size):
     cfg = CONFIGS["tiny-cpu"]
     theirs = perturbed_timm(cfg)
-    ours = SwinTransformer(**cfg).eval()
+    ours = SwinTransformer(SwinConfig(**cfg)).eval()
     ours.load_state_dict(theirs.state_dict())
     theirs.set_input_size(img_size=size, window_size=cfg["window_size"])
     ours.set_img_size(size)

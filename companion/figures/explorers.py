@@ -218,7 +218,7 @@ def bias_table(
             raise ValueError(
                 f"source must hold a relative position bias (relative_position_bias_table and "
                 f"relative_position_index), got {type(source).__name__} without one "
-                "(for example WindowAttention(rel_pos_bias=False))"
+                "(for example WindowAttention(position=None))"
             )
         own = to_pair("source.window_size", tuple(source.window_size))
         if window_size is not None and to_pair("window_size", window_size) != own:

@@ -18,8 +18,8 @@ from matplotlib.patches import Patch, Rectangle
 from companion._checks import check_positive_int, to_pair
 from companion.figures.absolute import MAX_WIDTH
 from companion.figures.relative import FILL, text_width
+from companion.merging import merge_groups
 from companion.relative import WindowSize
-from companion.swin import merge_groups
 from companion.window import (
     cyclic_shift,
     pad_to_windows,

@@ -33,7 +33,8 @@ def build_model(cfg: TrainConfig, num_classes: int, factory: ModelFactory | None
                 f"got {cfg.variant!r}"
             )
         return factory(num_classes, cfg.pos)
-    from companion.swin import swin_from_config, variant_overrides
+    from companion.swin import swin_from_config
+    from companion.swin_configs import variant_overrides
 
     options = model_options(cfg) | variant_overrides(cfg.variant)
     return swin_from_config(cfg.config, num_classes=num_classes, **options)
