@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 
-def atomic_write(path: str | os.PathLike[str], write: Callable[[BinaryIO], None]) -> Path:
+def atomic_write(path: str | os.PathLike[str], write: Callable[[BinaryIO], object]) -> Path:
     """Call ``write(f)`` on a temporary file in the target's folder, fsync it, then rename it.
 
     ``os.replace`` is atomic on POSIX and Windows when both names are on one filesystem, which is

@@ -257,8 +257,9 @@ class WindowAttention(nn.Module):
             return biased_logits(q, k, self.scale, self.relative_position_bias()).softmax(dim=-1)
         # Shifted windows (chapter 4): the mask of window w is added to window w of every image.
         logits = biased_logits(q, k, self.scale, None)  # (B_, H, N, N)
-        nw = mask.shape[0]
-        logits = logits.view(-1, nw, *logits.shape[1:]) + self._additive_terms(mask)
+        terms = self._additive_terms(mask)
+        assert terms is not None  # with a mask there is always a term
+        logits = logits.view(-1, mask.shape[0], *logits.shape[1:]) + terms
         return logits.flatten(0, 1).softmax(dim=-1)
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:

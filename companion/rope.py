@@ -113,6 +113,9 @@ class WindowRoPE(nn.Module):
         positions: non-persistent buffer ``(N, 2)``, each token's ``(row, col)`` in the window.
     """
 
+    freqs: Tensor
+    positions: Tensor
+
     def __init__(
         self,
         window_size: WindowSize,

@@ -33,7 +33,7 @@ import torch
 from torch import Tensor, nn
 
 from companion import absolute
-from companion._checks import check_bool
+from companion._checks import check_bool, to_pair
 from companion.attention import AttnImpl, BiasTable, WindowAttention, WindowPosition
 from companion.init import trunc_normal_
 from companion.layers import DropPath, Mlp
@@ -156,7 +156,9 @@ class SwinBlock(nn.Module):
             for r, w in zip(self.input_resolution, self.window_size, strict=True)
         ]
         device = self.norm1.weight.device  # where the block lives (after a .to(), too)
-        return shifted_window_mask(*padded, self.window_size, self.shift_size, device=device)
+        return shifted_window_mask(
+            padded[0], padded[1], self.window_size, self.shift_size, device=device
+        )
 
     def set_input_size(
         self,
@@ -371,8 +373,10 @@ class SwinTransformer(nn.Module):
             )
         config = dataclasses.replace(
             self.config,
-            img_size=self.img_size if img_size is None else img_size,
-            window_size=self.window_size if window_size is None else window_size,
+            img_size=self.img_size if img_size is None else to_pair("img_size", img_size),
+            window_size=self.window_size
+            if window_size is None
+            else to_pair("window_size", window_size),
         )  # checked again, as at construction
         patch = config.patch_size
         grid = (config.img_size[0] // patch[0], config.img_size[1] // patch[1])
@@ -388,10 +392,12 @@ class SwinTransformer(nn.Module):
         self.config, self.grid_size = config, grid
         resolution = grid
         for i, stage in enumerate(self.layers):
+            assert isinstance(stage, SwinStage)
             if i > 0:
                 resolution = ((resolution[0] + 1) // 2, (resolution[1] + 1) // 2)
             stage.output_resolution = resolution
             for block in stage.blocks:
+                assert isinstance(block, SwinBlock)
                 block.set_input_size(resolution, config.window_size, method)
 
 

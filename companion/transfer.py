@@ -31,7 +31,7 @@ from companion._checks import check_choice, to_pair
 from companion.relative import WindowSize, bias_table_size
 
 ResizeMethod = Literal["bicubic", "geometric"]
-RESIZE_METHODS: tuple[str, ...] = get_args(ResizeMethod)
+RESIZE_METHODS: tuple[ResizeMethod, ...] = get_args(ResizeMethod)
 
 # BEiT searches the ratio q of the geometric spacing in [1.01, 1.5] by bisection to this width.
 _RATIO_LOW, _RATIO_HIGH, _RATIO_TOL = 1.01, 1.5, 1e-6

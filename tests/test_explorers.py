@@ -132,17 +132,16 @@ def test_relative_index_figure_defaults_to_the_books_2x3_window() -> None:
 # ----- bias -------------------------------------------------------------------------------------
 
 
-def test_relative_bias_reads_window_attention_and_relative_position_bias_modules() -> None:
+def test_relative_bias_reads_window_attention_modules() -> None:
     torch.manual_seed(0)
-    attn = WindowAttention(dim=8, window_size=(2, 3), num_heads=2)
-    bias, window = relative_bias(attn)
-    assert window == (2, 3)
-    assert torch.equal(bias, attn.relative_position_bias().detach())
-    module = WindowAttention(16, 3, 4)
-    bias, window = relative_bias(module)
-    assert window == (3, 3)
-    assert torch.equal(bias, module().detach())
-    assert not bias.requires_grad
+    for attn, window in (
+        (WindowAttention(8, (2, 3), 2), (2, 3)),
+        (WindowAttention(16, 3, 4), (3, 3)),
+    ):
+        bias, found = relative_bias(attn)
+        assert found == window
+        assert torch.equal(bias, attn.relative_position_bias().detach())
+        assert not bias.requires_grad
 
 
 def test_relative_bias_reads_a_bias_table_with_its_window_size() -> None:
@@ -216,7 +215,7 @@ def test_bias_bound_and_decimals_set_the_scale_of_each_head() -> None:
 def test_bias_row_is_one_row_of_b_laid_out_on_the_window() -> None:
     torch.manual_seed(0)
     module = WindowAttention(16, (2, 3), 4)
-    bias = module().detach()
+    bias = module.relative_position_bias().detach()
     row = bias_row(module, (1, 2), head=3)
     assert row.shape == (2, 3)
     assert torch.equal(row.flatten(), bias[3, 5])

@@ -85,7 +85,7 @@ def shape_mask(shape: str, cy: float, cx: float, r: float, size: int = IMAGE_SIZ
 
 def check_image_size(size: object) -> int:
     """``size`` must be an int >= 32 and a multiple of 8 (every cell and patch whole pixels)."""
-    check_positive_int("size", size)
+    size = check_positive_int("size", size)
     if size < IMAGE_SIZE or size % PATCHES:
         raise ValueError(
             f"size must be a multiple of {PATCHES} and >= {IMAGE_SIZE} (the tasks are designed "
@@ -172,7 +172,8 @@ def draw_relation(
     for patch, color in ((patch_a, red), (patch_a + step, blue)):
         r = rng.uniform(1.0, 1.5)
         # Inside the patch's pixels [p * PATCH, p * PATCH + PATCH - 1] with room for radius r.
-        cy, cx = _rendered(*(patch * PATCH + rng.uniform(r, PATCH - 1 - r, size=2)), size)
+        y, x = patch * PATCH + rng.uniform(r, PATCH - 1 - r, size=2)
+        cy, cx = _rendered(y, x, size)
         shape = SHAPES[int(rng.integers(len(SHAPES)))]
         box = np.zeros((size, size), dtype=bool)
         (y0, x0), (y1, x1) = patch * cell, (patch + 1) * cell

@@ -19,8 +19,9 @@ given as ``(row, col)`` or as a token number ``row * width + col``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import torch
@@ -212,15 +213,16 @@ def bias_table(
             )
         table = source
     elif isinstance(source, nn.Module):
-        table = getattr(source, "relative_position_bias_table", None)
+        found = getattr(source, "relative_position_bias_table", None)
         index = getattr(source, "relative_position_index", None)
-        if table is None or index is None:
+        if found is None or index is None:
             raise ValueError(
                 f"source must hold a relative position bias (relative_position_bias_table and "
                 f"relative_position_index), got {type(source).__name__} without one "
                 "(for example WindowAttention(position=None))"
             )
-        own = to_pair("source.window_size", tuple(source.window_size))
+        table = found
+        own = to_pair("source.window_size", tuple(cast(Sequence[int], source.window_size)))
         if window_size is not None and to_pair("window_size", window_size) != own:
             raise ValueError(
                 f"window_size must match the module's window_size={own} (or be None), "
