@@ -2,7 +2,10 @@
 
     Attention(Q, K, V) = SoftMax(Q Kᵀ / √d + B + mask) V
 
-computed independently inside each window of ``N = Wh * Ww`` tokens.
+computed independently inside each window of ``N = Wh * Ww`` tokens. What adds position inside
+the attention is one object, ``position``: Swin's learned table ``B`` (``BiasTable``), Swin V2's
+continuous bias (``ContinuousBias``), a rotary embedding of ``Q`` and ``K`` (``Rotary``), or
+``None``.
 """
 
 from __future__ import annotations
