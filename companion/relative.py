@@ -8,10 +8,11 @@ learnable table of that many rows can hold one bias per offset (and per head):
     grid_coordinates -> flatten_coordinates -> pairwise_offsets
         -> shift_offsets -> multiply_row_offsets -> sum_offsets
 
-``relative_position_index`` composes them (the only place the row formula is written);
-``make_bias_table`` makes the table and ``lookup_bias`` reads ``B`` out of it. Two controlled
-variants reuse the offsets: ``wrap_offsets`` takes them around a ring (a window that spans a
-whole axis of a torus) and ``magnitude_index`` keeps only ``(|dy|, |dx|)``.
+``relative_position_index`` composes them and ``offset_to_index`` applies the last three to one
+offset (so the row formula is written nowhere else); ``make_bias_table`` makes the table and
+``lookup_bias`` reads ``B`` out of it. Two controlled variants reuse the offsets:
+``wrap_offsets`` takes them around a ring (a window that spans a whole axis of a torus) and
+``magnitude_index`` keeps only ``(|dy|, |dx|)``.
 """
 
 from __future__ import annotations
@@ -106,12 +107,6 @@ def window_offsets(window_size: WindowSize, wrap: tuple[bool, bool] = (False, Fa
     return wrap_offsets(offsets, window_size, wrap) if any(wrap) else offsets
 
 
-def offsets_to_index(offsets: Tensor, window_size: WindowSize) -> Tensor:
-    """The last three steps: offsets ``(..., 2)`` -> bias-table rows ``(...)``, i.e.
-    ``(dy + Wh - 1) * (2Ww - 1) + (dx + Ww - 1)``."""
-    return sum_offsets(multiply_row_offsets(shift_offsets(offsets, window_size), window_size))
-
-
 def relative_position_index(
     window_size: WindowSize, wrap: tuple[bool, bool] = (False, False)
 ) -> Tensor:
@@ -121,15 +116,20 @@ def relative_position_index(
     ``wrap_offsets`` (Swin's index has none).
     """
     check_pairs_fit_in_memory("window_size", window_size)
-    return offsets_to_index(window_offsets(window_size, wrap), window_size)
+    coords = grid_coordinates(window_size)
+    offsets = pairwise_offsets(flatten_coordinates(coords))
+    if any(wrap):  # a controlled variant: a window that is a whole axis of a torus
+        offsets = wrap_offsets(offsets, window_size, wrap)
+    scaled = multiply_row_offsets(shift_offsets(offsets, window_size), window_size)
+    return sum_offsets(scaled)
 
 
 def magnitude_index(offsets: Tensor, window_size: WindowSize) -> Tensor:
     """Offsets ``(..., 2)`` -> rows ``|dy| * Ww + |dx|`` of a ``Wh * Ww``-row table.
 
-    A controlled variant of ``offsets_to_index``: offsets that differ only in sign (``(1, 2)``,
-    ``(-1, 2)``, ``(1, -2)``, ``(-1, -2)``) share one row, so the bias knows how far apart two
-    tokens are along each axis but not which one is left of or above the other.
+    A controlled variant of the shift, multiply and sum steps: offsets that differ only in sign
+    (``(1, 2)``, ``(-1, 2)``, ``(1, -2)``, ``(-1, -2)``) share one row, so the bias knows how far
+    apart two tokens are along each axis but not which one is left of or above the other.
     """
     _, ww = to_pair("window_size", window_size)
     magnitude = offsets.abs()
@@ -171,7 +171,8 @@ def offset_to_index(dy: int, dx: int, window_size: WindowSize) -> int:
     ``[-(Ww-1), Ww-1]``: no two tokens of the window are further apart than that.
     """
     check_offset_in_window(dy, dx, window_size)
-    return int(offsets_to_index(torch.tensor([dy, dx]), window_size))
+    offset = torch.tensor([dy, dx])  # the last three steps, on one offset
+    return int(sum_offsets(multiply_row_offsets(shift_offsets(offset, window_size), window_size)))
 
 
 def index_to_offset(index: int, window_size: WindowSize) -> tuple[int, int]:
