@@ -10,7 +10,7 @@ continuous bias (``ContinuousBias``), a rotary embedding of ``Q`` and ``K`` (``R
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Literal, get_args
 
 import torch
@@ -63,6 +63,11 @@ class BiasTable:
             raise TypeError(f"wrap must be a pair (bool, bool), got {self.wrap!r}")
         for wraps in self.wrap:
             check_bool("wrap", wraps)
+
+    def __repr__(self) -> str:
+        # Only what differs from Swin's own table, so that Swin's prints as BiasTable().
+        changed = [f for f in fields(self) if getattr(self, f.name) != f.default]
+        return f"BiasTable({', '.join(f'{f.name}={getattr(self, f.name)!r}' for f in changed)})"
 
     def index(self, window_size: tuple[int, int]) -> Tensor:
         """The ``(N, N)`` table row of every (query, key) pair."""
