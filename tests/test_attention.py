@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from companion.attention import BiasTable, WindowAttention, biased_logits
+from companion.attention import BiasTable, ContinuousBias, Rotary, WindowAttention, biased_logits
 from companion.relative import relative_position_index
 
 
@@ -164,3 +164,16 @@ def test_biased_logits_is_the_scaled_dot_product_plus_the_bias():
     plain = torch.einsum("whnd,whmd->whnm", q, k) * 8**-0.5
     assert torch.allclose(biased_logits(q, k, 8**-0.5, None), plain, atol=1e-6)
     assert torch.allclose(biased_logits(q, k, 8**-0.5, bias), plain + bias, atol=1e-6)
+
+
+def test_a_position_code_holds_only_options_that_make_sense_for_it():
+    assert BiasTable() == BiasTable("signed", (False, False)) and repr(BiasTable()) == "BiasTable()"
+    with pytest.raises(ValueError, match=r"offsets must be one of \['signed', 'magnitude'\]"):
+        BiasTable("abs")
+    with pytest.raises(TypeError, match="wrap must be a pair"):
+        BiasTable(wrap=True)
+    with pytest.raises(TypeError, match="wrap must be True or False"):
+        BiasTable(wrap=(1, 0))
+    for code in (ContinuousBias(), Rotary("axial"), None):  # no table: nothing to wrap or sign
+        module = WindowAttention(8, 2, 2, position=code)
+        assert not hasattr(module, "relative_position_bias_table") and module.offset_table() is None

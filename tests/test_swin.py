@@ -1,5 +1,7 @@
 """companion.swin and companion.layers: shapes, position variants, blocks, configs and bad input."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -265,3 +267,13 @@ def test_eager_and_sdpa_agree_for_the_later_position_codes(pos):
     eager = swin_from_config("tiny-cpu", pos=pos, attn_impl="eager").eval()
     eager.load_state_dict(sdpa.state_dict())
     torch.testing.assert_close(sdpa(images()), eager(images()), atol=1e-5, rtol=1e-4)
+
+
+def test_a_config_is_checked_once_frozen_and_stores_pairs():
+    config = SwinConfig(**{**TINY, "window_size": 4, "depths": [2, 2]})
+    assert config.window_size == (4, 4) and config.depths == (2, 2) and config.img_size == (32, 32)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.pos = "abs"  # type: ignore[misc]
+    assert SwinTransformer(config).config is config
+    with pytest.raises(TypeError, match="config must be a SwinConfig, got dict"):
+        SwinTransformer(TINY)  # type: ignore[arg-type]
