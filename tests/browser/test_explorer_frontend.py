@@ -17,6 +17,11 @@ import matplotlib
 import numpy as np
 import pytest
 import torch
+from explorer_browser import clipped_texts, drive, page_html, read, show, texts, values
+from matplotlib.colors import Normalize, to_hex
+
+from companion.absolute import sincos_2d_position_embedding
+from companion.attention import WindowAttention
 from companion.explorers import (
     _float_format,
     bias_bound,
@@ -25,16 +30,11 @@ from companion.explorers import (
     relative_bias,
     relative_index_view,
 )
-from companion.resize_explorer import MAX_WINDOW, resize_explorer
-from companion.widgets import bias_explorer, embedding_explorer, relative_index_explorer
-from explorer_browser import clipped_texts, drive, page_html, read, show, texts, values
-from matplotlib.colors import Normalize, to_hex
-
-from companion.absolute import sincos_2d_position_embedding
-from companion.attention import WindowAttention
 from companion.figures.resolution import bump_table
 from companion.relative import RelativePositionBias
+from companion.resize_explorer import MAX_WINDOW, resize_explorer
 from companion.transfer import RESIZE_METHODS, resize_bias_table, table_as_images
+from companion.widgets import bias_explorer, embedding_explorer, relative_index_explorer
 
 
 def _offline_page(chromium: Any, **context_options: Any) -> Any:

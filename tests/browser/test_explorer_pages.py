@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 from book_browser import BOOK_ROOT, SCREENSHOTS, OfflineBrowser, html_pages
-from companion.explorers import relative_index_view
 from explorer_browser import read, values
+
+from companion.explorers import relative_index_view
 
 
 def _explorer_calls(page: str) -> int:
