@@ -28,13 +28,13 @@ from companion.relative import (
     relative_position_index,
     window_offsets,
 )
-from companion.rope import RopeKind, WindowRoPE
+from companion.rope import ROPE_KINDS, RopeKind, WindowRoPE
 from companion.transfer import ResizeMethod, resize_bias_table, resized_table_parameter
 
 AttnImpl = Literal["sdpa", "eager"]
-ATTN_IMPLS: tuple[str, ...] = get_args(AttnImpl)
+ATTN_IMPLS: tuple[AttnImpl, ...] = get_args(AttnImpl)
 RelBiasOffsets = Literal["signed", "magnitude"]
-REL_BIAS_OFFSETS: tuple[str, ...] = get_args(RelBiasOffsets)
+REL_BIAS_OFFSETS: tuple[RelBiasOffsets, ...] = get_args(RelBiasOffsets)
 
 
 # --------------------------------------------------------------------------- position codes
@@ -98,7 +98,7 @@ class Rotary:
     kind: RopeKind = "axial"
 
     def __post_init__(self) -> None:
-        check_choice("kind", self.kind, get_args(RopeKind))
+        check_choice("kind", self.kind, ROPE_KINDS)
 
 
 #: What a ``WindowAttention`` adds position with; ``None``: nothing (plain self-attention).
@@ -172,7 +172,7 @@ class WindowAttention(nn.Module):
         self.num_heads = num_heads
         self.head_dim = dim // num_heads
         self.scale = self.head_dim**-0.5
-        self.attn_impl: AttnImpl = check_choice("attn_impl", attn_impl, ATTN_IMPLS)  # type: ignore[assignment]
+        self.attn_impl: AttnImpl = check_choice("attn_impl", attn_impl, ATTN_IMPLS)
         if not isinstance(position, BiasTable | ContinuousBias | Rotary | None):
             raise TypeError(
                 f"position must be BiasTable(...), ContinuousBias(), Rotary(...) or None, "

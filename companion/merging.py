@@ -17,7 +17,7 @@ from companion._checks import check_positive_int
 from companion.window import pad_to_windows
 
 PatchMergingKind = Literal["concat", "avgpool"]
-PATCH_MERGING_CHOICES: tuple[str, ...] = get_args(PatchMergingKind)
+PATCH_MERGING_CHOICES: tuple[PatchMergingKind, ...] = get_args(PatchMergingKind)
 
 
 def merge_groups(x: Tensor) -> Tensor:

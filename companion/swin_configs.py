@@ -32,10 +32,10 @@ from companion.merging import PATCH_MERGING_CHOICES, PatchMergingKind
 
 Pos = Literal["none", "abs", "rel", "abs+rel", "cpb", "rope-axial", "rope-mixed"]
 #: Every ``pos`` value; the trainer and the ablation derive their choices from this tuple.
-POS_CHOICES: tuple[str, ...] = get_args(Pos)
+POS_CHOICES: tuple[Pos, ...] = get_args(Pos)
 #: The ``pos`` a torus can hide the border from (a window spanning a map wraps its offsets);
 #: a continuous bias or a rotary embedding measures offsets along a line.
-TORUS_POS: tuple[str, ...] = ("none", "abs", "rel", "abs+rel")
+TORUS_POS: tuple[Pos, ...] = ("none", "abs", "rel", "abs+rel")
 
 
 @dataclass(frozen=True)

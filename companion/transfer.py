@@ -160,7 +160,7 @@ def resize_bias_table(
 
 def check_resize_method(method: object) -> ResizeMethod:
     """``method`` if it is one of ``RESIZE_METHODS``, else ``ValueError`` naming it."""
-    return check_choice("method", method, RESIZE_METHODS)  # type: ignore[return-value]
+    return check_choice("method", method, RESIZE_METHODS)
 
 
 @torch.no_grad()
