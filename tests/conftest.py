@@ -47,14 +47,13 @@ def tiny_swin() -> Callable[..., SwinTransformer]:
     return make
 
 
-@pytest.fixture
-def tiny_run(tmp_path) -> Callable[..., TrainConfig]:
-    """``tiny_run(folder=None, **settings)``: a ``TrainConfig`` of ``TINY_RUN`` that writes to
-    ``folder / "run"`` (``folder`` defaults to ``tmp_path``)."""
+@pytest.fixture(scope="session")
+def tiny_run() -> Callable[..., TrainConfig]:
+    """``tiny_run(folder, **settings)``: a ``TrainConfig`` of ``TINY_RUN`` that writes to
+    ``folder / "run"``."""
 
-    def make(folder: Path | None = None, **settings) -> TrainConfig:
-        out = (tmp_path if folder is None else folder) / "run"
-        return TrainConfig(**{**TINY_RUN, "out": str(out), **settings})
+    def make(folder: Path, **settings) -> TrainConfig:
+        return TrainConfig(**{**TINY_RUN, "out": str(Path(folder) / "run"), **settings})
 
     return make
 

@@ -180,7 +180,7 @@ def test_relative_bias_rejects_a_bad_source(source, window_size, error, message)
 
 
 def test_relative_bias_rejects_a_module_without_bias_or_with_another_window() -> None:
-    with pytest.raises(ValueError, match=r"source must hold a relative position bias.*rel_pos"):
+    with pytest.raises(ValueError, match=r"must hold a relative position bias.*position=None"):
         relative_bias(WindowAttention(8, 2, 2, position=None))
     with pytest.raises(
         ValueError, match=r"window_size must match the module's window_size=\(2, 2\)"

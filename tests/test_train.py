@@ -83,7 +83,7 @@ def test_swin_with_stochastic_depth_resumes_exactly(tmp_path, tiny_run):
 
 
 def test_checkpoint_loads_with_weights_only_and_holds_every_state(tmp_path, tiny_run):
-    train(tiny_run(epochs=1), stand_in)
+    train(tiny_run(tmp_path, epochs=1), stand_in)
     ckpt = torch.load(tmp_path / "run" / CHECKPOINT, weights_only=True)
     assert ckpt["epoch"] == 1
     for key in ("model", "optimizer", "scheduler", "scaler", "rng", "history", "config"):
@@ -94,19 +94,19 @@ def test_checkpoint_loads_with_weights_only_and_holds_every_state(tmp_path, tiny
 
 def test_resume_without_a_checkpoint_says_where_it_looked(tmp_path, tiny_run):
     with pytest.raises(FileNotFoundError, match=r"no checkpoint at .*checkpoint\.pt"):
-        train(tiny_run(resume=True), stand_in)
+        train(tiny_run(tmp_path, resume=True), stand_in)
 
 
 def test_a_second_run_into_the_same_folder_must_say_resume(tmp_path, tiny_run):
-    train(tiny_run(epochs=1), stand_in)
+    train(tiny_run(tmp_path, epochs=1), stand_in)
     with pytest.raises(FileExistsError, match="pass --resume"):
-        train(tiny_run(epochs=1), stand_in)
+        train(tiny_run(tmp_path, epochs=1), stand_in)
 
 
 def test_resume_with_other_settings_names_what_differs(tmp_path, tiny_run):
-    train(tiny_run(stop_after_epochs=1), stand_in)
+    train(tiny_run(tmp_path, stop_after_epochs=1), stand_in)
     with pytest.raises(ValueError, match=r"lr: checkpoint 0.001 vs now 0.002"):
-        train(tiny_run(resume=True, lr=2e-3), stand_in)
+        train(tiny_run(tmp_path, resume=True, lr=2e-3), stand_in)
 
 
 # --------------------------------------------------------------------------- divergence
@@ -115,7 +115,7 @@ def test_resume_with_other_settings_names_what_differs(tmp_path, tiny_run):
 def test_a_diverging_loss_stops_with_the_step_named(tmp_path, tiny_run):
     match = r"loss became NaN or inf in steps 1-\d+ \(epoch 1\): training diverged; lower --lr"
     with pytest.raises(FloatingPointError, match=match):
-        train(tiny_run(lr=1e30, clip_grad=0.0, warmup_epochs=0.0), stand_in)
+        train(tiny_run(tmp_path, lr=1e30, clip_grad=0.0, warmup_epochs=0.0), stand_in)
 
 
 def test_a_diverging_loss_from_the_command_line_is_one_clear_line(tmp_path, capsys):
@@ -131,7 +131,7 @@ def test_a_diverging_loss_from_the_command_line_is_one_clear_line(tmp_path, caps
 
 
 def test_metrics_json_and_csv_hold_one_row_per_epoch(tmp_path, tiny_run):
-    result = train(tiny_run(), stand_in)
+    result = train(tiny_run(tmp_path), stand_in)
     out = tmp_path / "run"
     saved = json.loads((out / "metrics.json").read_text())
     assert [r["epoch"] for r in saved["epochs"]] == [1, 2]
@@ -150,7 +150,7 @@ def test_progress_bars_do_not_change_the_result(tmp_path, tiny_run):
 
 
 def test_training_learns_the_grid_cell_task_above_chance(tmp_path, tiny_run):
-    cfg = tiny_run(epochs=4, train_size=512, test_size=128, lr=3e-3, batch_size=32)
+    cfg = tiny_run(tmp_path, epochs=4, train_size=512, test_size=128, lr=3e-3, batch_size=32)
     result = train(cfg, stand_in)
     assert result.history[-1]["test_acc"] > 3 / 16  # chance is 1/16
 
@@ -160,7 +160,7 @@ def test_cifar_training_reads_the_folder_and_augments(tmp_path, monkeypatch, tin
 
     md5s = write_fake_cifar(tmp_path / "data", per_batch=8)
     monkeypatch.setattr(data_module, "cifar10_md5s", lambda: md5s)
-    cfg = tiny_run(dataset="cifar10", data_dir=str(tmp_path / "data"), epochs=1)
+    cfg = tiny_run(tmp_path, dataset="cifar10", data_dir=str(tmp_path / "data"), epochs=1)
     cfg.train_size, cfg.test_size = None, None
     result = train(cfg, stand_in)
     assert len(result.history) == 1
@@ -174,7 +174,7 @@ def test_compile_flag_compiles_the_model(tmp_path, monkeypatch, tiny_run):
         return module
 
     monkeypatch.setattr(torch, "compile", fake_compile)
-    train(tiny_run(epochs=1, compile=True), stand_in)
+    train(tiny_run(tmp_path, epochs=1, compile=True), stand_in)
     assert len(compiled) == 1
 
 
@@ -276,7 +276,7 @@ def test_bad_settings_are_rejected_naming_the_setting(change, error, message):
 
 def test_a_batch_larger_than_the_data_is_rejected(tmp_path, tiny_run):
     with pytest.raises(ValueError, match="batch_size must be at most"):
-        train(tiny_run(batch_size=128), stand_in)
+        train(tiny_run(tmp_path, batch_size=128), stand_in)
 
 
 def test_bad_flags_exit_with_status_2_and_a_message(capsys):
@@ -319,7 +319,7 @@ def test_train_demo_trains_the_demo_config(tmp_path, monkeypatch):
 
 
 def test_learning_curves_figure_has_a_panel_per_metric(tmp_path, tiny_run):
-    history = train(tiny_run(epochs=1), stand_in).history
+    history = train(tiny_run(tmp_path, epochs=1), stand_in).history
     fig = plot_learning_curves({"stand-in": history}, metrics=("train_loss", "test_acc", "lr"))
     assert len(fig.axes) == 3
 
@@ -368,4 +368,4 @@ def test_variant_is_a_flag_recorded_in_the_checkpoint_and_resume_must_match_it(t
     saved = torch.load(out / CHECKPOINT, weights_only=True)
     assert saved["config"]["variant"] == "pool-merge"
     with pytest.raises(ValueError, match="variant: checkpoint 'pool-merge' vs now 'swin'"):
-        train(tiny_run(resume=True, epochs=2, train_size=32, test_size=16))
+        train(tiny_run(tmp_path, resume=True, epochs=2, train_size=32, test_size=16))

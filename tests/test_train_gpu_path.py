@@ -73,7 +73,7 @@ def test_bf16_autocast_runs_the_forward_pass_in_bfloat16_without_a_scaler(
     tmp_path, force_precision, tiny_run
 ):
     force_precision("bf16")
-    result = train(tiny_run(), recorder)
+    result = train(tiny_run(tmp_path), recorder)
     assert torch.bfloat16 in result.model.seen
     assert result.header["precision"] == "bf16"
     saved = load_checkpoint(tmp_path / "run" / CHECKPOINT)
@@ -85,7 +85,7 @@ def test_fp16_autocast_scales_the_loss_and_saves_the_scalers_state(
     tmp_path, force_precision, tiny_run
 ):
     force_precision("fp16")
-    result = train(tiny_run(clip_grad=1.0), recorder)  # clipping unscales first
+    result = train(tiny_run(tmp_path, clip_grad=1.0), recorder)  # clipping unscales first
     assert torch.float16 in result.model.seen
     saved = load_checkpoint(tmp_path / "run" / CHECKPOINT)
     assert saved["scaler"]["scale"] > 1  # the loss really was multiplied before backward()
@@ -102,14 +102,15 @@ def test_fp16_resume_restores_the_scaler_and_equals_an_uninterrupted_run(
     a, b = whole.model.state_dict(), resumed.model.state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)
     scale = [
-        load_checkpoint(tmp_path / n / CHECKPOINT)["scaler"]["scale"] for n in ("whole", "parts")
+        load_checkpoint(tmp_path / n / "run" / CHECKPOINT)["scaler"]["scale"]
+        for n in ("whole", "parts")
     ]
     assert scale[0] == scale[1]
 
 
 def test_the_small_swin_trains_under_bf16_autocast(tmp_path, force_precision, tiny_run):
     force_precision("bf16")
-    cfg = tiny_run(config="tiny-cpu", pos="abs+rel", epochs=1, train_size=32)
+    cfg = tiny_run(tmp_path, config="tiny-cpu", pos="abs+rel", epochs=1, train_size=32)
     result = train(cfg)
     assert result.header["precision"] == "bf16" and len(result.history) == 1
 

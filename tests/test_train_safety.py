@@ -145,7 +145,7 @@ def test_a_nan_input_is_blamed_on_the_data_not_the_learning_rate(tmp_path, monke
 
     monkeypatch.setattr(build_module, "make_dataset", zero_std)
     with pytest.raises(NonFiniteError, match=r"input images hold NaN or inf in steps 1-4") as info:
-        train(tiny_run(epochs=1), stand_in)
+        train(tiny_run(tmp_path, epochs=1), stand_in)
     assert "--lr" not in str(info.value)
 
 
@@ -157,7 +157,7 @@ class NanWhenTesting(StandIn):
 
 def test_a_non_finite_test_metric_is_an_error_not_a_number(tmp_path, tiny_run):
     with pytest.raises(NonFiniteError, match="test metrics after epoch 1 are not finite"):
-        train(tiny_run(), lambda n, pos: NanWhenTesting(n))
+        train(tiny_run(tmp_path), lambda n, pos: NanWhenTesting(n))
     assert not (tmp_path / "run" / "metrics.json").exists()
 
 
@@ -204,7 +204,7 @@ def test_a_folder_locked_by_a_live_process_is_refused_at_once(tmp_path, tiny_run
         _lock(tmp_path / "run", sleeper.pid)
         start = time.perf_counter()
         with pytest.raises(BlockingIOError, match=rf"in use by process {sleeper.pid}"):
-            train(tiny_run(), stand_in)
+            train(tiny_run(tmp_path), stand_in)
         assert time.perf_counter() - start < 5
     finally:
         sleeper.kill()
@@ -217,7 +217,7 @@ def test_a_stale_lock_and_orphan_temp_files_are_cleaned_up(tmp_path, tiny_run):
     _lock(tmp_path / "run", dead.pid)
     orphan = tmp_path / "run" / ".checkpoint.pt.k1ll3d.tmp"
     orphan.write_bytes(b"half a checkpoint")
-    train(tiny_run(epochs=1), stand_in)
+    train(tiny_run(tmp_path, epochs=1), stand_in)
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [
         CHECKPOINT, "metrics.csv", "metrics.json"
     ]  # fmt: skip
@@ -312,7 +312,7 @@ def test_ctrl_c_says_where_the_last_checkpoint_is(tmp_path, capsys, tiny_run):
             return super().forward(x)
 
     with pytest.raises(TrainingInterrupted) as info:
-        train(tiny_run(epochs=3), lambda n, pos: InterruptInEpoch2(n))
+        train(tiny_run(tmp_path, epochs=3), lambda n, pos: InterruptInEpoch2(n))
     message = str(info.value)
     assert message == (
         f"interrupted in epoch 2; the last checkpoint is {tmp_path / 'run' / CHECKPOINT} "
