@@ -193,6 +193,16 @@ def test_indexing_with_a_list_returns_a_whole_batch_and_normalize_uses_mean_and_
     assert torch.allclose(x, torch.zeros_like(x), atol=1e-6)
 
 
+def test_normalize_makes_its_mean_and_std_once_and_follows_a_change():
+    ds = make_dataset("grid-cell", "train", 4)
+    cpu = torch.device("cpu")
+    assert ds._statistics(cpu)[0] is ds._statistics(cpu)[0]  # not rebuilt on every batch
+    ds.std = (0.5, 0.5, 0.5)
+    x = ds.normalize(torch.full((1, 3, 1, 1), 255, dtype=torch.uint8))
+    assert torch.allclose(x, torch.full_like(x, (1.0 - 0.2) / 0.5))
+    assert pickle.loads(pickle.dumps(ds))._stats == {}  # a DataLoader worker's copy has none
+
+
 # --------------------------------------------------------------------------- loading, augmentation
 
 
