@@ -274,7 +274,7 @@ def run_transfer(
     if variant_overrides(variant).get("torus"):
         raise ValueError(
             f"the ablation's variant {variant!r} is a torus, whose runs cannot move to another "
-            "size (companion.transfer.set_input_size); move an ablation of another variant"
+            "size (SwinTransformer.set_input_size); move an ablation of another variant"
         )
     runs = [
         (dataset, pos, seed, variant)

@@ -197,7 +197,7 @@ def bias_table(
     """The bias table ``((2Wh-1)(2Ww-1), H)`` (float32, CPU) and the window ``(Wh, Ww)``.
 
     ``source`` is either a module holding ``relative_position_bias_table`` and
-    ``relative_position_index`` (``WindowAttention``, ``RelativePositionBias``, timm's Swin
+    ``relative_position_index`` (``WindowAttention``, timm's Swin
     attention) or a bias table together with ``window_size``. A module's index must be
     ``relative_position_index`` of its window (the table alone then determines ``B``).
     """

@@ -240,8 +240,8 @@ def bias_explorer(
 ) -> Explorer:
     """A head and a query cell -> ``companion.figures.explorers.bias_row_figure`` of ``source``.
 
-    ``source``: a module with a relative position bias (``WindowAttention``,
-    ``RelativePositionBias``) or a bias table ``((2Wh-1)(2Ww-1), H)`` with ``window_size``.
+    ``source``: a module with a relative position bias (``WindowAttention``, timm's Swin
+    attention) or a bias table ``((2Wh-1)(2Ww-1), H)`` with ``window_size``.
     """
     table, grid = bias_table(source, window_size)
     bias, _ = relative_bias(table, grid)
