@@ -20,7 +20,7 @@ NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 NODE_STAMP := node_modules/.package-lock.json
 OFFLINE_STAMP := _build/offline.stamp
 
-.PHONY: setup test unit nbval lint book book-check browser-test notebooks clean \
+.PHONY: setup test unit slow nbval lint book book-check browser-test notebooks clean \
 	offline-js colab-sync colab-check colab-test linkcheck system-deps browser-deps node-deps pdf
 
 $(STAMP): pyproject.toml $(TORCH_REQUIREMENTS)
@@ -34,14 +34,27 @@ $(STAMP): pyproject.toml $(TORCH_REQUIREMENTS)
 setup: $(STAMP)
 
 # The system tools come first, so a machine that lacks one fails in a second, not after nbval.
-test: browser-deps node-deps setup lint unit nbval book-check browser-test
+test: browser-deps node-deps setup lint unit slow nbval book-check browser-test
 
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy companion
+
+# `make unit`: every test that takes seconds (run it after each change); `make slow`: the few
+# marked slow (a wheel install, torchrun, whole training runs, a notebook kernel). `make test`
+# runs both. Each says what it runs and prints its duration and its five slowest tests.
+UNIT_MARKS := not browser and not slow
 
 unit: setup
-	$(PY) -m pytest tests -q -p no:cacheprovider -m "not browser"
+	@echo "unit: pytest tests -m '$(UNIT_MARKS)'"
+	@start=$$(date +%s); $(PY) -m pytest tests -q -p no:cacheprovider -m "$(UNIT_MARKS)" \
+		--durations=5; status=$$?; echo "unit: $$(( $$(date +%s) - start )) s"; exit $$status
+
+slow: setup
+	@echo "slow: pytest tests -m 'slow and not browser'"
+	@start=$$(date +%s); $(PY) -m pytest tests -q -p no:cacheprovider -m "slow and not browser" \
+		--durations=5; status=$$?; echo "slow: $$(( $$(date +%s) - start )) s"; exit $$status
 
 nbval: setup
 	$(PY) -m pytest -q --nbval --nbval-current-env \

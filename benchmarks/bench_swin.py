@@ -29,7 +29,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from companion._io import atomic_write_json
-from companion.swin import CONFIGS, swin_from_config
+from companion.swin import swin_from_config
+from companion.swin_configs import CONFIGS
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeGuard, TypeVar
+
+T = TypeVar("T")
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     # bool is an int subclass, but window_size=True is always a mistake.
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -49,8 +51,8 @@ def check_divisible(name: str, value: int, by_name: str, by: int) -> None:
         raise ValueError(f"{name} must be divisible by {by_name}={by}, got {name}={value}")
 
 
-def check_choice(name: str, value: object, allowed: Sequence[str]) -> str:
-    """Raise unless ``value`` is one of ``allowed``."""
+def check_choice(name: str, value: object, allowed: Sequence[T]) -> T:
+    """Return ``value`` if it is one of ``allowed`` (typed as they are), else raise."""
     if value not in allowed:
         raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
     return value  # type: ignore[return-value]

@@ -15,7 +15,7 @@ from typing import Any, BinaryIO
 TEMP_SUFFIX = ".companion.tmp"
 
 
-def atomic_write(path: str | os.PathLike[str], write: Callable[[BinaryIO], None]) -> Path:
+def atomic_write(path: str | os.PathLike[str], write: Callable[[BinaryIO], object]) -> Path:
     """Call ``write(f)`` on a temporary file in the target's folder, fsync it, then rename it.
 
     ``os.replace`` is atomic on POSIX and Windows when both names are on one filesystem, which is

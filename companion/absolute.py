@@ -13,7 +13,7 @@ embedding (``sincos_2d_position_embedding``) is the parameter-free alternative, 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 import torch
 import torch.nn.functional as F
@@ -24,7 +24,7 @@ from companion.init import trunc_normal_
 
 Size = int | tuple[int, int]
 ClassTokenOrder = Literal["concat-then-add", "add-then-concat"]
-CLASS_TOKEN_ORDERS: tuple[str, ...] = ("concat-then-add", "add-then-concat")
+CLASS_TOKEN_ORDERS: tuple[ClassTokenOrder, ...] = get_args(ClassTokenOrder)
 
 #: Standard deviation of every learned embedding at initialisation (ViT, DeiT and Swin use it).
 EMBED_INIT_STD = 0.02
@@ -244,7 +244,7 @@ class ClassTokenPositionEmbedding(nn.Module):
         super().__init__()
         self.num_patches = check_positive_int("num_patches", num_patches)
         self.dim = check_positive_int("dim", dim)
-        self.order: ClassTokenOrder = check_choice("order", order, CLASS_TOKEN_ORDERS)  # type: ignore[assignment]
+        self.order: ClassTokenOrder = check_choice("order", order, CLASS_TOKEN_ORDERS)
         self.embedded_prefix_tokens = 1 if order == "concat-then-add" else 0
         self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
         self.pos_embed = nn.Parameter(

@@ -2,72 +2,107 @@
 
     Attention(Q, K, V) = SoftMax(Q Kᵀ / √d + B + mask) V
 
-computed independently inside each window of ``N = Wh * Ww`` tokens.
+computed independently inside each window of ``N = Wh * Ww`` tokens. What adds position inside
+the attention is one object, ``position``: Swin's learned table ``B`` (``BiasTable``), Swin V2's
+continuous bias (``ContinuousBias``), a rotary embedding of ``Q`` and ``K`` (``Rotary``), or
+``None``.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from dataclasses import dataclass, fields
+from typing import Literal, get_args
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from companion._checks import check_choice, check_divisible, check_positive_int, to_pair
-from companion.cpb import ContinuousPositionBias
+from companion._checks import check_bool, check_choice, check_divisible, check_positive_int, to_pair
+from companion.cpb import ContinuousPositionBias, offset_grid
 from companion.init import trunc_normal_
 from companion.relative import (
     WindowSize,
-    flatten_coordinates,
-    grid_coordinates,
     lookup_bias,
+    magnitude_index,
     make_bias_table,
-    pairwise_offsets,
     relative_position_index,
+    window_offsets,
 )
-from companion.rope import RopeKind, WindowRoPE
+from companion.rope import ROPE_KINDS, RopeKind, WindowRoPE
 from companion.transfer import ResizeMethod, resize_bias_table, resized_table_parameter
 
 AttnImpl = Literal["sdpa", "eager"]
+ATTN_IMPLS: tuple[AttnImpl, ...] = get_args(AttnImpl)
 RelBiasOffsets = Literal["signed", "magnitude"]
-REL_BIAS_OFFSETS: tuple[str, ...] = ("signed", "magnitude")
+REL_BIAS_OFFSETS: tuple[RelBiasOffsets, ...] = get_args(RelBiasOffsets)
 
 
-def window_offsets(window_size: WindowSize, wrap: tuple[bool, bool] = (False, False)) -> Tensor:
-    """``(N, N, 2)`` offsets ``query - key`` of a window, as ``pairwise_offsets`` gives them, except
-    that on an axis where ``wrap`` is true they are taken around a ring of the window's length
-    ``M`` (into ``[-(M // 2), (M - 1) // 2]``): the window is a whole axis of a torus, and the
-    tokens at its two ends are neighbours."""
-    wh, ww = to_pair("window_size", window_size)
-    offsets = pairwise_offsets(flatten_coordinates(grid_coordinates((wh, ww))))
-    for axis, (size, wraps) in enumerate(zip((wh, ww), wrap, strict=True)):
-        if wraps:
-            offsets[..., axis] = (offsets[..., axis] + size // 2) % size - size // 2
-    return offsets
+# --------------------------------------------------------------------------- position codes
+# What adds position inside the attention: exactly one of these, or None. Each holds only the
+# options that make sense for it (only a table can wrap around a torus), so an impossible
+# combination cannot be written down.
 
 
-def magnitude_position_index(
-    window_size: WindowSize, wrap: tuple[bool, bool] = (False, False)
-) -> Tensor:
-    """The ``(N, N)`` index of a bias that sees only ``(|dy|, |dx|)``: ``|dy| * Ww + |dx|``.
+@dataclass(frozen=True)
+class BiasTable:
+    """Swin's learned relative position bias ``B``, looked up from a table by offset.
 
-    A controlled variant of ``relative_position_index``: offsets that differ only in sign
-    (``(1, 2)``, ``(-1, 2)``, ``(1, -2)``, ``(-1, -2)``) share one row of a ``Wh * Ww``-row
-    table, so the bias knows how far apart two tokens are along each axis but not which one is
-    left of or above the other. In particular ``B[q, k] = B[k, q]``. ``wrap``: see
-    ``window_offsets``.
+    ``offsets``: ``"signed"`` (Swin: one row per offset ``(dy, dx)``, a ``(2Wh-1)(2Ww-1)``-row
+    table) or ``"magnitude"`` (a controlled variant: one row per ``(|dy|, |dx|)``, a
+    ``Wh * Ww``-row table; ``companion.relative.magnitude_index``). ``wrap``: per axis, whether
+    offsets are taken around a ring (``companion.relative.wrap_offsets``), for a window that
+    spans a whole axis of a feature map treated as a torus.
     """
-    _, ww = to_pair("window_size", window_size)
-    magnitude = window_offsets(window_size, wrap).abs()
-    return magnitude[..., 0] * ww + magnitude[..., 1]
+
+    offsets: RelBiasOffsets = "signed"
+    wrap: tuple[bool, bool] = (False, False)
+
+    def __post_init__(self) -> None:
+        check_choice("offsets", self.offsets, REL_BIAS_OFFSETS)
+        if not (isinstance(self.wrap, tuple) and len(self.wrap) == 2):
+            raise TypeError(f"wrap must be a pair (bool, bool), got {self.wrap!r}")
+        for wraps in self.wrap:
+            check_bool("wrap", wraps)
+
+    def __repr__(self) -> str:
+        # Only what differs from Swin's own table, so that Swin's prints as BiasTable().
+        changed = [f for f in fields(self) if getattr(self, f.name) != f.default]
+        return f"BiasTable({', '.join(f'{f.name}={getattr(self, f.name)!r}' for f in changed)})"
+
+    def index(self, window_size: tuple[int, int]) -> Tensor:
+        """The ``(N, N)`` table row of every (query, key) pair."""
+        if self.offsets == "signed":
+            return relative_position_index(window_size, self.wrap)
+        return magnitude_index(window_offsets(window_size, self.wrap), window_size)
+
+    def table(self, window_size: tuple[int, int], num_heads: int) -> nn.Parameter:
+        """A new table, ``trunc_normal_(std=.02)`` as Swin's, with one row per index value."""
+        if self.offsets == "signed":
+            return make_bias_table(window_size, num_heads)
+        table = nn.Parameter(torch.zeros(window_size[0] * window_size[1], num_heads))
+        trunc_normal_(table, std=0.02)
+        return table
 
 
-def wrapped_position_index(window_size: WindowSize, wrap: tuple[bool, bool]) -> Tensor:
-    """``relative_position_index`` (shift, multiply, sum) of the offsets of
-    ``window_offsets(window_size, wrap)``: the signed bias of a window that spans a torus axis."""
-    wh, ww = to_pair("window_size", window_size)
-    offsets = window_offsets((wh, ww), wrap)
-    return (offsets[..., 0] + wh - 1) * (2 * ww - 1) + offsets[..., 1] + ww - 1
+@dataclass(frozen=True)
+class ContinuousBias:
+    """Swin V2's continuous position bias: ``B`` computed by an MLP from the log-spaced offset
+    (``companion.cpb``), so a larger window needs no resizing."""
+
+
+@dataclass(frozen=True)
+class Rotary:
+    """A 2-D rotary embedding of ``q`` and ``k`` (``companion.rope``), ``"axial"`` or
+    ``"mixed"``: the logit sees the positions only through their offset, and nothing is added."""
+
+    kind: RopeKind = "axial"
+
+    def __post_init__(self) -> None:
+        check_choice("kind", self.kind, ROPE_KINDS)
+
+
+#: What a ``WindowAttention`` adds position with; ``None``: nothing (plain self-attention).
+WindowPosition = BiasTable | ContinuousBias | Rotary | None
 
 
 @torch.no_grad()
@@ -87,12 +122,6 @@ def magnitude_table_parameter(
     return nn.Parameter(quadrant.reshape(wh * ww, -1).clone(), requires_grad=requires_grad)
 
 
-def _check_wrap(wrap: object) -> tuple[bool, bool]:
-    if not (isinstance(wrap, tuple) and len(wrap) == 2 and all(isinstance(w, bool) for w in wrap)):
-        raise TypeError(f"wrap must be a pair (bool, bool), got {wrap!r}")
-    return wrap  # type: ignore[return-value]
-
-
 def biased_logits(q: Tensor, k: Tensor, scale: float, bias: Tensor | None) -> Tensor:
     """The attention logits ``q @ kᵀ · scale + B``, before the softmax.
 
@@ -104,30 +133,26 @@ def biased_logits(q: Tensor, k: Tensor, scale: float, bias: Tensor | None) -> Te
 
 
 class WindowAttention(nn.Module):
-    """Multi-head self-attention inside windows, with an optional relative position bias.
+    """Multi-head self-attention inside windows, with what adds position to it (``position``).
 
     Args:
         dim: channels ``C`` of each token; must be divisible by ``num_heads``.
         window_size: ``M`` or ``(Wh, Ww)``; the number of tokens per window is ``N = Wh * Ww``.
         num_heads: attention heads ``H``; each has ``d = C / H`` channels.
         qkv_bias: learn a bias in the query/key/value projection.
-        rel_pos_bias: add the learned bias ``B``; ``False`` gives the "no relative position" variant
-            (then there is no table parameter at all).
+        position: ``BiasTable()`` (Swin's learned bias ``B``, the default), ``ContinuousBias()``
+            (Swin V2's), ``Rotary(kind)`` (rotates ``q`` and ``k``) or ``None`` (no position:
+            then there is no position parameter at all).
         attn_impl: ``"sdpa"`` uses ``F.scaled_dot_product_attention`` (fused kernels where the
             device has them); ``"eager"`` spells the formula out. Both give the same result.
-        rel_bias_offsets: ``"signed"`` (Swin: one bias per offset ``(dy, dx)``, a
-            ``(2Wh-1)(2Ww-1)``-row table) or ``"magnitude"`` (a controlled variant: one bias per
-            ``(|dy|, |dx|)``, a ``Wh * Ww``-row table; see ``magnitude_position_index``).
-        wrap: per axis, whether offsets are taken around a ring (``window_offsets``): for a
-            window that spans a whole axis of a feature map treated as a torus.
-        cpb: use Swin V2's continuous position bias (``companion.cpb``) as ``B`` instead of a
-            table (then ``rel_pos_bias`` must be ``False``).
-        rope: ``"axial"`` or ``"mixed"`` rotates ``q`` and ``k`` with a 2-D rotary embedding
-            (``companion.rope``) before ``QKᵀ``; ``None`` for none.
 
     Parameter and buffer names follow timm's ``WindowAttention`` (``qkv``, ``proj``,
-    ``relative_position_bias_table``, ``relative_position_index``) so weights load either way.
+    ``relative_position_bias_table``, ``relative_position_index``) so weights load either way;
+    a continuous bias lives in ``cpb``, a rotary embedding in ``rope``.
     """
+
+    relative_position_bias_table: nn.Parameter
+    relative_position_index: Tensor
 
     def __init__(
         self,
@@ -135,12 +160,8 @@ class WindowAttention(nn.Module):
         window_size: WindowSize,
         num_heads: int,
         qkv_bias: bool = True,
-        rel_pos_bias: bool = True,
+        position: WindowPosition = BiasTable(),
         attn_impl: AttnImpl = "sdpa",
-        rel_bias_offsets: RelBiasOffsets = "signed",
-        wrap: tuple[bool, bool] = (False, False),
-        cpb: bool = False,
-        rope: RopeKind | None = None,
     ) -> None:
         super().__init__()
         check_positive_int("dim", dim)
@@ -151,38 +172,26 @@ class WindowAttention(nn.Module):
         self.num_heads = num_heads
         self.head_dim = dim // num_heads
         self.scale = self.head_dim**-0.5
-        self.attn_impl: AttnImpl = check_choice("attn_impl", attn_impl, ("sdpa", "eager"))  # type: ignore[assignment]
-        self.rel_pos_bias = rel_pos_bias
-        self.rel_bias_offsets: RelBiasOffsets = check_choice(
-            "rel_bias_offsets", rel_bias_offsets, REL_BIAS_OFFSETS
-        )  # type: ignore[assignment]
-        self.wrap = _check_wrap(wrap)
-        if rel_pos_bias:
-            if rel_bias_offsets == "signed":
-                table = make_bias_table(self.window_size, num_heads)
-                index = (
-                    wrapped_position_index(self.window_size, wrap)
-                    if any(wrap)
-                    else relative_position_index(self.window_size)
-                )
-            else:  # one row per (|dy|, |dx|), initialised like Swin's table
-                table = nn.Parameter(torch.zeros(self.num_tokens, num_heads))
-                trunc_normal_(table, std=0.02)
-                index = magnitude_position_index(self.window_size, wrap)
-            self.relative_position_bias_table = table
-            self.register_buffer("relative_position_index", index, persistent=False)
-        if cpb and rel_pos_bias:
-            raise ValueError("cpb=True replaces the bias table: pass rel_pos_bias=False with it")
-        if any(wrap) and (cpb or rope is not None):
-            raise ValueError(
-                f"wrap={wrap} takes offsets around a ring, which only a bias table does: "
-                f"use it without cpb (got {cpb}) and rope (got {rope!r})"
+        self.attn_impl: AttnImpl = check_choice("attn_impl", attn_impl, ATTN_IMPLS)
+        if not isinstance(position, BiasTable | ContinuousBias | Rotary | None):
+            raise TypeError(
+                f"position must be BiasTable(...), ContinuousBias(), Rotary(...) or None, "
+                f"got {position!r}"
             )
-        self.cpb = ContinuousPositionBias(self.window_size, num_heads) if cpb else None
-        if rope is not None:
-            check_choice("rope", rope, ("axial", "mixed"))
+        self.position = position
+        if isinstance(position, BiasTable):
+            self.relative_position_bias_table = position.table(self.window_size, num_heads)
+            index = position.index(self.window_size)
+            self.register_buffer("relative_position_index", index, persistent=False)
+        self.cpb = (
+            ContinuousPositionBias(self.window_size, num_heads)
+            if isinstance(position, ContinuousBias)
+            else None
+        )
         self.rope = (
-            None if rope is None else WindowRoPE(self.window_size, self.head_dim, num_heads, rope)
+            WindowRoPE(self.window_size, self.head_dim, num_heads, position.kind)
+            if isinstance(position, Rotary)
+            else None
         )
         self.qkv = nn.Linear(dim, 3 * dim, bias=qkv_bias)
         self.proj = nn.Linear(dim, dim)
@@ -192,8 +201,13 @@ class WindowAttention(nn.Module):
         """Tokens per window, ``N = Wh * Ww``."""
         return self.window_size[0] * self.window_size[1]
 
+    @property
+    def rel_pos_bias(self) -> bool:
+        """Whether ``B`` comes from a learned table (``position`` is a ``BiasTable``)."""
+        return isinstance(self.position, BiasTable)
+
     def relative_position_bias(self) -> Tensor | None:
-        """The bias ``B`` of shape ``(H, N, N)``, or ``None`` when disabled."""
+        """The bias ``B`` of shape ``(H, N, N)``, or ``None`` when nothing is added."""
         if self.cpb is not None:
             return self.cpb()
         if not self.rel_pos_bias:
@@ -202,30 +216,14 @@ class WindowAttention(nn.Module):
 
     def offset_table(self) -> Tensor | None:
         """The bias of every signed offset, ``((2Wh-1)(2Ww-1), H)`` in ``relative_position_index``'s
-        row order, whichever ``rel_bias_offsets``; ``None`` without a bias. With ``"magnitude"``
+        row order, for either kind of ``BiasTable``; ``None`` without one. With ``"magnitude"``
         the rows of ``(dy, dx)`` and ``(-dy, dx)``, ``(dy, -dx)`` are equal."""
-        if not self.rel_pos_bias:
+        if not isinstance(self.position, BiasTable):
             return None
-        if self.rel_bias_offsets == "signed":
+        if self.position.offsets == "signed":
             return self.relative_position_bias_table
-        wh, ww = self.window_size
-        dy = torch.arange(-(wh - 1), wh).abs()[:, None]
-        dx = torch.arange(-(ww - 1), ww).abs()[None, :]
-        return self.relative_position_bias_table[(dy * ww + dx).flatten()]
-
-    def _check_input(self, x: Tensor, mask: Tensor | None) -> None:
-        if x.dim() != 3 or x.shape[1] != self.num_tokens or x.shape[2] != self.dim:
-            raise ValueError(
-                f"x must have shape (num_windows*batch, N={self.num_tokens}, dim={self.dim}) "
-                f"for window_size={self.window_size}, got {tuple(x.shape)}"
-            )
-        if mask is not None:
-            n = self.num_tokens
-            if mask.dim() != 3 or mask.shape[1:] != (n, n) or x.shape[0] % mask.shape[0]:
-                raise ValueError(
-                    f"mask must have shape (num_windows, {n}, {n}) with num_windows dividing "
-                    f"x.shape[0]={x.shape[0]}, got {tuple(mask.shape)}"
-                )
+        rows = magnitude_index(offset_grid(self.window_size).long(), self.window_size)
+        return self.relative_position_bias_table[rows.flatten()]
 
     def _additive_terms(self, mask: Tensor | None) -> Tensor | None:
         """``B`` and the mask combined into one additive term, broadcastable to the logits.
@@ -248,9 +246,17 @@ class WindowAttention(nn.Module):
             q, k = self.rope(q, k)
         return q, k, v
 
+    def _check_input(self, x: Tensor) -> None:
+        # One check, for a reader who calls the module by hand with a map instead of windows.
+        if x.dim() != 3 or x.shape[1:] != (self.num_tokens, self.dim):
+            raise ValueError(
+                f"x must have shape (num_windows*batch, N={self.num_tokens}, dim={self.dim}) "
+                f"for window_size={self.window_size}, got {tuple(x.shape)}"
+            )
+
     def attention_probs(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         """SoftMax(QKᵀ/√d + B + mask) of shape ``(B_, H, N, N)``, for inspection and figures."""
-        self._check_input(x, mask)
+        self._check_input(x)
         q, k, _ = self._qkv(x)
         return self._eager_probs(q, k, mask)
 
@@ -259,15 +265,16 @@ class WindowAttention(nn.Module):
             return biased_logits(q, k, self.scale, self.relative_position_bias()).softmax(dim=-1)
         # Shifted windows (chapter 4): the mask of window w is added to window w of every image.
         logits = biased_logits(q, k, self.scale, None)  # (B_, H, N, N)
-        nw = mask.shape[0]
-        logits = logits.view(-1, nw, *logits.shape[1:]) + self._additive_terms(mask)
+        terms = self._additive_terms(mask)
+        assert terms is not None  # with a mask there is always a term
+        logits = logits.view(-1, mask.shape[0], *logits.shape[1:]) + terms
         return logits.flatten(0, 1).softmax(dim=-1)
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         """``x``: ``(num_windows*batch, N, C)``; ``mask``: ``(num_windows, N, N)`` additive
         (0 where attention is allowed, a large negative number where not) or ``None``.
         Returns ``(num_windows*batch, N, C)``."""
-        self._check_input(x, mask)
+        self._check_input(x)
         b, n, c = x.shape
         q, k, v = self._qkv(x)
         if self.attn_impl == "eager":
@@ -276,11 +283,12 @@ class WindowAttention(nn.Module):
             extra = self._additive_terms(mask)
             if extra is not None:
                 extra = extra.to(q.dtype)
-            if mask is not None:
-                # Repeat the (nW, H|1, N, N) term once per image: SDPA's fused kernels take only
-                # 4-D inputs (a 5-D (batch, nW, H, N, d) layout falls back to the unfused path).
-                nw = mask.shape[0]
-                extra = extra.expand(b // nw, *extra.shape).reshape(b, -1, n, n)
+                if mask is not None:
+                    # Repeat the (nW, H|1, N, N) term once per image: SDPA's fused kernels take
+                    # only 4-D inputs (a 5-D (batch, nW, H, N, d) layout falls back to the
+                    # unfused path).
+                    nw = mask.shape[0]
+                    extra = extra.expand(b // nw, *extra.shape).reshape(b, -1, n, n)
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=extra)
         return self.proj(out.transpose(1, 2).reshape(b, n, c))
 
@@ -291,44 +299,39 @@ class WindowAttention(nn.Module):
 
         A ``"magnitude"`` table is resized as the signed table it stands for (``offset_table``,
         mirror-symmetric on each axis, as is every resize of it), keeping the rows
-        ``dy, dx >= 0``. A window with ``wrap`` (a torus) is refused: its table never learned the
+        ``dy, dx >= 0``. A table that wraps (a torus window) is refused: it never learned the
         offsets beyond half the window that a window without wrap needs."""
         window = to_pair("window_size", window_size)
         if window == self.window_size:
             return
-        if any(self.wrap):
-            raise ValueError(
-                f"set_window_size cannot move a window with wrap={self.wrap} (a torus window): its "
-                f"offsets go around the ring; build the model at window_size={window} instead"
-            )
-        if self.rel_pos_bias:
+        position = self.position
+        if isinstance(position, BiasTable):
+            if any(position.wrap):
+                raise ValueError(
+                    f"set_window_size cannot move a window with wrap={position.wrap} (a torus "
+                    f"window): its offsets go around the ring; build the model at "
+                    f"window_size={window} instead"
+                )
             table = self.relative_position_bias_table
-            if self.rel_bias_offsets == "signed":
-                self.relative_position_bias_table = resized_table_parameter(
-                    table, self.window_size, window, method
-                )
-                index = relative_position_index(window)
+            if position.offsets == "signed":
+                resized = resized_table_parameter(table, self.window_size, window, method)
             else:
-                self.relative_position_bias_table = magnitude_table_parameter(
-                    self.offset_table(), self.window_size, window, method, table.requires_grad
+                signed = self.offset_table()
+                assert signed is not None  # a BiasTable has one
+                resized = magnitude_table_parameter(
+                    signed, self.window_size, window, method, table.requires_grad
                 )
-                index = magnitude_position_index(window)
-            self.register_buffer(
-                "relative_position_index", index.to(table.device), persistent=False
-            )
-        for code in (self.cpb, self.rope):
-            if code is not None:
-                code.set_window_size(window)
+            self.relative_position_bias_table = resized
+            index = position.index(window).to(table.device)
+            self.register_buffer("relative_position_index", index, persistent=False)
+        if self.cpb is not None:
+            self.cpb.set_window_size(window)
+        if self.rope is not None:
+            self.rope.set_window_size(window)
         self.window_size = window
 
     def extra_repr(self) -> str:
         return (
             f"dim={self.dim}, window_size={self.window_size}, num_heads={self.num_heads}, "
-            f"rel_pos_bias={self.rel_pos_bias}, attn_impl={self.attn_impl!r}"
-            + (
-                f", rel_bias_offsets={self.rel_bias_offsets!r}"
-                if self.rel_bias_offsets != "signed"
-                else ""
-            )
-            + (f", wrap={self.wrap}" if any(self.wrap) else "")
+            f"position={self.position!r}, attn_impl={self.attn_impl!r}"
         )

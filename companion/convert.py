@@ -21,11 +21,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from torch import Tensor
 
 from companion.absolute import resample_position_embedding
+from companion.attention import WindowAttention
 from companion.transfer import ResizeMethod, check_resize_method, resize_bias_table
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ def _square_window(rows: int, key: str) -> tuple[int, int]:
 
 
 def convert_official_state_dict(
-    state_dict: Mapping[str, Tensor],
+    state_dict: Mapping[str, Any],
     model: SwinTransformer,
     method: ResizeMethod = "bicubic",
 ) -> dict[str, Tensor]:
@@ -64,13 +65,13 @@ def convert_official_state_dict(
         A dict for ``model.load_state_dict(..., strict=True)``.
     """
     method = check_resize_method(method)
-    weights = state_dict.get("model", state_dict)
+    weights: Mapping[str, Tensor] = state_dict.get("model", state_dict)
     has_ape = "absolute_pos_embed" in weights
     if has_ape != hasattr(model, "absolute_pos_embed"):
         wanted = "abs+rel" if has_ape else "rel"
         raise ValueError(
             f"state_dict has ape={has_ape} (an absolute embedding or not) but model has "
-            f"pos={model.pos!r}; build the model with pos={wanted!r}"
+            f"pos={model.config.pos!r}; build the model with pos={wanted!r}"
         )
     out = {}
     for key, value in weights.items():
@@ -81,7 +82,9 @@ def convert_official_state_dict(
         if key == "absolute_pos_embed":
             value = _grid_embedding(value, model)
         elif key.endswith(_TABLE):
-            window = model.get_submodule(key.removesuffix("." + _TABLE)).window_size
+            attn = model.get_submodule(key.removesuffix("." + _TABLE))
+            assert isinstance(attn, WindowAttention)
+            window = attn.window_size
             old = _square_window(value.shape[0], key)
             value = resize_bias_table(value, old, window, method)
         out[key] = value

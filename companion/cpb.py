@@ -97,6 +97,9 @@ class ContinuousPositionBias(nn.Module):
         relative_position_index: non-persistent buffer ``(N, N)`` (chapter 2's index).
     """
 
+    relative_coords_table: Tensor
+    relative_position_index: Tensor
+
     def __init__(
         self,
         window_size: WindowSize,
@@ -124,7 +127,7 @@ class ContinuousPositionBias(nn.Module):
 
     def bias_table(self) -> Tensor:
         """The MLP's output per offset, ``((2Wh-1)(2Ww-1), H)``, before the ``16 · sigmoid``."""
-        coords = self.relative_coords_table.to(self.cpb_mlp[0].weight.dtype)
+        coords = self.relative_coords_table.to(next(self.cpb_mlp.parameters()).dtype)
         return self.cpb_mlp(coords).view(-1, self.num_heads)
 
     def forward(self) -> Tensor:

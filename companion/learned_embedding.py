@@ -29,7 +29,7 @@ from torch import Tensor
 
 from companion._checks import check_positive_int, to_pair
 from companion._io import atomic_write, atomic_write_json
-from companion.provenance import PACKAGE_DIR, provenance
+from companion.experiments.provenance import PACKAGE_DIR, provenance
 
 RESULT_NAME = "learned-abs"
 EMBEDDING_FILE = "absolute_pos_embed.pt"

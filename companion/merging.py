@@ -9,7 +9,7 @@ averages the group instead and so forgets that order (``companion.swin``'s
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from torch import Tensor, nn
 
@@ -17,7 +17,7 @@ from companion._checks import check_positive_int
 from companion.window import pad_to_windows
 
 PatchMergingKind = Literal["concat", "avgpool"]
-PATCH_MERGING_CHOICES: tuple[str, ...] = ("concat", "avgpool")
+PATCH_MERGING_CHOICES: tuple[PatchMergingKind, ...] = get_args(PatchMergingKind)
 
 
 def merge_groups(x: Tensor) -> Tensor:

@@ -63,8 +63,8 @@ def permutation_equivariance_check(
     """Run ``attn_module`` on shuffled tokens and shuffle its output on the original ones.
 
     ``tokens``: ``(B, N, C)``; ``perm``: ``(N,)`` a permutation of ``0 .. N-1``. Any module that
-    maps ``(B, N, C)`` to ``(B, N, C)`` works, e.g. ``WindowAttention(rel_pos_bias=False)``
-    (equivariant) or ``WindowAttention(rel_pos_bias=True)`` (not: the bias depends on where
+    maps ``(B, N, C)`` to ``(B, N, C)`` works, e.g. ``WindowAttention(position=None)``
+    (equivariant) or ``WindowAttention(position=BiasTable())`` (not: the bias depends on where
     each token sits).
     """
     if tokens.dim() != 3:

@@ -8,7 +8,11 @@ learnable table of that many rows can hold one bias per offset (and per head):
     grid_coordinates -> flatten_coordinates -> pairwise_offsets
         -> shift_offsets -> multiply_row_offsets -> sum_offsets
 
-``relative_position_index`` composes them; ``RelativePositionBias`` owns the table and the lookup.
+``relative_position_index`` composes them and ``offset_to_index`` applies the last three to one
+offset (so the row formula is written nowhere else); ``make_bias_table`` makes the table and
+``lookup_bias`` reads ``B`` out of it. Two controlled variants reuse the offsets:
+``wrap_offsets`` takes them around a ring (a window that spans a whole axis of a torus) and
+``magnitude_index`` keeps only ``(|dy|, |dx|)``.
 """
 
 from __future__ import annotations
@@ -83,16 +87,53 @@ def sum_offsets(scaled: Tensor) -> Tensor:
     return scaled.sum(-1)
 
 
-def relative_position_index(window_size: WindowSize) -> Tensor:
+def wrap_offsets(offsets: Tensor, window_size: WindowSize, wrap: tuple[bool, bool]) -> Tensor:
+    """Offsets ``(..., 2)`` taken around a ring of the window's length ``M`` on each axis where
+    ``wrap`` is true (into ``[-(M // 2), (M - 1) // 2]``): the window is a whole axis of a torus,
+    and the tokens at its two ends are neighbours."""
+    wrapped = offsets.clone()
+    for axis, (size, wraps) in enumerate(
+        zip(to_pair("window_size", window_size), wrap, strict=True)
+    ):
+        if wraps:
+            wrapped[..., axis] = (offsets[..., axis] + size // 2) % size - size // 2
+    return wrapped
+
+
+def window_offsets(window_size: WindowSize, wrap: tuple[bool, bool] = (False, False)) -> Tensor:
+    """``(N, N, 2)`` offsets ``query - key`` of every pair of the window (the first three steps),
+    taken around a ring on the axes where ``wrap`` is true (``wrap_offsets``)."""
+    offsets = pairwise_offsets(flatten_coordinates(grid_coordinates(window_size)))
+    return wrap_offsets(offsets, window_size, wrap) if any(wrap) else offsets
+
+
+def relative_position_index(
+    window_size: WindowSize, wrap: tuple[bool, bool] = (False, False)
+) -> Tensor:
     """The ``(N, N)`` int64 index into the bias table, for a window of ``window_size``.
 
-    ``window_size`` is an int ``M`` (an ``M x M`` window) or a pair ``(Wh, Ww)``.
+    ``window_size`` is an int ``M`` (an ``M x M`` window) or a pair ``(Wh, Ww)``. ``wrap``: see
+    ``wrap_offsets`` (Swin's index has none).
     """
     check_pairs_fit_in_memory("window_size", window_size)
     coords = grid_coordinates(window_size)
     offsets = pairwise_offsets(flatten_coordinates(coords))
+    if any(wrap):  # a controlled variant: a window that is a whole axis of a torus
+        offsets = wrap_offsets(offsets, window_size, wrap)
     scaled = multiply_row_offsets(shift_offsets(offsets, window_size), window_size)
     return sum_offsets(scaled)
+
+
+def magnitude_index(offsets: Tensor, window_size: WindowSize) -> Tensor:
+    """Offsets ``(..., 2)`` -> rows ``|dy| * Ww + |dx|`` of a ``Wh * Ww``-row table.
+
+    A controlled variant of the shift, multiply and sum steps: offsets that differ only in sign
+    (``(1, 2)``, ``(-1, 2)``, ``(1, -2)``, ``(-1, -2)``) share one row, so the bias knows how far
+    apart two tokens are along each axis but not which one is left of or above the other.
+    """
+    _, ww = to_pair("window_size", window_size)
+    magnitude = offsets.abs()
+    return magnitude[..., 0] * ww + magnitude[..., 1]
 
 
 def bias_table_size(window_size: WindowSize) -> int:
@@ -122,32 +163,6 @@ def lookup_bias(table: Tensor, index: Tensor) -> Tensor:
     return table[index.view(-1)].view(n, n, -1).permute(2, 0, 1).contiguous()
 
 
-class RelativePositionBias(nn.Module):
-    """A learnable bias per (relative offset, head), looked up into a ``(num_heads, N, N)`` tensor.
-
-    Attributes:
-        relative_position_bias_table: parameter ``((2Wh-1)(2Ww-1), num_heads)``.
-        relative_position_index: non-persistent buffer ``(N, N)`` (it is recomputed from the
-            window size, so it is not saved in the ``state_dict``).
-    """
-
-    def __init__(self, window_size: WindowSize, num_heads: int) -> None:
-        super().__init__()
-        self.window_size = to_pair("window_size", window_size)
-        self.num_heads = check_positive_int("num_heads", num_heads)
-        self.relative_position_bias_table = make_bias_table(self.window_size, num_heads)
-        self.register_buffer(
-            "relative_position_index", relative_position_index(self.window_size), persistent=False
-        )
-
-    def forward(self) -> Tensor:
-        """Return the bias ``B`` of shape ``(num_heads, N, N)``."""
-        return lookup_bias(self.relative_position_bias_table, self.relative_position_index)
-
-    def extra_repr(self) -> str:
-        return f"window_size={self.window_size}, num_heads={self.num_heads}"
-
-
 def offset_to_index(dy: int, dx: int, window_size: WindowSize) -> int:
     """The bias-table row of the offset ``(dy, dx) = query - key``: shift, multiply, sum.
 
@@ -156,8 +171,8 @@ def offset_to_index(dy: int, dx: int, window_size: WindowSize) -> int:
     ``[-(Ww-1), Ww-1]``: no two tokens of the window are further apart than that.
     """
     check_offset_in_window(dy, dx, window_size)
-    wh, ww = to_pair("window_size", window_size)
-    return (dy + wh - 1) * (2 * ww - 1) + (dx + ww - 1)
+    offset = torch.tensor([dy, dx])  # the last three steps, on one offset
+    return int(sum_offsets(multiply_row_offsets(shift_offsets(offset, window_size), window_size)))
 
 
 def index_to_offset(index: int, window_size: WindowSize) -> tuple[int, int]:

@@ -29,7 +29,7 @@ together by the roll are masked out anyway.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, get_args
 
 import torch
 from torch import Tensor, nn
@@ -38,6 +38,7 @@ from companion._checks import check_choice, check_positive_int, to_pair
 from companion.relative import WindowSize, flatten_coordinates, grid_coordinates
 
 RopeKind = Literal["axial", "mixed"]
+ROPE_KINDS: tuple[RopeKind, ...] = get_args(RopeKind)
 #: ``θ`` of the frequency ladder; RoPE-ViT uses 10 inside Swin's small windows (100 in ViT).
 ROPE_THETA = 10.0
 
@@ -113,6 +114,9 @@ class WindowRoPE(nn.Module):
         positions: non-persistent buffer ``(N, 2)``, each token's ``(row, col)`` in the window.
     """
 
+    freqs: Tensor
+    positions: Tensor
+
     def __init__(
         self,
         window_size: WindowSize,
@@ -129,7 +133,7 @@ class WindowRoPE(nn.Module):
                 f"got head_dim={head_dim}"
             )
         self.num_heads = check_positive_int("num_heads", num_heads)
-        self.kind: RopeKind = check_choice("kind", kind, ("axial", "mixed"))  # type: ignore[assignment]
+        self.kind: RopeKind = check_choice("kind", kind, ROPE_KINDS)
         self.theta = float(theta)
         if kind == "mixed":
             self.freqs = nn.Parameter(mixed_frequencies(head_dim, num_heads, self.theta))

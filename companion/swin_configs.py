@@ -1,14 +1,176 @@
-"""Named Swin settings: model sizes (``CONFIGS``) and controlled variants (``VARIANTS``).
+"""Swin's configuration: ``SwinConfig``, the validated settings every ``SwinTransformer`` is built
+from, with the named sizes (``CONFIGS``) and controlled variants (``VARIANTS``).
 
-Both are plain keyword arguments of ``companion.swin.SwinTransformer``:
+``CONFIGS`` and ``VARIANTS`` are plain keyword arguments of ``SwinConfig``:
 ``swin_from_config(name, **variant_overrides(variant))`` builds a size in a variant.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
 
-from companion._checks import check_choice
+from companion._checks import (
+    check_bool,
+    check_choice,
+    check_fraction,
+    check_positive_int,
+    check_stage_ints,
+    to_pair,
+)
+from companion.attention import (
+    ATTN_IMPLS,
+    REL_BIAS_OFFSETS,
+    AttnImpl,
+    BiasTable,
+    ContinuousBias,
+    RelBiasOffsets,
+    Rotary,
+    WindowPosition,
+)
+from companion.merging import PATCH_MERGING_CHOICES, PatchMergingKind
+
+Pos = Literal["none", "abs", "rel", "abs+rel", "cpb", "rope-axial", "rope-mixed"]
+#: Every ``pos`` value; the trainer and the ablation derive their choices from this tuple.
+POS_CHOICES: tuple[Pos, ...] = get_args(Pos)
+#: The ``pos`` a torus can hide the border from (a window spanning a map wraps its offsets);
+#: a continuous bias or a rotary embedding measures offsets along a line.
+TORUS_POS: tuple[Pos, ...] = ("none", "abs", "rel", "abs+rel")
+
+
+@dataclass(frozen=True)
+class SwinConfig:
+    """Everything a ``SwinTransformer`` is built from, checked once, here.
+
+    Attributes:
+        img_size: input ``H`` or ``(H, W)``, a multiple of ``patch_size`` on each axis (stored as
+            a pair, as are ``patch_size`` and ``window_size``).
+        patch_size: side ``p`` (or ``(ph, pw)``) of the square patches of the patch embedding.
+        in_chans: image channels.
+        num_classes: classifier outputs.
+        embed_dim: channels ``C`` of stage 0; stage ``i`` has ``C * 2**i``.
+        depths: blocks per stage.
+        num_heads: attention heads per stage; stage ``i``'s channels must divide by them.
+        window_size: ``M`` or ``(Wh, Ww)``; clamped per stage to the feature map
+            (``companion.swin.fit_window``).
+        mlp_ratio: MLP hidden channels / channels.
+        qkv_bias: learn a bias in the query/key/value projections.
+        drop_path_rate: stochastic depth of the last block; it grows linearly from 0 over blocks.
+        pos: one of ``POS_CHOICES``: ``"rel"`` (the paper's default, a relative position bias in
+            every window attention), ``"abs"`` (a learnable absolute embedding added once after
+            the patch embedding, as in ViT), ``"abs+rel"`` (both), ``"none"``, ``"cpb"`` (Swin
+            V2's continuous position bias) or ``"rope-axial"``/``"rope-mixed"`` (2-D rotary
+            embeddings of q and k).
+        attn_impl: ``"sdpa"`` (fused kernels) or ``"eager"`` (the formula spelled out).
+
+    Controlled variants, for measuring where a model's position information comes from (the
+    defaults are Swin as published):
+
+        shifted_windows: ``False``: every block uses regular windows (no shift, no mask).
+        patch_merging: ``"concat"`` (Swin's ``PatchMerging``, whose concatenation order tells
+            where in each 2 x 2 group a feature was) or ``"avgpool"`` (``PoolMerging``: order-free).
+        rel_bias_offsets: ``"signed"`` (a bias per offset ``(dy, dx)``) or ``"magnitude"`` (per
+            ``(|dy|, |dx|)``: left/right and above/below look alike); it shapes the tables of
+            ``pos`` ``"rel"`` and ``"abs+rel"`` and changes nothing for the other codes.
+        torus: ``True``: every feature map is a torus (shifted windows wrap around without the
+            mask, a window spanning a whole axis measures offsets around it), so no attention
+            region or offset reveals the map's border; every stage's map must then be a
+            multiple of its window (``companion.swin.SwinBlock``), and ``pos`` one of
+            ``TORUS_POS``.
+    """
+
+    img_size: tuple[int, int]
+    patch_size: tuple[int, int] = (4, 4)
+    in_chans: int = 3
+    num_classes: int = 1000
+    embed_dim: int = 96
+    depths: tuple[int, ...] = (2, 2, 6, 2)
+    num_heads: tuple[int, ...] = (3, 6, 12, 24)
+    window_size: tuple[int, int] = (7, 7)
+    mlp_ratio: float = 4.0
+    qkv_bias: bool = True
+    drop_path_rate: float = 0.0
+    pos: Pos = "rel"
+    attn_impl: AttnImpl = "sdpa"
+    shifted_windows: bool = True
+    patch_merging: PatchMergingKind = "concat"
+    rel_bias_offsets: RelBiasOffsets = "signed"
+    torus: bool = False
+
+    def __post_init__(self) -> None:
+        # Frozen: the normalised values (pairs, tuples, floats) are written with object.__setattr__.
+        def keep(name: str, value: object) -> None:
+            object.__setattr__(self, name, value)
+
+        keep("img_size", to_pair("img_size", self.img_size))
+        keep("patch_size", to_pair("patch_size", self.patch_size))
+        check_positive_int("in_chans", self.in_chans)
+        check_positive_int("num_classes", self.num_classes)
+        check_positive_int("embed_dim", self.embed_dim)
+        keep("depths", check_stage_ints("depths", self.depths))
+        keep("num_heads", check_stage_ints("num_heads", self.num_heads))
+        keep("window_size", to_pair("window_size", self.window_size))
+        if isinstance(self.mlp_ratio, bool) or not isinstance(self.mlp_ratio, int | float):
+            raise TypeError(f"mlp_ratio must be a positive number, got {self.mlp_ratio!r}")
+        keep("mlp_ratio", float(self.mlp_ratio))
+        keep("drop_path_rate", check_fraction("drop_path_rate", self.drop_path_rate))
+        check_choice("pos", self.pos, POS_CHOICES)
+        check_choice("attn_impl", self.attn_impl, ATTN_IMPLS)
+        check_bool("shifted_windows", self.shifted_windows)
+        check_choice("patch_merging", self.patch_merging, PATCH_MERGING_CHOICES)
+        check_choice("rel_bias_offsets", self.rel_bias_offsets, REL_BIAS_OFFSETS)
+        check_bool("torus", self.torus)
+        self._check_combinations()
+
+    def _check_combinations(self) -> None:
+        (h, w), (ph, pw) = self.img_size, self.patch_size
+        if h % ph or w % pw:
+            raise ValueError(
+                f"img_size must be a multiple of patch_size={self.patch_size} on each axis, "
+                f"got img_size={self.img_size}"
+            )
+        if len(self.depths) != len(self.num_heads):
+            raise ValueError(
+                f"depths and num_heads must have one entry per stage (the same length), got "
+                f"depths={self.depths} and num_heads={self.num_heads}"
+            )
+        for i, (dim, heads) in enumerate(zip(self.stage_dims, self.num_heads, strict=True)):
+            if dim % heads:
+                raise ValueError(
+                    f"embed_dim * 2**i must be divisible by num_heads[i] in every stage i, got "
+                    f"embed_dim={self.embed_dim}: stage {i} has {dim} channels, "
+                    f"num_heads[{i}]={heads}"
+                )
+        if int(self.embed_dim * self.mlp_ratio) < 1:
+            raise ValueError(
+                f"mlp_ratio must give at least 1 hidden channel, got mlp_ratio={self.mlp_ratio!r}"
+            )
+        if self.torus and self.pos not in TORUS_POS:
+            raise ValueError(
+                f"torus=True wraps offsets around the map, which only a bias table can do: use it "
+                f"with pos in {list(TORUS_POS)}, got pos={self.pos!r}"
+            )
+
+    @property
+    def stage_dims(self) -> list[int]:
+        """Channels of each stage: ``embed_dim * 2**i``."""
+        return [self.embed_dim * 2**i for i in range(len(self.depths))]
+
+    @property
+    def absolute(self) -> bool:
+        """Whether a learnable absolute embedding is added after the patch embedding."""
+        return self.pos in ("abs", "abs+rel")
+
+    def window_position(self) -> WindowPosition:
+        """What adds position inside every window attention (``companion.attention``)."""
+        if self.pos in ("rel", "abs+rel"):
+            return BiasTable(self.rel_bias_offsets)
+        if self.pos == "cpb":
+            return ContinuousBias()
+        if self.pos in ("rope-axial", "rope-mixed"):
+            return Rotary("axial" if self.pos == "rope-axial" else "mixed")
+        return None
+
 
 CONFIGS: dict[str, dict[str, Any]] = {
     # Small enough for CI and the book's live cells: two stages on an 8 x 8 patch grid.
@@ -46,7 +208,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
 }
 
 
-#: The controlled variants by name: the ``SwinTransformer`` options each one changes.
+#: The controlled variants by name: the ``SwinConfig`` options each one changes.
 VARIANTS: dict[str, dict[str, Any]] = {
     "no-shift": {"shifted_windows": False},
     "pool-merge": {"patch_merging": "avgpool"},
@@ -56,7 +218,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
 
 
 def variant_overrides(variant: str) -> dict[str, Any]:
-    """The ``SwinTransformer`` options of ``variant``: ``"swin"`` (none changed), a name of
+    """The ``SwinConfig`` options of ``variant``: ``"swin"`` (none changed), a name of
     ``VARIANTS``, or several joined by ``"+"`` (``"pool-merge+abs-offset-bias"``).
 
     >>> variant_overrides("pool-merge+torus")

@@ -3,25 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
-    from companion.swin import SwinTransformer
+    from companion.swin import SwinBlock, SwinStage, SwinTransformer
 
 
 def stage_summary(model: SwinTransformer) -> list[dict[str, Any]]:
     """One row per stage: resolution, channels, heads, blocks, window, shift and parameters."""
     rows = []
-    for i, stage in enumerate(model.layers):
-        first = stage.blocks[0]
-        shifted = [b.shift_size for b in stage.blocks if any(b.shift_size)]
+    for i, stage in enumerate(cast("list[SwinStage]", list(model.layers))):
+        blocks = cast("list[SwinBlock]", list(stage.blocks))
+        first = blocks[0]
+        shifted = [b.shift_size for b in blocks if any(b.shift_size)]
         rows.append(
             {
                 "stage": i,
                 "resolution": first.input_resolution,
                 "channels": first.attn.dim,
                 "heads": first.attn.num_heads,
-                "blocks": len(stage.blocks),
+                "blocks": len(blocks),
                 "window": first.window_size,
                 "shift": shifted[0] if shifted else (0, 0),
                 "params": sum(p.numel() for p in stage.parameters()),

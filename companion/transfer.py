@@ -15,28 +15,23 @@ table must be resampled onto the larger grid. Two ways are in use:
   read them off with a cubic interpolant instead). Offsets near 0 keep their spacing of about 1
   (``q`` is close to 1), and only the long offsets, which matter least, are stretched.
 
-``set_input_size`` changes a ``companion.swin.SwinTransformer`` in place: every block's window,
-shift, mask and table (resized here), and the absolute embedding when there is one.
+``companion.swin.SwinTransformer.set_input_size`` uses them to move a whole model: every block's
+window, shift, mask and table (resized here), and the absolute embedding when there is one.
 """
 
 from __future__ import annotations
 
-import math
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, get_args
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from companion import absolute
 from companion._checks import check_choice, to_pair
 from companion.relative import WindowSize, bias_table_size
 
-if TYPE_CHECKING:
-    from companion.swin import SwinTransformer
-
 ResizeMethod = Literal["bicubic", "geometric"]
-RESIZE_METHODS: tuple[str, ...] = ("bicubic", "geometric")
+RESIZE_METHODS: tuple[ResizeMethod, ...] = get_args(ResizeMethod)
 
 # BEiT searches the ratio q of the geometric spacing in [1.01, 1.5] by bisection to this width.
 _RATIO_LOW, _RATIO_HIGH, _RATIO_TOL = 1.01, 1.5, 1e-6
@@ -165,56 +160,7 @@ def resize_bias_table(
 
 def check_resize_method(method: object) -> ResizeMethod:
     """``method`` if it is one of ``RESIZE_METHODS``, else ``ValueError`` naming it."""
-    return check_choice("method", method, RESIZE_METHODS)  # type: ignore[return-value]
-
-
-def set_input_size(
-    model: SwinTransformer,
-    img_size: WindowSize | None = None,
-    window_size: WindowSize | None = None,
-    method: ResizeMethod = "geometric",
-) -> None:
-    """Change ``model``'s input size and/or window in place; the weights carry over.
-
-    For every block the window is clamped to its feature map again (``companion.swin.fit_window``),
-    the shift recomputed, the shifted-window mask rebuilt for the new padded map, and the position
-    code told its new window: a bias table is resized with ``method``, a continuous bias or a
-    rotary embedding recomputes its coordinates. An absolute embedding is resampled (bicubic,
-    chapter 1) to the new patch grid. Raises ``ValueError`` before changing anything when the new
-    image size is not a multiple of the patch size, or for a ``torus=True`` model.
-    """
-    method = check_resize_method(method)
-    if model.torus:
-        raise ValueError(
-            "set_window_size and set_img_size cannot move a model with torus=True: its windows "
-            "that span a whole map measure offsets around it, and its maps must stay multiples "
-            "of the window; build the model at the new size instead"
-        )
-    img = model.img_size if img_size is None else to_pair("img_size", img_size)
-    window = model.window_size if window_size is None else to_pair("window_size", window_size)
-    patch = model.patch_size
-    if img[0] % patch[0] or img[1] % patch[1]:
-        raise ValueError(
-            f"img_size must be a multiple of patch_size={patch} on each axis, got img_size={img}"
-        )
-    grid = (img[0] // patch[0], img[1] // patch[1])
-    if hasattr(model, "absolute_pos_embed") and grid != model.grid_size:
-        old = model.absolute_pos_embed
-        flat = old.detach().flatten(1, 2)  # (1, h*w, C)
-        resized = absolute.resample_position_embedding(flat, model.grid_size, grid)
-        model.absolute_pos_embed = nn.Parameter(
-            resized.view(1, *grid, -1), requires_grad=old.requires_grad
-        )
-    model.patch_embed.img_size, model.patch_embed.grid_size = img, grid
-    model.patch_embed.num_patches = grid[0] * grid[1]
-    model.img_size, model.grid_size, model.window_size = img, grid, window
-    resolution = grid
-    for i, stage in enumerate(model.layers):
-        if i > 0:
-            resolution = tuple(math.ceil(r / 2) for r in resolution)
-        stage.output_resolution = resolution
-        for block in stage.blocks:
-            block.set_input_size(resolution, window, method)
+    return check_choice("method", method, RESIZE_METHODS)
 
 
 @torch.no_grad()

@@ -108,7 +108,7 @@ def to_shift_pair(shift_size: WindowSize) -> tuple[int, int]:
         raise ValueError(
             f"shift_size must be an int >= 0 or a pair (sh, sw) of ints >= 0, got {shift_size!r}"
         )
-    return pair  # type: ignore[return-value]
+    return pair
 
 
 def pad_to_windows(x: Tensor, window_size: WindowSize) -> Tensor:

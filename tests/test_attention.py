@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from companion.attention import WindowAttention, biased_logits
+from companion.attention import BiasTable, ContinuousBias, Rotary, WindowAttention, biased_logits
 from companion.relative import relative_position_index
 
 
@@ -52,10 +52,11 @@ def shift_like_mask(num_windows: int, n: int) -> torch.Tensor:
 @pytest.mark.parametrize("rel_pos_bias", [True, False])
 @pytest.mark.parametrize("with_mask", [False, True])
 def test_matches_the_formula_written_out(attn_impl, rel_pos_bias, with_mask):
-    module = make(attn_impl=attn_impl, rel_pos_bias=rel_pos_bias)
+    position = BiasTable() if rel_pos_bias else None
+    module = make(attn_impl=attn_impl, position=position)
     x = torch.randn(8, 6, 12)
     mask = shift_like_mask(4, 6) if with_mask else None
-    expected = reference_attention(make(rel_pos_bias=rel_pos_bias), x, mask)
+    expected = reference_attention(make(position=position), x, mask)
     out = module(x, mask)
     assert out.shape == x.shape
     torch.testing.assert_close(out.double(), expected, atol=1e-5, rtol=1e-5)
@@ -95,7 +96,7 @@ def test_bias_is_the_relative_position_lookup():
 
 
 def test_no_bias_variant_has_no_table():
-    module = WindowAttention(8, 3, 2, rel_pos_bias=False)
+    module = WindowAttention(8, 3, 2, position=None)
     assert module.relative_position_bias() is None
     assert not any("relative_position" in key for key in module.state_dict())
 
@@ -156,12 +157,6 @@ def test_token_count_must_equal_window_area():
         module(torch.randn(4, 4, 8))
 
 
-def test_mask_shape_is_checked():
-    module = WindowAttention(8, 2, 2)
-    with pytest.raises(ValueError, match="mask must have shape"):
-        module(torch.randn(4, 4, 8), torch.zeros(3, 4, 4))
-
-
 def test_biased_logits_is_the_scaled_dot_product_plus_the_bias():
     torch.manual_seed(0)
     q, k = torch.randn(2, 3, 4, 8), torch.randn(2, 3, 4, 8)
@@ -169,3 +164,16 @@ def test_biased_logits_is_the_scaled_dot_product_plus_the_bias():
     plain = torch.einsum("whnd,whmd->whnm", q, k) * 8**-0.5
     assert torch.allclose(biased_logits(q, k, 8**-0.5, None), plain, atol=1e-6)
     assert torch.allclose(biased_logits(q, k, 8**-0.5, bias), plain + bias, atol=1e-6)
+
+
+def test_a_position_code_holds_only_options_that_make_sense_for_it():
+    assert BiasTable() == BiasTable("signed", (False, False)) and repr(BiasTable()) == "BiasTable()"
+    with pytest.raises(ValueError, match=r"offsets must be one of \['signed', 'magnitude'\]"):
+        BiasTable("abs")
+    with pytest.raises(TypeError, match="wrap must be a pair"):
+        BiasTable(wrap=True)
+    with pytest.raises(TypeError, match="wrap must be True or False"):
+        BiasTable(wrap=(1, 0))
+    for code in (ContinuousBias(), Rotary("axial"), None):  # no table: nothing to wrap or sign
+        module = WindowAttention(8, 2, 2, position=code)
+        assert not hasattr(module, "relative_position_bias_table") and module.offset_table() is None

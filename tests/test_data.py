@@ -9,19 +9,12 @@ import pytest
 import torch
 from torch.utils.data import RandomSampler
 
-from companion import data
-from companion.data import (
-    CELL,
-    PATCH,
-    RELATION_STEPS,
-    RELATIONS,
-    ImageClassificationData,
-    batch_loader,
-    load_cifar10,
-    make_dataset,
-    random_crop_flip,
-    shape_mask,
-)
+from companion.data import cifar, make_dataset, tasks
+from companion.data.augment import random_crop_flip
+from companion.data.cifar import load_cifar10
+from companion.data.dataset import ImageClassificationData
+from companion.data.loaders import batch_loader
+from companion.data.tasks import CELL, PATCH, RELATION_STEPS, RELATIONS, shape_mask
 
 # --------------------------------------------------------------------------- generated tasks
 
@@ -139,7 +132,7 @@ def test_relation_pairs_are_placed_all_over_the_frame():
     assert a.min() < 5 and a.max() > 26  # A reaches every border region
 
 
-@pytest.mark.parametrize("shape", data.SHAPES)
+@pytest.mark.parametrize("shape", tasks.SHAPES)
 def test_shape_mask_is_centred_and_bounded_by_its_radius(shape):
     mask = shape_mask(shape, 10.0, 20.0, 2.5)
     ys, xs = np.nonzero(mask)
@@ -198,6 +191,16 @@ def test_indexing_with_a_list_returns_a_whole_batch_and_normalize_uses_mean_and_
     assert image.shape == (3, 32, 32) and int(label) == int(ds.labels[2])
     x = ds.normalize(torch.full((1, 3, 1, 1), 51, dtype=torch.uint8))  # 51/255 = 0.2 = mean
     assert torch.allclose(x, torch.zeros_like(x), atol=1e-6)
+
+
+def test_normalize_makes_its_mean_and_std_once_and_follows_a_change():
+    ds = make_dataset("grid-cell", "train", 4)
+    cpu = torch.device("cpu")
+    assert ds._statistics(cpu)[0] is ds._statistics(cpu)[0]  # not rebuilt on every batch
+    ds.std = (0.5, 0.5, 0.5)
+    x = ds.normalize(torch.full((1, 3, 1, 1), 255, dtype=torch.uint8))
+    assert torch.allclose(x, torch.full_like(x, (1.0 - 0.2) / 0.5))
+    assert pickle.loads(pickle.dumps(ds))._stats == {}  # a DataLoader worker's copy has none
 
 
 # --------------------------------------------------------------------------- loading, augmentation
@@ -271,7 +274,7 @@ def write_fake_cifar(root, per_batch=4, seed=0):
             b"filenames": [f"{i}.png".encode() for i in range(per_batch)],
         }
         (folder / name).write_bytes(pickle.dumps(batch, protocol=2))
-    meta = {b"label_names": [c.encode() for c in data.CIFAR10_CLASSES]}
+    meta = {b"label_names": [c.encode() for c in cifar.CIFAR10_CLASSES]}
     (folder / "batches.meta").write_bytes(pickle.dumps(meta, protocol=2))
     return {p.name: hashlib.md5(p.read_bytes()).hexdigest() for p in folder.iterdir()}
 
@@ -298,7 +301,7 @@ def test_a_flipped_byte_fails_the_checksum_naming_the_file(tmp_path):
 
 def test_the_published_checksums_reject_a_fake_folder(tmp_path):
     write_fake_cifar(tmp_path)
-    assert data.cifar10_md5s()["test_batch"] == "40351d587109b95175f43aff81a1287e"
+    assert cifar.cifar10_md5s()["test_batch"] == "40351d587109b95175f43aff81a1287e"
     with pytest.raises(RuntimeError, match="not the genuine file"):
         load_cifar10("test", tmp_path)
 
@@ -332,7 +335,7 @@ def test_failed_download_names_the_generated_fallback(tmp_path, monkeypatch):
 
 def test_make_dataset_takes_the_first_n_cifar_images(tmp_path, monkeypatch):
     md5s = write_fake_cifar(tmp_path)
-    monkeypatch.setattr(data, "cifar10_md5s", lambda: md5s)
+    monkeypatch.setattr(cifar, "cifar10_md5s", lambda: md5s)
     full = make_dataset("cifar10", "train", data_dir=tmp_path)
     first = make_dataset("cifar10", "train", n=7, data_dir=tmp_path)
     assert len(first) == 7 and torch.equal(first.images, full.images[:7])

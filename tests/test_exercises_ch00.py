@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from companion.absolute import AbsolutePositionEmbedding
-from companion.attention import WindowAttention
+from companion.attention import BiasTable, WindowAttention
 from companion.exercises.ch00 import (
     check_with_absolute_embedding,
     inverse_permutation,
@@ -16,7 +16,9 @@ from companion.exercises.ch00 import (
 
 def _attention(rel_pos_bias: bool = False) -> WindowAttention:
     torch.manual_seed(0)
-    return WindowAttention(dim=8, window_size=4, num_heads=2, rel_pos_bias=rel_pos_bias)
+    return WindowAttention(
+        dim=8, window_size=4, num_heads=2, position=BiasTable() if rel_pos_bias else None
+    )
 
 
 def test_inverse_permutation_undoes_the_shuffle():

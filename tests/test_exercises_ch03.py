@@ -89,8 +89,8 @@ def test_position_only_attention_is_attention_with_the_content_term_removed():
 
 
 def test_position_only_attention_needs_a_bias():
-    with pytest.raises(ValueError, match="rel_pos_bias=True"):
-        position_only_attention(WindowAttention(16, 3, 2, rel_pos_bias=False))
+    with pytest.raises(ValueError, match="must add a position bias B, got position=None"):
+        position_only_attention(WindowAttention(16, 3, 2, position=None))
 
 
 def test_position_only_attention_rejects_other_modules():

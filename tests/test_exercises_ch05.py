@@ -7,7 +7,8 @@ import pytest
 import torch
 from book_figures import assert_fits_the_page, assert_nothing_sticks_out_or_overlaps
 
-from companion.data import RELATION_STEPS, make_dataset
+from companion.data import make_dataset
+from companion.data.tasks import RELATION_STEPS
 from companion.exercises.ch05 import (
     favourite_offsets,
     paired_gap_by_hand,

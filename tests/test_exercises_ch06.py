@@ -12,6 +12,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from companion.cpb import log_spaced_coordinates
 from companion.exercises.ch06 import cpb_reach, logit_from_offset, peak_after_resize
+from companion.figures.resize_explorer import resize_explorer
 from companion.figures.resolution import (
     bump_table,
     plot_log_spacing,
@@ -21,7 +22,6 @@ from companion.figures.resolution import (
     plot_table_image,
     resize_figure,
 )
-from companion.resize_explorer import resize_explorer
 from companion.rope import WindowRoPE, mixed_frequencies, rotate_pairs
 
 matplotlib.use("Agg")
@@ -101,7 +101,7 @@ def test_resize_explorer_redraws_for_every_method_and_rejects_bad_values():
 
 def test_rope_vit_table_lists_our_pos_names_and_the_drops():
     from companion.paper import ROPE_VIT_SWIN_T, rope_vit_swin_markdown
-    from companion.swin import POS_CHOICES
+    from companion.swin_configs import POS_CHOICES
 
     assert set(ROPE_VIT_SWIN_T) <= set(POS_CHOICES)
     text = rope_vit_swin_markdown()

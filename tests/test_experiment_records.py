@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 from test_ablation import tiny_plan
-from test_train import stand_in, tiny
+from test_train import stand_in
 
 from companion.experiments import ablation
 from companion.experiments.ablation import AblationPlan, StaleRunError, run_ablation
@@ -156,37 +156,37 @@ def _flip_tensor_bytes(path: Path, n: int = 64) -> None:
     path.write_bytes(bytes(data))
 
 
-def test_a_checkpoint_with_flipped_tensor_bytes_is_refused_naming_the_file(tmp_path):
-    train(tiny(tmp_path, epochs=1), stand_in)
+def test_a_checkpoint_with_flipped_tensor_bytes_is_refused_naming_the_file(tmp_path, tiny_run):
+    train(tiny_run(tmp_path, epochs=1), stand_in)
     path = tmp_path / "run" / CHECKPOINT
     _flip_tensor_bytes(path)
     assert zipfile.is_zipfile(path)
     with pytest.raises(CheckpointError, match=rf"{path} is corrupted: its member .* CRC-32"):
-        train(tiny(tmp_path, epochs=1, resume=True), stand_in)
+        train(tiny_run(tmp_path, epochs=1, resume=True), stand_in)
 
 
-def test_a_checkpoint_claiming_epoch_7_of_2_is_refused(tmp_path):
-    train(tiny(tmp_path, stop_after_epochs=1), stand_in)
+def test_a_checkpoint_claiming_epoch_7_of_2_is_refused(tmp_path, tiny_run):
+    train(tiny_run(tmp_path, stop_after_epochs=1), stand_in)
     path = tmp_path / "run" / CHECKPOINT
     saved = load_checkpoint(path)
     checkpoint_module.save_checkpoint(path, {**saved, "epoch": 7})
     with pytest.raises(CheckpointError, match="claims epoch 7 of 2"):
-        train(tiny(tmp_path, resume=True), stand_in)
+        train(tiny_run(tmp_path, resume=True), stand_in)
 
 
-def test_weights_that_do_not_fit_the_model_are_one_line(tmp_path):
-    train(tiny(tmp_path, stop_after_epochs=1), stand_in)
+def test_weights_that_do_not_fit_the_model_are_one_line(tmp_path, tiny_run):
+    train(tiny_run(tmp_path, stop_after_epochs=1), stand_in)
     path = tmp_path / "run" / CHECKPOINT
     saved = load_checkpoint(path)
     saved["model"] = {"nonsense": torch.zeros(1)}
     checkpoint_module.save_checkpoint(path, saved)
     with pytest.raises(CheckpointError, match="its model state does not fit") as info:
-        train(tiny(tmp_path, resume=True), stand_in)
+        train(tiny_run(tmp_path, resume=True), stand_in)
     assert "\n" not in str(info.value)
 
 
-def test_a_full_disk_is_one_line_and_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
-    train(tiny(tmp_path, stop_after_epochs=1), stand_in)
+def test_a_full_disk_is_one_line_and_keeps_the_previous_checkpoint(tmp_path, monkeypatch, tiny_run):
+    train(tiny_run(tmp_path, stop_after_epochs=1), stand_in)
     before = (tmp_path / "run" / CHECKPOINT).read_bytes()
 
     def full(obj, f):
@@ -194,7 +194,7 @@ def test_a_full_disk_is_one_line_and_keeps_the_previous_checkpoint(tmp_path, mon
 
     monkeypatch.setattr(torch, "save", full)
     with pytest.raises(OSError, match=r"could not write .*is the disk full\?") as info:
-        train(tiny(tmp_path, resume=True), stand_in)
+        train(tiny_run(tmp_path, resume=True), stand_in)
     assert "\n" not in str(info.value)
     assert (tmp_path / "run" / CHECKPOINT).read_bytes() == before
 

@@ -1,4 +1,4 @@
-"""companion.explorers: the explorers' logic and static figures, without any widget."""
+"""companion.figures.explorers: the explorers' logic and static figures, without any widget."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from matplotlib.figure import Figure
 
 from companion.attention import WindowAttention
-from companion.explorers import (
+from companion.figures.explorers import (
     bias_bound,
     bias_row,
     bias_row_figure,
@@ -25,7 +25,7 @@ from companion.explorers import (
     relative_index_view,
     to_cell,
 )
-from companion.relative import RelativePositionBias, lookup_bias, relative_position_index
+from companion.relative import lookup_bias, relative_position_index
 
 SEED_M2_INDEX = [[4, 3, 1, 0], [5, 4, 2, 1], [7, 6, 4, 3], [8, 7, 5, 4]]
 
@@ -132,17 +132,16 @@ def test_relative_index_figure_defaults_to_the_books_2x3_window() -> None:
 # ----- bias -------------------------------------------------------------------------------------
 
 
-def test_relative_bias_reads_window_attention_and_relative_position_bias_modules() -> None:
+def test_relative_bias_reads_window_attention_modules() -> None:
     torch.manual_seed(0)
-    attn = WindowAttention(dim=8, window_size=(2, 3), num_heads=2)
-    bias, window = relative_bias(attn)
-    assert window == (2, 3)
-    assert torch.equal(bias, attn.relative_position_bias().detach())
-    module = RelativePositionBias(3, 4)
-    bias, window = relative_bias(module)
-    assert window == (3, 3)
-    assert torch.equal(bias, module().detach())
-    assert not bias.requires_grad
+    for attn, window in (
+        (WindowAttention(8, (2, 3), 2), (2, 3)),
+        (WindowAttention(16, 3, 4), (3, 3)),
+    ):
+        bias, found = relative_bias(attn)
+        assert found == window
+        assert torch.equal(bias, attn.relative_position_bias().detach())
+        assert not bias.requires_grad
 
 
 def test_relative_bias_reads_a_bias_table_with_its_window_size() -> None:
@@ -181,17 +180,17 @@ def test_relative_bias_rejects_a_bad_source(source, window_size, error, message)
 
 
 def test_relative_bias_rejects_a_module_without_bias_or_with_another_window() -> None:
-    with pytest.raises(ValueError, match=r"source must hold a relative position bias.*rel_pos"):
-        relative_bias(WindowAttention(8, 2, 2, rel_pos_bias=False))
+    with pytest.raises(ValueError, match=r"must hold a relative position bias.*position=None"):
+        relative_bias(WindowAttention(8, 2, 2, position=None))
     with pytest.raises(
         ValueError, match=r"window_size must match the module's window_size=\(2, 2\)"
     ):
-        relative_bias(RelativePositionBias(2, 1), window_size=3)
+        relative_bias(WindowAttention(4, 2, 1), window_size=3)
 
 
 def test_bias_table_is_the_modules_table_as_float32_on_the_cpu() -> None:
     torch.manual_seed(0)
-    module = RelativePositionBias((2, 3), 4).double()
+    module = WindowAttention(16, (2, 3), 4).double()
     table, window = bias_table(module)
     assert window == (2, 3)
     assert table.dtype == torch.float32 and not table.requires_grad
@@ -200,7 +199,7 @@ def test_bias_table_is_the_modules_table_as_float32_on_the_cpu() -> None:
 
 def test_bias_table_rejects_a_module_whose_index_is_not_the_standard_one() -> None:
     # The browser rebuilds the index from the window, so only the standard index can be shown.
-    module = RelativePositionBias(2, 1)
+    module = WindowAttention(4, 2, 1)
     module.relative_position_index = module.relative_position_index.flip(0)
     with pytest.raises(ValueError, match=r"relative_position_index must be .*\(2, 2\)"):
         bias_table(module)
@@ -215,8 +214,8 @@ def test_bias_bound_and_decimals_set_the_scale_of_each_head() -> None:
 
 def test_bias_row_is_one_row_of_b_laid_out_on_the_window() -> None:
     torch.manual_seed(0)
-    module = RelativePositionBias((2, 3), 4)
-    bias = module().detach()
+    module = WindowAttention(16, (2, 3), 4)
+    bias = module.relative_position_bias().detach()
     row = bias_row(module, (1, 2), head=3)
     assert row.shape == (2, 3)
     assert torch.equal(row.flatten(), bias[3, 5])
@@ -224,7 +223,7 @@ def test_bias_row_is_one_row_of_b_laid_out_on_the_window() -> None:
 
 
 def test_bias_row_rejects_a_head_outside_the_table() -> None:
-    module = RelativePositionBias(2, 2)
+    module = WindowAttention(8, 2, 2)
     with pytest.raises(ValueError, match=r"head must be in \[0, 1\], got 2"):
         bias_row(module, 0, head=2)
     with pytest.raises(TypeError, match=r"head must be an int, got 0.5 \(float\)"):

@@ -103,7 +103,7 @@ def test_permutation_demo_figure_states_each_verdict():
     perm = torch.tensor([1, 3, 0, 2])
     checks = {
         "no position": permutation_equivariance_check(
-            WindowAttention(8, 2, 2, rel_pos_bias=False), tokens, perm
+            WindowAttention(8, 2, 2, position=None), tokens, perm
         ),
         "bias": permutation_equivariance_check(WindowAttention(8, 2, 2), tokens, perm),
     }
@@ -137,10 +137,10 @@ def test_every_chapter_0_figure_fits_the_book_column_with_legible_text():
     tokens = torch.randn(1, 6, 8)
     perm = torch.tensor([2, 4, 0, 1, 5, 3])
     checks = {
-        "no position (rel_pos_bias=False)": permutation_equivariance_check(
-            WindowAttention(8, (2, 3), 2, rel_pos_bias=False), tokens, perm
+        "no position (position=None)": permutation_equivariance_check(
+            WindowAttention(8, (2, 3), 2, position=None), tokens, perm
         ),
-        "relative position bias (rel_pos_bias=True)": permutation_equivariance_check(
+        "relative position bias (position=BiasTable())": permutation_equivariance_check(
             WindowAttention(8, (2, 3), 2), tokens, perm
         ),
     }

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from companion.absolute import PatchEmbed
-from companion.attention import WindowAttention
+from companion.attention import BiasTable, WindowAttention
 from companion.permutation import (
     EQUIVARIANCE_ATOL,
     check_permutation,
@@ -20,7 +20,11 @@ from companion.permutation import (
 def _attention(rel_pos_bias: bool, attn_impl: str = "sdpa") -> WindowAttention:
     torch.manual_seed(0)
     return WindowAttention(
-        dim=8, window_size=(2, 3), num_heads=2, rel_pos_bias=rel_pos_bias, attn_impl=attn_impl
+        dim=8,
+        window_size=(2, 3),
+        num_heads=2,
+        position=BiasTable() if rel_pos_bias else None,
+        attn_impl=attn_impl,
     )
 
 

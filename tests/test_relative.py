@@ -7,8 +7,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from companion.attention import WindowAttention
 from companion.relative import (
-    RelativePositionBias,
     bias_table_size,
     flatten_coordinates,
     grid_coordinates,
@@ -170,29 +170,28 @@ def test_lookup_bias_reads_the_table_row_of_each_offset():
         assert bias[h, q, k] == table[index[q, k], h]
 
 
-def test_relative_position_bias_module_buffers_and_output():
+def test_window_attention_keeps_the_table_and_a_recomputed_index():
     torch.manual_seed(0)
-    module = RelativePositionBias((2, 3), num_heads=4)
+    module = WindowAttention(8, (2, 3), num_heads=4)
     assert module.relative_position_bias_table.shape == (15, 4)
     assert "relative_position_index" not in module.state_dict()
     assert torch.equal(module.relative_position_index, relative_position_index((2, 3)))
-    bias = module()
+    bias = module.relative_position_bias()
     assert bias.shape == (4, 6, 6)
     # pairs with the same offset share one value: (0,0)->(0,1) and (1,1)->(1,2)
     assert torch.equal(bias[:, 0, 1], bias[:, 4, 5])
 
 
 def test_relative_position_bias_gradient_reaches_only_used_rows():
-    module = RelativePositionBias(2, num_heads=1)
-    module().sum().backward()
-    grad = module.relative_position_bias_table.grad[:, 0]
+    table = make_bias_table(2, num_heads=1)
+    lookup_bias(table, relative_position_index(2)).sum().backward()
     # row r is used once per (q, k) pair with that offset: counts for M=2
-    assert grad.tolist() == [1, 2, 1, 2, 4, 2, 1, 2, 1]
+    assert table.grad[:, 0].tolist() == [1, 2, 1, 2, 4, 2, 1, 2, 1]
 
 
-def test_relative_position_bias_rejects_bad_heads():
+def test_make_bias_table_rejects_heads_that_are_not_ints():
     with pytest.raises(TypeError, match="num_heads"):
-        RelativePositionBias(2, num_heads=2.0)
+        make_bias_table(2, num_heads=2.0)
 
 
 @pytest.mark.parametrize("window_size", [10**6, (2**16, 2**16)])

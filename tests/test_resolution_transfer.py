@@ -13,7 +13,8 @@ from companion.experiments.resolution_transfer import (
     moved_model,
     transfer_conditions,
 )
-from companion.swin import POS_CHOICES, swin_from_config
+from companion.swin import swin_from_config
+from companion.swin_configs import POS_CHOICES
 from companion.train import TrainConfig, param_groups, train_steps
 
 

@@ -6,7 +6,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from companion.attention import WindowAttention
+from companion.attention import Rotary, WindowAttention
 from companion.rope import (
     WindowRoPE,
     axial_frequencies,
@@ -107,8 +107,8 @@ def test_rope_attention_learns_the_mixed_frequencies_and_excludes_them_from_weig
 @pytest.mark.parametrize("kind", ["axial", "mixed"])
 def test_sdpa_and_eager_attention_agree_with_rope(kind):
     torch.manual_seed(0)
-    attn = WindowAttention(16, (3, 4), 2, rel_pos_bias=False, rope=kind).eval()
-    eager = WindowAttention(16, (3, 4), 2, rel_pos_bias=False, rope=kind, attn_impl="eager")
+    attn = WindowAttention(16, (3, 4), 2, position=Rotary(kind)).eval()
+    eager = WindowAttention(16, (3, 4), 2, position=Rotary(kind), attn_impl="eager")
     eager.load_state_dict(attn.state_dict())
     if kind == "mixed":
         assert torch.equal(eager.rope.freqs, attn.rope.freqs)
@@ -131,6 +131,8 @@ def test_bad_arguments_name_the_parameter(kwargs, error, match):
         WindowRoPE(**{**args, **kwargs})
 
 
-def test_attention_rejects_cpb_together_with_a_table():
-    with pytest.raises(ValueError, match="rel_pos_bias=False"):
-        WindowAttention(16, 4, 2, rel_pos_bias=True, cpb=True)
+def test_attention_takes_one_position_code_and_names_the_ones_it_knows():
+    with pytest.raises(TypeError, match=r"position must be BiasTable\(...\), ContinuousBias\(\)"):
+        WindowAttention(16, 4, 2, position="rope-axial")
+    with pytest.raises(ValueError, match=r"kind must be one of \['axial', 'mixed'\]"):
+        Rotary("diagonal")

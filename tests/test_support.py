@@ -1,4 +1,4 @@
-"""companion._checks, companion._io and companion.show."""
+"""companion._checks, companion._io and companion.figures.show."""
 
 import json
 import os
@@ -7,8 +7,8 @@ import pytest
 
 from companion import _io
 from companion._checks import check_choice, check_divisible, check_positive_int, to_pair
+from companion.figures.show import SourceCode, show_source
 from companion.relative import sum_offsets
-from companion.show import SourceCode, show_source
 
 
 def test_to_pair_accepts_int_and_pairs():

@@ -1,26 +1,17 @@
 """companion.swin and companion.layers: shapes, position variants, blocks, configs and bad input."""
 
+import dataclasses
+
 import pytest
 import torch
 
 from companion.layers import DropPath, Mlp
-from companion.swin import (
-    CONFIGS,
-    POS_CHOICES,
-    PatchMerging,
-    SwinBlock,
-    SwinTransformer,
-    fit_window,
-    stage_summary,
-    swin_from_config,
-)
+from companion.merging import PatchMerging
+from companion.swin import SwinBlock, SwinTransformer, fit_window, swin_from_config
+from companion.swin_configs import CONFIGS, POS_CHOICES, SwinConfig
+from companion.swin_summary import stage_summary
 
 TINY = CONFIGS["tiny-cpu"]
-
-
-def tiny(**overrides) -> SwinTransformer:
-    torch.manual_seed(0)
-    return swin_from_config("tiny-cpu", **overrides).eval()
 
 
 def images(batch: int = 2, size=(32, 32)) -> torch.Tensor:
@@ -28,8 +19,8 @@ def images(batch: int = 2, size=(32, 32)) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("pos", POS_CHOICES)
-def test_every_pos_variant_gives_logits_of_shape_batch_by_classes(pos):
-    model = tiny(pos=pos)
+def test_every_pos_variant_gives_logits_of_shape_batch_by_classes(pos, tiny_swin):
+    model = tiny_swin(pos=pos)
     assert model(images(3)).shape == (3, 10)
     assert model.forward_features(images(3)).shape == (3, 4, 4, 64)
 
@@ -38,8 +29,8 @@ def test_every_pos_variant_gives_logits_of_shape_batch_by_classes(pos):
     ("pos", "has_abs", "has_rel"),
     [("none", False, False), ("abs", True, False), ("rel", False, True), ("abs+rel", True, True)],
 )
-def test_position_parameters_exist_only_for_their_pos(pos, has_abs, has_rel):
-    names = set(dict(tiny(pos=pos).named_parameters()))
+def test_position_parameters_exist_only_for_their_pos(pos, has_abs, has_rel, tiny_swin):
+    names = set(dict(tiny_swin(pos=pos).named_parameters()))
     assert ("absolute_pos_embed" in names) == has_abs
     tables = [n for n in names if n.endswith("relative_position_bias_table")]
     assert bool(tables) == has_rel
@@ -47,14 +38,14 @@ def test_position_parameters_exist_only_for_their_pos(pos, has_abs, has_rel):
         assert len(tables) == sum(TINY["depths"])  # one table in every block
 
 
-def test_absolute_embedding_has_one_vector_per_patch_and_small_init():
-    embed = tiny(pos="abs").absolute_pos_embed
+def test_absolute_embedding_has_one_vector_per_patch_and_small_init(tiny_swin):
+    embed = tiny_swin(pos="abs").absolute_pos_embed
     assert embed.shape == (1, 8, 8, 32)
     assert 0.015 < embed.std().item() < 0.025
 
 
-def test_absolute_embedding_changes_the_output():
-    model = tiny(pos="abs")
+def test_absolute_embedding_changes_the_output(tiny_swin):
+    model = tiny_swin(pos="abs")
     x = images()
     before = model(x)
     with torch.no_grad():
@@ -62,8 +53,8 @@ def test_absolute_embedding_changes_the_output():
     assert not torch.allclose(before, model(x))
 
 
-def test_buffers_are_not_saved_in_the_state_dict():
-    model = tiny()
+def test_buffers_are_not_saved_in_the_state_dict(tiny_swin):
+    model = tiny_swin()
     keys = model.state_dict().keys()
     assert not any("relative_position_index" in k or "attn_mask" in k for k in keys)
     buffers = dict(model.named_buffers())
@@ -73,30 +64,30 @@ def test_buffers_are_not_saved_in_the_state_dict():
 def test_eager_and_sdpa_models_agree():
     torch.manual_seed(0)
     cfg = {**TINY, "img_size": (32, 48), "window_size": (4, 3)}
-    sdpa = SwinTransformer(**cfg, attn_impl="sdpa").eval()
-    eager = SwinTransformer(**cfg, attn_impl="eager").eval()
+    sdpa = SwinTransformer(SwinConfig(**cfg, attn_impl="sdpa")).eval()
+    eager = SwinTransformer(SwinConfig(**cfg, attn_impl="eager")).eval()
     eager.load_state_dict(sdpa.state_dict())
     x = images(size=(32, 48))
     torch.testing.assert_close(sdpa(x), eager(x), atol=1e-5, rtol=1e-4)
 
 
 @pytest.mark.parametrize("pos", POS_CHOICES)
-def test_gradients_reach_every_parameter(pos):
-    model = tiny(pos=pos).train()
+def test_gradients_reach_every_parameter(pos, tiny_swin):
+    model = tiny_swin(pos=pos).train()
     model(images()).logsumexp(-1).sum().backward()
     for name, p in model.named_parameters():
         assert p.grad is not None and torch.isfinite(p.grad).all(), name
         assert p.grad.abs().sum() > 0, name
 
 
-def test_initialisation_is_deterministic_under_a_seed():
-    a, b = tiny(pos="abs+rel"), tiny(pos="abs+rel")
+def test_initialisation_is_deterministic_under_a_seed(tiny_swin):
+    a, b = tiny_swin(pos="abs+rel"), tiny_swin(pos="abs+rel")
     for (name, pa), pb in zip(a.state_dict().items(), b.state_dict().values(), strict=True):
         assert torch.equal(pa, pb), name
 
 
-def test_linear_layers_start_small_with_zero_bias():
-    fc1 = tiny().layers[0].blocks[0].mlp.fc1
+def test_linear_layers_start_small_with_zero_bias(tiny_swin):
+    fc1 = tiny_swin().layers[0].blocks[0].mlp.fc1
     assert fc1.weight.std().item() < 0.03 and torch.all(fc1.bias == 0)
 
 
@@ -183,17 +174,17 @@ def test_mlp_keeps_the_channel_count():
 
 def test_config_overrides_replace_entries():
     model = swin_from_config("tiny-cpu", num_classes=3, pos="none")
-    assert model.num_classes == 3 and model.pos == "none"
+    assert model.config.num_classes == 3 and model.config.pos == "none"
     assert CONFIGS["tiny-cpu"]["num_classes"] == 10  # the shared dict is untouched
 
 
 def test_config_names():
     assert {"tiny-cpu", "cifar", "swin_tiny_patch4_window7_224"} <= set(CONFIGS)
-    assert swin_from_config("cifar").patch_size == (2, 2)
+    assert swin_from_config("cifar").config.patch_size == (2, 2)
 
 
-def test_no_weight_decay_lists_the_position_tables():
-    names = tiny(pos="abs+rel").no_weight_decay()
+def test_no_weight_decay_lists_the_position_tables(tiny_swin):
+    names = tiny_swin(pos="abs+rel").no_weight_decay()
     assert "absolute_pos_embed" in names
     assert "layers.0.blocks.0.attn.relative_position_bias_table" in names
     assert not any(n.endswith("weight") for n in names)
@@ -222,7 +213,7 @@ def test_no_weight_decay_lists_the_position_tables():
 )
 def test_bad_arguments_raise_naming_the_parameter(kwargs, error, match):
     with pytest.raises(error, match=match):
-        SwinTransformer(**{**TINY, **kwargs})
+        SwinTransformer(SwinConfig(**{**TINY, **kwargs}))
 
 
 def test_unknown_config_name_lists_the_allowed_names():
@@ -231,9 +222,9 @@ def test_unknown_config_name_lists_the_allowed_names():
 
 
 @pytest.mark.parametrize("shape", [(2, 3, 32, 48), (2, 1, 32, 32), (3, 32, 32)])
-def test_input_of_the_wrong_shape_raises(shape):
+def test_input_of_the_wrong_shape_raises(shape, tiny_swin):
     with pytest.raises(ValueError, match=r"x must have shape \(B, 3, 32, 32\)"):
-        tiny()(torch.zeros(shape))
+        tiny_swin()(torch.zeros(shape))
 
 
 def test_drop_path_rejects_a_rate_outside_zero_one():
@@ -251,8 +242,10 @@ def test_drop_path_rejects_a_rate_outside_zero_one():
         ("rope-axial", set()),
     ],
 )
-def test_later_position_codes_live_in_every_attention_and_replace_the_table(pos, suffixes):
-    model = tiny(pos=pos)
+def test_later_position_codes_live_in_every_attention_and_replace_the_table(
+    pos, suffixes, tiny_swin
+):
+    model = tiny_swin(pos=pos)
     names = set(model.state_dict())
     assert not any(n.endswith("relative_position_bias_table") for n in names)
     assert "absolute_pos_embed" not in names
@@ -274,3 +267,13 @@ def test_eager_and_sdpa_agree_for_the_later_position_codes(pos):
     eager = swin_from_config("tiny-cpu", pos=pos, attn_impl="eager").eval()
     eager.load_state_dict(sdpa.state_dict())
     torch.testing.assert_close(sdpa(images()), eager(images()), atol=1e-5, rtol=1e-4)
+
+
+def test_a_config_is_checked_once_frozen_and_stores_pairs():
+    config = SwinConfig(**{**TINY, "window_size": 4, "depths": [2, 2]})
+    assert config.window_size == (4, 4) and config.depths == (2, 2) and config.img_size == (32, 32)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.pos = "abs"  # type: ignore[misc]
+    assert SwinTransformer(config).config is config
+    with pytest.raises(TypeError, match="config must be a SwinConfig, got dict"):
+        SwinTransformer(TINY)  # type: ignore[arg-type]

@@ -3,29 +3,13 @@
 import pytest
 import torch
 
-from companion.attention import (
-    WindowAttention,
-    magnitude_position_index,
-    wrapped_position_index,
-)
+from companion.attention import BiasTable, ContinuousBias, Rotary, WindowAttention
+from companion.merging import PatchMerging, PoolMerging
 from companion.relative import offset_to_index, pairwise_offsets, relative_position_index
-from companion.swin import (
-    CONFIGS,
-    VARIANTS,
-    PatchMerging,
-    PoolMerging,
-    SwinBlock,
-    SwinTransformer,
-    swin_from_config,
-    variant_overrides,
-)
+from companion.swin import SwinBlock, SwinTransformer, swin_from_config
+from companion.swin_configs import CONFIGS, VARIANTS, SwinConfig, variant_overrides
 
 TINY = CONFIGS["tiny-cpu"]
-
-
-def tiny(**overrides) -> SwinTransformer:
-    torch.manual_seed(0)
-    return SwinTransformer(**{**TINY, **overrides}).eval()
 
 
 def images(batch: int = 2) -> torch.Tensor:
@@ -48,8 +32,8 @@ def roll_by_a_window(x: torch.Tensor) -> torch.Tensor:
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
 @pytest.mark.parametrize("pos", ["none", "abs+rel"])
-def test_every_variant_gives_logits_and_trains_every_parameter(variant, pos):
-    model = tiny(pos=pos, **VARIANTS[variant]).train()
+def test_every_variant_gives_logits_and_trains_every_parameter(variant, pos, tiny_swin):
+    model = tiny_swin(pos=pos, **VARIANTS[variant]).train()
     logits = model(images(3))
     assert logits.shape == (3, 10)
     logits.sum().backward()
@@ -59,51 +43,51 @@ def test_every_variant_gives_logits_and_trains_every_parameter(variant, pos):
 # --------------------------------------------------------------------------- (a) and (d): windows
 
 
-def test_without_shifted_windows_no_block_shifts_or_masks():
-    model = tiny(shifted_windows=False)
+def test_without_shifted_windows_no_block_shifts_or_masks(tiny_swin):
+    model = tiny_swin(shifted_windows=False)
     blocks = [b for stage in model.layers for b in stage.blocks]
     assert all(b.shift_size == (0, 0) and b.attn_mask is None for b in blocks)
 
 
 @pytest.mark.parametrize("variant", [{"shifted_windows": False}, {"torus": True}])
-def test_without_the_shift_mask_nothing_tells_a_position_free_swin_where_the_border_is(variant):
+def test_without_the_shift_mask_nothing_tells_a_position_free_swin_where_the_border_is(
+    variant, tiny_swin
+):
     # Rolling the image by a whole window moves no token across a window or merge-group border,
     # so only the shifted windows' mask (which treats rows and columns near the map's borders
     # differently) can change the logits.
-    model, masked = tiny(pos="none", **variant), tiny(pos="none")
+    model, masked = tiny_swin(pos="none", **variant), tiny_swin(pos="none")
     x = images()
     torch.testing.assert_close(model(roll_by_a_window(x)), model(x))
     assert not torch.allclose(masked(roll_by_a_window(x)), masked(x), atol=1e-4)
 
 
 @pytest.mark.parametrize("offsets", ["signed", "magnitude"])
-def test_on_a_torus_even_relative_bias_cannot_tell_where_the_border_is(offsets):
+def test_on_a_torus_even_relative_bias_cannot_tell_where_the_border_is(offsets, tiny_swin):
     # Stage 1's single window spans the 4 x 4 map: without wrapping, its edges are the border.
-    model = strong_bias(tiny(pos="rel", torus=True, rel_bias_offsets=offsets))
-    clipped = strong_bias(tiny(pos="rel", shifted_windows=False, rel_bias_offsets=offsets))
+    model = strong_bias(tiny_swin(pos="rel", torus=True, rel_bias_offsets=offsets))
+    clipped = strong_bias(tiny_swin(pos="rel", shifted_windows=False, rel_bias_offsets=offsets))
     x = images()
     torch.testing.assert_close(model(roll_by_a_window(x)), model(x))
     assert not torch.allclose(clipped(roll_by_a_window(x)), clipped(x), atol=1e-4)
 
 
-def test_torus_keeps_the_shift_drops_the_mask_and_wraps_windows_that_span_the_map():
-    model = tiny(pos="rel", torus=True)
+def test_torus_keeps_the_shift_drops_the_mask_and_wraps_windows_that_span_the_map(tiny_swin):
+    model = tiny_swin(pos="rel", torus=True)
     shifted = model.layers[0].blocks[1]
     assert shifted.shift_size == (2, 2) and shifted.attn_mask is None
     assert (
-        shifted.attn.wrap == (False, False) and model.layers[1].blocks[0].attn.wrap == (True,) * 2
+        shifted.attn.position.wrap == (False, False)
+        and model.layers[1].blocks[0].attn.position.wrap == (True,) * 2
     )
 
 
 def test_wrapped_offsets_go_around_the_ring():
-    index = wrapped_position_index((1, 4), (False, True))
+    index = relative_position_index((1, 4), (False, True))
     # Query 0, key 3 of a 4-token ring are neighbours: offset -3 becomes +1 ... (0 - 3 + 2) % 4 - 2.
     assert index[0, 3] == offset_to_index(0, 1, (1, 4))
     assert index[3, 0] == offset_to_index(0, -1, (1, 4))
     assert index[0, 2] == index[2, 0] == offset_to_index(0, -2, (1, 4))
-    assert torch.equal(
-        wrapped_position_index((3, 4), (False, False)), relative_position_index((3, 4))
-    )
 
 
 @pytest.mark.parametrize("shifts", [(4, 0), (0, 4), (4, 4)])
@@ -156,9 +140,9 @@ def test_pooling_merge_averages_each_group_and_pads_odd_maps():
     assert PoolMerging(4)(torch.randn(2, 5, 3, 4)).shape == (2, 3, 2, 8)
 
 
-def test_the_model_uses_the_merge_it_is_asked_for():
-    assert isinstance(tiny(patch_merging="avgpool").layers[1].downsample, PoolMerging)
-    assert isinstance(tiny().layers[1].downsample, PatchMerging)
+def test_the_model_uses_the_merge_it_is_asked_for(tiny_swin):
+    assert isinstance(tiny_swin(patch_merging="avgpool").layers[1].downsample, PoolMerging)
+    assert isinstance(tiny_swin().layers[1].downsample, PatchMerging)
 
 
 # --------------------------------------------------------------------------- (c): |offset| bias
@@ -166,7 +150,7 @@ def test_the_model_uses_the_merge_it_is_asked_for():
 
 def test_magnitude_index_numbers_the_absolute_offsets_row_major():
     window = (3, 4)
-    index = magnitude_position_index(window)
+    index = BiasTable("magnitude").index(window)
     offsets = pairwise_offsets(
         torch.stack(torch.meshgrid(*map(torch.arange, window), indexing="ij")).flatten(1)
     )
@@ -176,7 +160,7 @@ def test_magnitude_index_numbers_the_absolute_offsets_row_major():
 
 def test_magnitude_bias_is_symmetric_and_blind_to_the_sign_of_each_axis():
     torch.manual_seed(0)
-    attn = WindowAttention(8, (4, 4), 2, rel_bias_offsets="magnitude")
+    attn = WindowAttention(8, (4, 4), 2, position=BiasTable("magnitude"))
     assert attn.relative_position_bias_table.shape == (16, 2)
     bias = attn.relative_position_bias().view(2, 4, 4, 4, 4)  # (head, qy, qx, ky, kx)
     torch.testing.assert_close(bias, bias.permute(0, 3, 4, 1, 2))  # B(q, k) = B(k, q)
@@ -190,7 +174,7 @@ def test_magnitude_bias_is_symmetric_and_blind_to_the_sign_of_each_axis():
 @pytest.mark.parametrize("kind", ["signed", "magnitude"])
 def test_offset_table_holds_the_bias_of_every_signed_offset(kind):
     torch.manual_seed(0)
-    attn = WindowAttention(8, (3, 4), 2, rel_bias_offsets=kind)
+    attn = WindowAttention(8, (3, 4), 2, position=BiasTable(kind))
     table = attn.offset_table()
     assert table.shape == (5 * 7, 2)
     # Row (dy + 2) * 7 + (dx + 3) is the bias of every (query, key) pair with that offset.
@@ -200,8 +184,8 @@ def test_offset_table_holds_the_bias_of_every_signed_offset(kind):
     )
 
 
-def test_magnitude_variant_has_one_bias_per_absolute_offset_in_every_block():
-    model = tiny(pos="rel", rel_bias_offsets="magnitude")
+def test_magnitude_variant_has_one_bias_per_absolute_offset_in_every_block(tiny_swin):
+    model = tiny_swin(pos="rel", rel_bias_offsets="magnitude")
     tables = [p for n, p in model.named_parameters() if n.endswith("relative_position_bias_table")]
     assert [t.shape for t in tables] == [(16, 2), (16, 2), (16, 4), (16, 4)]
 
@@ -220,7 +204,7 @@ def test_magnitude_variant_has_one_bias_per_absolute_offset_in_every_block():
 )
 def test_bad_variant_arguments_raise_naming_the_parameter(kwargs, error, match):
     with pytest.raises(error, match=match):
-        SwinTransformer(**{**TINY, **kwargs})
+        SwinTransformer(SwinConfig(**{**TINY, **kwargs}))
 
 
 def test_variant_names_combine_with_plus_into_model_options():
@@ -231,7 +215,7 @@ def test_variant_names_combine_with_plus_into_model_options():
     }
     assert set(VARIANTS) == {"no-shift", "pool-merge", "abs-offset-bias", "torus"}
     model = swin_from_config("tiny-cpu", **variant_overrides("no-shift+torus"))
-    assert not model.shifted_windows and model.torus
+    assert not model.config.shifted_windows and model.config.torus
     with pytest.raises(ValueError, match=r"variant must be one of \['swin', 'no-shift'"):
         variant_overrides("pool-merge+flip")
 
@@ -240,10 +224,10 @@ def test_variant_names_combine_with_plus_into_model_options():
 
 
 @pytest.mark.parametrize("method", ["bicubic", "geometric"])
-def test_a_magnitude_table_resizes_as_the_signed_table_it_stands_for(method):
+def test_a_magnitude_table_resizes_as_the_signed_table_it_stands_for(method, tiny_swin):
     from companion.transfer import resize_bias_table
 
-    model = strong_bias(tiny(pos="rel", rel_bias_offsets="magnitude"))
+    model = strong_bias(tiny_swin(pos="rel", rel_bias_offsets="magnitude"))
     attn = model.layers[0].blocks[0].attn
     expected = resize_bias_table(attn.offset_table().detach(), (4, 4), (6, 6), method)
     model.set_img_size(48)  # a 12 x 12 grid, then 6 x 6: room for 6 x 6 windows
@@ -251,13 +235,13 @@ def test_a_magnitude_table_resizes_as_the_signed_table_it_stands_for(method):
     assert attn.relative_position_bias_table.shape == (36, 2)
     assert attn.relative_position_bias_table.requires_grad
     torch.testing.assert_close(attn.offset_table(), expected, atol=1e-5, rtol=1e-5)
-    assert torch.equal(attn.relative_position_index, magnitude_position_index((6, 6)))
+    assert torch.equal(attn.relative_position_index, BiasTable("magnitude").index((6, 6)))
     assert model(torch.randn(2, 3, 48, 48)).shape == (2, 10)
 
 
 @pytest.mark.parametrize("call", [lambda m: m.set_window_size(2), lambda m: m.set_img_size(64)])
-def test_a_torus_refuses_to_move_to_another_size_before_changing_anything(call):
-    model = tiny(pos="rel", torus=True)
+def test_a_torus_refuses_to_move_to_another_size_before_changing_anything(call, tiny_swin):
+    model = tiny_swin(pos="rel", torus=True)
     with pytest.raises(ValueError, match="cannot move a model with torus=True"):
         call(model)
     assert model.img_size == (32, 32) and model.window_size == (4, 4)
@@ -267,17 +251,20 @@ def test_a_torus_refuses_to_move_to_another_size_before_changing_anything(call):
 
 
 @pytest.mark.parametrize("pos", ["cpb", "rope-axial", "rope-mixed"])
-def test_a_torus_refuses_position_codes_that_cannot_wrap_offsets(pos):
+def test_a_torus_refuses_position_codes_that_cannot_wrap_offsets(pos, tiny_swin):
     with pytest.raises(ValueError, match=rf"torus=True wraps offsets .* got pos='{pos}'"):
-        tiny(pos=pos, torus=True)
-    with pytest.raises(ValueError, match=r"wrap=\(True, False\) takes offsets around a ring"):
-        code = {"cpb": True} if pos == "cpb" else {"rope": pos.removeprefix("rope-")}
-        WindowAttention(8, 4, 2, rel_pos_bias=False, wrap=(True, False), **code)
+        tiny_swin(pos=pos, torus=True)
+    # Below the model, a wrap can only be written on a bias table: the other codes have none.
+    code = ContinuousBias() if pos == "cpb" else Rotary(pos.removeprefix("rope-"))
+    with pytest.raises(TypeError, match="wrap"):
+        type(code)(wrap=(True, False))
+    block = SwinBlock(8, (4, 4), 2, (4, 4), shifted=False, position=code, torus=True)
+    assert block.attn.position == code  # no table to wrap: the torus only drops the mask
 
 
 @pytest.mark.parametrize("variant", ["no-shift", "pool-merge"])
 @pytest.mark.parametrize("pos", ["cpb", "rope-mixed"])
-def test_window_and_merge_variants_combine_with_the_later_position_codes(variant, pos):
-    model = tiny(pos=pos, **VARIANTS[variant])
+def test_window_and_merge_variants_combine_with_the_later_position_codes(variant, pos, tiny_swin):
+    model = tiny_swin(pos=pos, **VARIANTS[variant])
     model.set_window_size(2)
     assert model(images()).shape == (2, 10)

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from companion.swin import CONFIGS, SwinTransformer
+from companion.swin import SwinTransformer
+from companion.swin_configs import CONFIGS, SwinConfig
 
 swin_transformer = pytest.importorskip("timm.models.swin_transformer")
 
@@ -34,18 +35,6 @@ def pair(size):
     return size if isinstance(size, tuple) else (size, size)
 
 
-def timm_model(cfg: dict) -> torch.nn.Module:
-    torch.manual_seed(0)
-    model = swin_transformer.SwinTransformer(**cfg).eval()
-    with torch.no_grad():
-        # Move every parameter away from its tidy initial value (LayerNorm ones, zero biases,
-        # tables near 0) so that any misplaced weight changes the logits visibly.
-        for name, p in model.named_parameters():
-            scale = 1.0 if name.endswith("relative_position_bias_table") else 0.05
-            p.add_(torch.randn_like(p) * scale)
-    return model
-
-
 def assert_same_logits(ours, theirs, cfg, batch=2):
     x = torch.randn(batch, 3, *pair(cfg["img_size"]), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
@@ -56,9 +45,9 @@ def assert_same_logits(ours, theirs, cfg, batch=2):
 
 @pytest.mark.parametrize("attn_impl", ["sdpa", "eager"])
 @pytest.mark.parametrize("cfg", [CONFIGS["tiny-cpu"], ODD], ids=["tiny-cpu", "odd"])
-def test_timm_weights_load_strictly_and_give_the_same_logits(cfg, attn_impl):
-    theirs = timm_model(cfg)
-    ours = SwinTransformer(**cfg, attn_impl=attn_impl).eval()
+def test_timm_weights_load_strictly_and_give_the_same_logits(cfg, attn_impl, perturbed_timm_swin):
+    theirs = perturbed_timm_swin(cfg)
+    ours = SwinTransformer(SwinConfig(**cfg, attn_impl=attn_impl)).eval()
     ours.load_state_dict(theirs.state_dict(), strict=True)
     assert_same_logits(ours, theirs, cfg)
 
@@ -66,7 +55,7 @@ def test_timm_weights_load_strictly_and_give_the_same_logits(cfg, attn_impl):
 @pytest.mark.parametrize("cfg", [CONFIGS["tiny-cpu"], ODD], ids=["tiny-cpu", "odd"])
 def test_our_weights_load_strictly_into_timm(cfg):
     torch.manual_seed(0)
-    ours = SwinTransformer(**cfg).eval()
+    ours = SwinTransformer(SwinConfig(**cfg)).eval()
     theirs = swin_transformer.SwinTransformer(**cfg).eval()
     theirs.load_state_dict(ours.state_dict(), strict=True)
     with torch.no_grad():
@@ -76,7 +65,7 @@ def test_our_weights_load_strictly_into_timm(cfg):
 
 @pytest.mark.parametrize("cfg", [CONFIGS["tiny-cpu"], ODD], ids=["tiny-cpu", "odd"])
 def test_keys_shapes_and_buffers_match_timm(cfg):
-    ours = SwinTransformer(**cfg)
+    ours = SwinTransformer(SwinConfig(**cfg))
     theirs = swin_transformer.SwinTransformer(**cfg)
     assert {k: v.shape for k, v in ours.state_dict().items()} == {
         k: v.shape for k, v in theirs.state_dict().items()
@@ -87,20 +76,20 @@ def test_keys_shapes_and_buffers_match_timm(cfg):
         assert torch.equal(buffer, their_buffers[name]), name
 
 
-def test_swin_t_architecture_matches_with_random_weights():
+def test_swin_t_architecture_matches_with_random_weights(perturbed_timm_swin):
     cfg = {
         k: v for k, v in CONFIGS["swin_tiny_patch4_window7_224"].items() if k != "drop_path_rate"
     }
-    theirs = timm_model(cfg)
-    ours = SwinTransformer(**cfg).eval()
+    theirs = perturbed_timm_swin(cfg)
+    ours = SwinTransformer(SwinConfig(**cfg)).eval()
     ours.load_state_dict(theirs.state_dict(), strict=True)
     assert sum(p.numel() for p in ours.parameters()) == sum(p.numel() for p in theirs.parameters())
     assert_same_logits(ours, theirs, cfg, batch=1)
 
 
-def test_abs_plus_rel_loads_timm_weights_and_keeps_its_own_embedding():
-    theirs = timm_model(CONFIGS["tiny-cpu"])
-    ours = SwinTransformer(**CONFIGS["tiny-cpu"], pos="abs+rel")
+def test_abs_plus_rel_loads_timm_weights_and_keeps_its_own_embedding(perturbed_timm_swin):
+    theirs = perturbed_timm_swin(CONFIGS["tiny-cpu"])
+    ours = SwinTransformer(SwinConfig(**CONFIGS["tiny-cpu"], pos="abs+rel"))
     result = ours.load_state_dict(theirs.state_dict(), strict=False)
     assert result.missing_keys == ["absolute_pos_embed"] and result.unexpected_keys == []
 

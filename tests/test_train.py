@@ -12,8 +12,8 @@ import pytest
 import torch
 from torch import nn
 
-from companion import data as data_module
 from companion import train as train_module
+from companion.data import cifar as data_module
 from companion.figures.training import plot_learning_curves, plot_lr_schedule
 from companion.paper import POS_TO_TABLE4_ROW
 from companion.train import (
@@ -52,21 +52,6 @@ def stand_in(num_classes, pos):
     return StandIn(num_classes)
 
 
-def tiny(tmp_path, **kw) -> TrainConfig:
-    base = {
-        "dataset": "grid-cell",
-        "epochs": 2,
-        "batch_size": 16,
-        "train_size": 64,
-        "test_size": 32,
-        "out": str(tmp_path / "run"),
-        "progress": False,
-        "device": "cpu",
-        "warmup_epochs": 0.5,
-    }
-    return TrainConfig(**{**base, **kw})
-
-
 def same_weights(a: nn.Module, b: nn.Module) -> bool:
     sa, sb = a.state_dict(), b.state_dict()
     return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
@@ -81,24 +66,24 @@ def without_timing(history):
 # --------------------------------------------------------------------------- resume
 
 
-def test_one_epoch_then_resume_equals_two_epochs_exactly(tmp_path):
-    straight = train(tiny(tmp_path / "a"), stand_in)
-    train(tiny(tmp_path / "b", stop_after_epochs=1), stand_in)
-    resumed = train(tiny(tmp_path / "b", resume=True), stand_in)
+def test_one_epoch_then_resume_equals_two_epochs_exactly(tmp_path, tiny_run):
+    straight = train(tiny_run(tmp_path / "a"), stand_in)
+    train(tiny_run(tmp_path / "b", stop_after_epochs=1), stand_in)
+    resumed = train(tiny_run(tmp_path / "b", resume=True), stand_in)
     assert same_weights(straight.model, resumed.model)
     assert without_timing(straight.history) == without_timing(resumed.history)
 
 
-def test_swin_with_stochastic_depth_resumes_exactly(tmp_path):
+def test_swin_with_stochastic_depth_resumes_exactly(tmp_path, tiny_run):
     kw = {"config": "tiny-cpu", "pos": "abs+rel", "drop_path_rate": 0.2, "train_size": 48}
-    straight = train(tiny(tmp_path / "a", **kw))
-    train(tiny(tmp_path / "b", stop_after_epochs=1, **kw))
-    resumed = train(tiny(tmp_path / "b", resume=True, **kw))
+    straight = train(tiny_run(tmp_path / "a", **kw))
+    train(tiny_run(tmp_path / "b", stop_after_epochs=1, **kw))
+    resumed = train(tiny_run(tmp_path / "b", resume=True, **kw))
     assert same_weights(straight.model, resumed.model)
 
 
-def test_checkpoint_loads_with_weights_only_and_holds_every_state(tmp_path):
-    train(tiny(tmp_path, epochs=1), stand_in)
+def test_checkpoint_loads_with_weights_only_and_holds_every_state(tmp_path, tiny_run):
+    train(tiny_run(tmp_path, epochs=1), stand_in)
     ckpt = torch.load(tmp_path / "run" / CHECKPOINT, weights_only=True)
     assert ckpt["epoch"] == 1
     for key in ("model", "optimizer", "scheduler", "scaler", "rng", "history", "config"):
@@ -107,30 +92,30 @@ def test_checkpoint_loads_with_weights_only_and_holds_every_state(tmp_path):
     assert not list((tmp_path / "run").glob("*.tmp"))  # atomic writes leave no temp files
 
 
-def test_resume_without_a_checkpoint_says_where_it_looked(tmp_path):
+def test_resume_without_a_checkpoint_says_where_it_looked(tmp_path, tiny_run):
     with pytest.raises(FileNotFoundError, match=r"no checkpoint at .*checkpoint\.pt"):
-        train(tiny(tmp_path, resume=True), stand_in)
+        train(tiny_run(tmp_path, resume=True), stand_in)
 
 
-def test_a_second_run_into_the_same_folder_must_say_resume(tmp_path):
-    train(tiny(tmp_path, epochs=1), stand_in)
+def test_a_second_run_into_the_same_folder_must_say_resume(tmp_path, tiny_run):
+    train(tiny_run(tmp_path, epochs=1), stand_in)
     with pytest.raises(FileExistsError, match="pass --resume"):
-        train(tiny(tmp_path, epochs=1), stand_in)
+        train(tiny_run(tmp_path, epochs=1), stand_in)
 
 
-def test_resume_with_other_settings_names_what_differs(tmp_path):
-    train(tiny(tmp_path, stop_after_epochs=1), stand_in)
+def test_resume_with_other_settings_names_what_differs(tmp_path, tiny_run):
+    train(tiny_run(tmp_path, stop_after_epochs=1), stand_in)
     with pytest.raises(ValueError, match=r"lr: saved 0.001, now 0.002"):
-        train(tiny(tmp_path, resume=True, lr=2e-3), stand_in)
+        train(tiny_run(tmp_path, resume=True, lr=2e-3), stand_in)
 
 
 # --------------------------------------------------------------------------- divergence
 
 
-def test_a_diverging_loss_stops_with_the_step_named(tmp_path):
+def test_a_diverging_loss_stops_with_the_step_named(tmp_path, tiny_run):
     match = r"loss became NaN or inf in steps 1-\d+ \(epoch 1\): training diverged; lower --lr"
     with pytest.raises(FloatingPointError, match=match):
-        train(tiny(tmp_path, lr=1e30, clip_grad=0.0, warmup_epochs=0.0), stand_in)
+        train(tiny_run(tmp_path, lr=1e30, clip_grad=0.0, warmup_epochs=0.0), stand_in)
 
 
 def test_a_diverging_loss_from_the_command_line_is_one_clear_line(tmp_path, capsys):
@@ -145,8 +130,8 @@ def test_a_diverging_loss_from_the_command_line_is_one_clear_line(tmp_path, caps
 # --------------------------------------------------------------------------- metrics
 
 
-def test_metrics_json_and_csv_hold_one_row_per_epoch(tmp_path):
-    result = train(tiny(tmp_path), stand_in)
+def test_metrics_json_and_csv_hold_one_row_per_epoch(tmp_path, tiny_run):
+    result = train(tiny_run(tmp_path), stand_in)
     out = tmp_path / "run"
     saved = json.loads((out / "metrics.json").read_text())
     assert [r["epoch"] for r in saved["epochs"]] == [1, 2]
@@ -158,30 +143,30 @@ def test_metrics_json_and_csv_hold_one_row_per_epoch(tmp_path):
     assert last["lr"] == pytest.approx(0.0, abs=1e-12)  # cosine ends at 0
 
 
-def test_progress_bars_do_not_change_the_result(tmp_path):
-    quiet = train(tiny(tmp_path / "a", epochs=1), stand_in)
-    loud = train(tiny(tmp_path / "b", epochs=1, progress=True), stand_in)
+def test_progress_bars_do_not_change_the_result(tmp_path, tiny_run):
+    quiet = train(tiny_run(tmp_path / "a", epochs=1), stand_in)
+    loud = train(tiny_run(tmp_path / "b", epochs=1, progress=True), stand_in)
     assert same_weights(quiet.model, loud.model)
 
 
-def test_training_learns_the_grid_cell_task_above_chance(tmp_path):
-    cfg = tiny(tmp_path, epochs=4, train_size=512, test_size=128, lr=3e-3, batch_size=32)
+def test_training_learns_the_grid_cell_task_above_chance(tmp_path, tiny_run):
+    cfg = tiny_run(tmp_path, epochs=4, train_size=512, test_size=128, lr=3e-3, batch_size=32)
     result = train(cfg, stand_in)
     assert result.history[-1]["test_acc"] > 3 / 16  # chance is 1/16
 
 
-def test_cifar_training_reads_the_folder_and_augments(tmp_path, monkeypatch):
+def test_cifar_training_reads_the_folder_and_augments(tmp_path, monkeypatch, tiny_run):
     from test_data import write_fake_cifar
 
     md5s = write_fake_cifar(tmp_path / "data", per_batch=8)
     monkeypatch.setattr(data_module, "cifar10_md5s", lambda: md5s)
-    cfg = tiny(tmp_path, dataset="cifar10", data_dir=str(tmp_path / "data"), epochs=1)
+    cfg = tiny_run(tmp_path, dataset="cifar10", data_dir=str(tmp_path / "data"), epochs=1)
     cfg.train_size, cfg.test_size = None, None
     result = train(cfg, stand_in)
     assert len(result.history) == 1
 
 
-def test_compile_flag_compiles_the_model(tmp_path, monkeypatch):
+def test_compile_flag_compiles_the_model(tmp_path, monkeypatch, tiny_run):
     compiled = []
 
     def fake_compile(module, *args, **kwargs):
@@ -189,7 +174,7 @@ def test_compile_flag_compiles_the_model(tmp_path, monkeypatch):
         return module
 
     monkeypatch.setattr(torch, "compile", fake_compile)
-    train(tiny(tmp_path, epochs=1, compile=True), stand_in)
+    train(tiny_run(tmp_path, epochs=1, compile=True), stand_in)
     assert len(compiled) == 1
 
 
@@ -261,7 +246,7 @@ def test_auto_device_falls_back_to_the_cpu_here():
 
 
 def test_the_pos_choices_are_the_rows_of_the_paper_table():
-    from companion.swin import POS_CHOICES as SWIN_POS
+    from companion.swin_configs import POS_CHOICES as SWIN_POS
 
     # Swin's Table 4 has a row for each of Swin v1's codes; chapter 6 adds later codes (cpb, RoPE).
     assert set(POS_TO_TABLE4_ROW) <= set(POS_CHOICES) <= set(SWIN_POS)
@@ -289,9 +274,9 @@ def test_bad_settings_are_rejected_naming_the_setting(change, error, message):
         validate_config(TrainConfig(**change))
 
 
-def test_a_batch_larger_than_the_data_is_rejected(tmp_path):
+def test_a_batch_larger_than_the_data_is_rejected(tmp_path, tiny_run):
     with pytest.raises(ValueError, match="batch_size must be at most"):
-        train(tiny(tmp_path, batch_size=128), stand_in)
+        train(tiny_run(tmp_path, batch_size=128), stand_in)
 
 
 def test_bad_flags_exit_with_status_2_and_a_message(capsys):
@@ -333,8 +318,8 @@ def test_train_demo_trains_the_demo_config(tmp_path, monkeypatch):
     assert seen == [demo_config(tmp_path)]
 
 
-def test_learning_curves_figure_has_a_panel_per_metric(tmp_path):
-    history = train(tiny(tmp_path, epochs=1), stand_in).history
+def test_learning_curves_figure_has_a_panel_per_metric(tmp_path, tiny_run):
+    history = train(tiny_run(tmp_path, epochs=1), stand_in).history
     fig = plot_learning_curves({"stand-in": history}, metrics=("train_loss", "test_acc", "lr"))
     assert len(fig.axes) == 3
 
@@ -349,7 +334,7 @@ def test_lr_schedule_figure_draws_every_step():
 
 
 def test_the_variant_setting_reaches_the_model():
-    from companion.swin import PoolMerging
+    from companion.merging import PoolMerging
     from companion.train.build import build_model
 
     model = build_model(TrainConfig(variant="pool-merge+no-shift"), 4, None)
@@ -374,7 +359,7 @@ def test_bad_variants_are_refused_naming_the_setting():
     validate_config(TrainConfig(pos="rope-mixed", variant="no-shift+pool-merge"))
 
 
-def test_variant_is_a_flag_recorded_in_the_checkpoint_and_resume_must_match_it(tmp_path):
+def test_variant_is_a_flag_recorded_in_the_checkpoint_and_resume_must_match_it(tmp_path, tiny_run):
     out = tmp_path / "run"
     flags = ["--dataset", "grid-cell", "--epochs", "2", "--batch-size", "16", "--train-size",
              "32", "--test-size", "16", "--device", "cpu", "--warmup-epochs", "0.5",
@@ -383,4 +368,4 @@ def test_variant_is_a_flag_recorded_in_the_checkpoint_and_resume_must_match_it(t
     saved = torch.load(out / CHECKPOINT, weights_only=True)
     assert saved["config"]["variant"] == "pool-merge"
     with pytest.raises(ValueError, match="variant: saved 'pool-merge', now 'swin'"):
-        train(tiny(tmp_path, resume=True, epochs=2, train_size=32, test_size=16))
+        train(tiny_run(tmp_path, resume=True, epochs=2, train_size=32, test_size=16))

@@ -16,7 +16,7 @@ import torch
 from test_data import write_fake_cifar
 from torch import nn
 
-from companion import data as data_module
+from companion.data import cifar as data_module
 from companion.train import CHECKPOINT, TrainConfig, demo_config, main, pick_device, train
 from companion.train import demo as demo_module
 from companion.train import loop as loop_module
@@ -56,14 +56,6 @@ def recorder(num_classes, pos):
     return DtypeRecorder(num_classes)
 
 
-def cfg_for(tmp_path, name="run", **kw) -> TrainConfig:
-    base = dict(
-        dataset="grid-cell", epochs=2, batch_size=16, train_size=64, test_size=32,
-        out=str(tmp_path / name), progress=False, device="cpu", warmup_epochs=0.5,
-    )  # fmt: skip
-    return TrainConfig(**{**base, **kw})
-
-
 @pytest.fixture
 def force_precision(monkeypatch):
     """Make the loop take ``precision`` on the CPU (the decision itself needs CUDA)."""
@@ -78,10 +70,10 @@ def force_precision(monkeypatch):
 
 
 def test_bf16_autocast_runs_the_forward_pass_in_bfloat16_without_a_scaler(
-    tmp_path, force_precision
+    tmp_path, force_precision, tiny_run
 ):
     force_precision("bf16")
-    result = train(cfg_for(tmp_path), recorder)
+    result = train(tiny_run(tmp_path), recorder)
     assert torch.bfloat16 in result.model.seen
     assert result.header["precision"] == "bf16"
     saved = load_checkpoint(tmp_path / "run" / CHECKPOINT)
@@ -89,31 +81,36 @@ def test_bf16_autocast_runs_the_forward_pass_in_bfloat16_without_a_scaler(
     assert all(torch.isfinite(torch.tensor(r["train_loss"])) for r in result.history)
 
 
-def test_fp16_autocast_scales_the_loss_and_saves_the_scalers_state(tmp_path, force_precision):
+def test_fp16_autocast_scales_the_loss_and_saves_the_scalers_state(
+    tmp_path, force_precision, tiny_run
+):
     force_precision("fp16")
-    result = train(cfg_for(tmp_path, clip_grad=1.0), recorder)  # clipping unscales first
+    result = train(tiny_run(tmp_path, clip_grad=1.0), recorder)  # clipping unscales first
     assert torch.float16 in result.model.seen
     saved = load_checkpoint(tmp_path / "run" / CHECKPOINT)
     assert saved["scaler"]["scale"] > 1  # the loss really was multiplied before backward()
     assert all(torch.isfinite(torch.tensor(r["test_loss"])) for r in result.history)
 
 
-def test_fp16_resume_restores_the_scaler_and_equals_an_uninterrupted_run(tmp_path, force_precision):
+def test_fp16_resume_restores_the_scaler_and_equals_an_uninterrupted_run(
+    tmp_path, force_precision, tiny_run
+):
     force_precision("fp16")
-    whole = train(cfg_for(tmp_path, "whole"), recorder)
-    train(cfg_for(tmp_path, "parts", stop_after_epochs=1), recorder)
-    resumed = train(cfg_for(tmp_path, "parts", resume=True), recorder)
+    whole = train(tiny_run(tmp_path / "whole"), recorder)
+    train(tiny_run(tmp_path / "parts", stop_after_epochs=1), recorder)
+    resumed = train(tiny_run(tmp_path / "parts", resume=True), recorder)
     a, b = whole.model.state_dict(), resumed.model.state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)
     scale = [
-        load_checkpoint(tmp_path / n / CHECKPOINT)["scaler"]["scale"] for n in ("whole", "parts")
+        load_checkpoint(tmp_path / n / "run" / CHECKPOINT)["scaler"]["scale"]
+        for n in ("whole", "parts")
     ]
     assert scale[0] == scale[1]
 
 
-def test_the_small_swin_trains_under_bf16_autocast(tmp_path, force_precision):
+def test_the_small_swin_trains_under_bf16_autocast(tmp_path, force_precision, tiny_run):
     force_precision("bf16")
-    cfg = cfg_for(tmp_path, config="tiny-cpu", pos="abs+rel", epochs=1, train_size=32)
+    cfg = tiny_run(tmp_path, config="tiny-cpu", pos="abs+rel", epochs=1, train_size=32)
     result = train(cfg)
     assert result.header["precision"] == "bf16" and len(result.history) == 1
 

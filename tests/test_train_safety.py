@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_train import StandIn, same_weights, stand_in, tiny, without_timing
+from test_train import StandIn, same_weights, stand_in, without_timing
 
 from companion._io import file_sha256
 from companion.experiments.ablation import build_parser as ablation_parser
@@ -88,7 +88,7 @@ def test_a_new_config_field_becomes_a_flag_of_both_tools_and_reaches_the_model(m
 
 def test_model_settings_are_passed_to_the_swin_by_name():
     model = build_module.build_model(TrainConfig(pos="abs", drop_path_rate=0.3), 4, None)
-    assert model.pos == "abs" and model.head.fc.out_features == 4
+    assert model.config.pos == "abs" and model.head.fc.out_features == 4
 
 
 def test_the_no_decay_set_comes_from_the_models_no_weight_decay():
@@ -112,7 +112,9 @@ def test_non_finite_rates_are_refused_before_training(flag, capsys):
 # --------------------------------------------------------------------------- numbers
 
 
-def test_the_trainers_host_syncs_do_not_grow_with_the_number_of_steps(tmp_path, monkeypatch):
+def test_the_trainers_host_syncs_do_not_grow_with_the_number_of_steps(
+    tmp_path, monkeypatch, tiny_run
+):
     """``.item()``/``.tolist()``/``bool()`` called from the companion package (torch's own CPU-side
     bookkeeping, e.g. AdamW's step counter, is not a device sync and is not counted)."""
     package = str(ROOT / "companion")
@@ -130,13 +132,13 @@ def test_the_trainers_host_syncs_do_not_grow_with_the_number_of_steps(tmp_path, 
         calls = []
         for name in ("item", "tolist", "__bool__"):
             monkeypatch.setattr(torch.Tensor, name, counting(getattr(torch.Tensor, name), calls))
-        train(tiny(tmp_path / str(n), epochs=1, train_size=n), stand_in)
+        train(tiny_run(tmp_path / str(n), epochs=1, train_size=n), stand_in)
         monkeypatch.undo()
         counts.append(len(calls))
     assert counts[0] == counts[1]
 
 
-def test_a_nan_input_is_blamed_on_the_data_not_the_learning_rate(tmp_path, monkeypatch):
+def test_a_nan_input_is_blamed_on_the_data_not_the_learning_rate(tmp_path, monkeypatch, tiny_run):
     real = build_module.make_dataset
 
     def zero_std(*args, **kwargs):
@@ -146,7 +148,7 @@ def test_a_nan_input_is_blamed_on_the_data_not_the_learning_rate(tmp_path, monke
 
     monkeypatch.setattr(build_module, "make_dataset", zero_std)
     with pytest.raises(NonFiniteError, match=r"input images hold NaN or inf in steps 1-4") as info:
-        train(tiny(tmp_path, epochs=1), stand_in)
+        train(tiny_run(tmp_path, epochs=1), stand_in)
     assert "--lr" not in str(info.value)
 
 
@@ -156,9 +158,9 @@ class NanWhenTesting(StandIn):
         return out if self.training else out * float("nan")
 
 
-def test_a_non_finite_test_metric_is_an_error_not_a_number(tmp_path):
+def test_a_non_finite_test_metric_is_an_error_not_a_number(tmp_path, tiny_run):
     with pytest.raises(NonFiniteError, match="test metrics after epoch 1 are not finite"):
-        train(tiny(tmp_path), lambda n, pos: NanWhenTesting(n))
+        train(tiny_run(tmp_path), lambda n, pos: NanWhenTesting(n))
     assert not (tmp_path / "run" / "metrics.json").exists()
 
 
@@ -200,7 +202,7 @@ def _owner_note(out: Path, pid: int, host: str | None = None):
     (out / ".lock.json").write_text(json.dumps({"pid": pid, "host": host or socket.gethostname()}))
 
 
-def test_a_folder_locked_by_a_live_process_is_refused_at_once(tmp_path):
+def test_a_folder_locked_by_a_live_process_is_refused_at_once(tmp_path, tiny_run):
     hold = (
         "import sys, time; from pathlib import Path; from companion.train.rundir import RunLock\n"
         "with RunLock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(60)"
@@ -212,7 +214,7 @@ def test_a_folder_locked_by_a_live_process_is_refused_at_once(tmp_path):
         assert sleeper.stdout.readline() == "held\n"
         start = time.perf_counter()
         with pytest.raises(BlockingIOError, match=rf"in use by process {sleeper.pid}"):
-            train(tiny(tmp_path), stand_in)
+            train(tiny_run(tmp_path), stand_in)
         assert time.perf_counter() - start < 5
     finally:
         sleeper.kill()
@@ -220,14 +222,14 @@ def test_a_folder_locked_by_a_live_process_is_refused_at_once(tmp_path):
 
 
 def test_a_stale_lock_is_taken_over_in_one_line_and_orphan_temp_files_are_cleaned_up(
-    tmp_path, capsys
+    tmp_path, capsys, tiny_run
 ):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     _owner_note(tmp_path / "run", dead.pid)
     orphan = tmp_path / "run" / ".checkpoint.pt.k1ll3d.companion.tmp"
     orphan.write_bytes(b"half a checkpoint")
-    train(tiny(tmp_path, epochs=1), stand_in)
+    train(tiny_run(tmp_path, epochs=1), stand_in)
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [
         ".lock", CHECKPOINT, "metrics.csv", "metrics.json"
     ]  # fmt: skip
@@ -235,13 +237,15 @@ def test_a_stale_lock_is_taken_over_in_one_line_and_orphan_temp_files_are_cleane
     assert len(took_over) == 1 and f"process {dead.pid}" in took_over[0]
 
 
-def test_a_users_own_tmp_and_rank_files_are_neither_deleted_nor_taken_for_the_trainers(tmp_path):
+def test_a_users_own_tmp_and_rank_files_are_neither_deleted_nor_taken_for_the_trainers(
+    tmp_path, tiny_run
+):
     for name in (".notes.tmp", "rank_state.pt", ".checkpoint.pt.tmp"):
         out = tmp_path / name.strip(".")
         out.mkdir()
         (out / name).write_text("mine")
         with pytest.raises(FileExistsError, match=f"did not write \\({re.escape(name)}\\)"):
-            train(tiny(tmp_path, out=str(out)), stand_in)
+            train(tiny_run(tmp_path, out=str(out)), stand_in)
         assert (out / name).read_text() == "mine"
 
 
@@ -278,8 +282,10 @@ class Killed(BaseException):
     """Stands for SIGKILL: nothing after it runs (no except Exception handler catches it)."""
 
 
-def test_a_kill_between_checkpoint_and_metrics_is_repaired_by_resume(tmp_path, monkeypatch):
-    straight = train(tiny(tmp_path / "a"), stand_in)
+def test_a_kill_between_checkpoint_and_metrics_is_repaired_by_resume(
+    tmp_path, monkeypatch, tiny_run
+):
+    straight = train(tiny_run(tmp_path / "a"), stand_in)
     real = checkpoint_module.write_metrics
 
     def die_at_epoch_2(out, history, header):
@@ -289,11 +295,11 @@ def test_a_kill_between_checkpoint_and_metrics_is_repaired_by_resume(tmp_path, m
 
     monkeypatch.setattr(checkpoint_module, "write_metrics", die_at_epoch_2)
     with pytest.raises(Killed):
-        train(tiny(tmp_path / "b"), stand_in)
+        train(tiny_run(tmp_path / "b"), stand_in)
     monkeypatch.undo()
     saved = json.loads((tmp_path / "b" / "run" / "metrics.json").read_text())
     assert len(saved["epochs"]) == 1  # the checkpoint has 2 epochs, the metrics 1
-    resumed = train(tiny(tmp_path / "b", resume=True), stand_in)
+    resumed = train(tiny_run(tmp_path / "b", resume=True), stand_in)
     assert same_weights(straight.model, resumed.model)
     repaired = json.loads((tmp_path / "b" / "run" / "metrics.json").read_text())
     expected = json.loads((tmp_path / "a" / "run" / "metrics.json").read_text())
@@ -331,7 +337,7 @@ def test_kill_9_mid_run_then_resume_equals_an_uninterrupted_run(tmp_path, capsys
     assert [p.name for p in (tmp_path / "b").glob(".*")] == [".lock"]  # no note, no temp file
 
 
-def test_ctrl_c_says_where_the_last_checkpoint_is(tmp_path, capsys):
+def test_ctrl_c_says_where_the_last_checkpoint_is(tmp_path, capsys, tiny_run):
     class InterruptInEpoch2(StandIn):
         calls = 0
 
@@ -343,7 +349,7 @@ def test_ctrl_c_says_where_the_last_checkpoint_is(tmp_path, capsys):
             return super().forward(x)
 
     with pytest.raises(TrainingInterrupted) as info:
-        train(tiny(tmp_path, epochs=3), lambda n, pos: InterruptInEpoch2(n))
+        train(tiny_run(tmp_path, epochs=3), lambda n, pos: InterruptInEpoch2(n))
     message = str(info.value)
     assert message == (
         f"interrupted in epoch 2; the last checkpoint is {tmp_path / 'run' / CHECKPOINT} "
@@ -369,9 +375,9 @@ def test_ctrl_c_on_the_command_line_is_one_line(monkeypatch, tmp_path, capsys):
 
 
 @pytest.fixture(scope="module")
-def good_checkpoint(tmp_path_factory):
+def good_checkpoint(tmp_path_factory, tiny_run):
     out = tmp_path_factory.mktemp("good")
-    train(tiny(out, epochs=1), stand_in)
+    train(tiny_run(out, epochs=1), stand_in)
     return (out / "run" / CHECKPOINT).read_bytes()
 
 

@@ -11,7 +11,8 @@ from test_timm_equivalence import ODD
 
 from companion.convert import convert_official_state_dict, to_official_state_dict
 from companion.relative import bias_table_size, offset_to_index
-from companion.swin import CONFIGS, SwinTransformer, swin_from_config
+from companion.swin import SwinTransformer, swin_from_config
+from companion.swin_configs import CONFIGS, SwinConfig
 from companion.transfer import (
     geometric_positions,
     linear_interpolation_matrix,
@@ -131,16 +132,6 @@ def test_bad_arguments_are_rejected_with_the_parameter_named(kwargs, error, matc
 # --- whole models -----------------------------------------------------------------------------
 
 
-def perturbed_timm(cfg):
-    torch.manual_seed(0)
-    model = timm_swin.SwinTransformer(**cfg).eval()
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            scale = 1.0 if name.endswith("relative_position_bias_table") else 0.05
-            p.add_(torch.randn_like(p) * scale)
-    return model
-
-
 def images(size, batch=2):
     return torch.randn(batch, 3, *size, generator=torch.Generator().manual_seed(1))
 
@@ -150,9 +141,9 @@ def images(size, batch=2):
     [(CONFIGS["tiny-cpu"], 8), (CONFIGS["tiny-cpu"], (2, 6)), (ODD, (4, 7)), (ODD, 2)],
     ids=["tiny-8", "tiny-2x6", "odd-4x7", "odd-2"],
 )
-def test_set_window_size_gives_timms_logits_for_the_same_weights(cfg, window):
-    theirs = perturbed_timm(cfg)
-    ours = SwinTransformer(**cfg).eval()
+def test_set_window_size_gives_timms_logits_for_the_same_weights(cfg, window, perturbed_timm_swin):
+    theirs = perturbed_timm_swin(cfg)
+    ours = SwinTransformer(SwinConfig(**cfg)).eval()
     ours.load_state_dict(theirs.state_dict())
     theirs.set_input_size(window_size=window)
     ours.set_window_size(window, method="geometric")
@@ -166,10 +157,10 @@ def test_set_window_size_gives_timms_logits_for_the_same_weights(cfg, window):
 
 
 @pytest.mark.parametrize("size", [(48, 48), (64, 40)])
-def test_set_img_size_keeps_the_window_and_gives_timms_logits(size):
+def test_set_img_size_keeps_the_window_and_gives_timms_logits(size, perturbed_timm_swin):
     cfg = CONFIGS["tiny-cpu"]
-    theirs = perturbed_timm(cfg)
-    ours = SwinTransformer(**cfg).eval()
+    theirs = perturbed_timm_swin(cfg)
+    ours = SwinTransformer(SwinConfig(**cfg)).eval()
     ours.load_state_dict(theirs.state_dict())
     theirs.set_input_size(img_size=size, window_size=cfg["window_size"])
     ours.set_img_size(size)

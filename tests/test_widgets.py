@@ -1,4 +1,4 @@
-"""companion.widgets and companion.live: the explorers' controls and the output they display.
+"""companion.figures.widgets and .live: the explorers' controls and the output they display.
 
 What the browser draws from that output is tested in tests/browser/test_explorer_frontend.py; here
 the Python side: controls, the static figure, and an output that is the same on every run (nbval
@@ -21,14 +21,13 @@ from nbclient import NotebookClient
 from nbval.plugin import get_sanitize_patterns
 
 from companion.attention import WindowAttention
-from companion.explorers import (
+from companion.figures.explorers import (
     bias_table,
     embedding_similarities,
     relative_index_figure,
 )
-from companion.live import colormap_table
-from companion.relative import RelativePositionBias
-from companion.widgets import (
+from companion.figures.live import colormap_table
+from companion.figures.widgets import (
     Control,
     Explorer,
     bias_explorer,
@@ -99,7 +98,7 @@ def test_explorers_validate_their_arguments() -> None:
     with pytest.raises(ValueError, match=r"query must be a cell.*\(0, 3\)"):
         relative_index_explorer((2, 3), (0, 3))
     with pytest.raises(ValueError, match=r"head must be in \[0, 1\], got 2"):
-        bias_explorer(RelativePositionBias(2, 2), head=2)
+        bias_explorer(WindowAttention(8, 2, 2), head=2)
     with pytest.raises(ValueError, match=r"embedding must have shape \(1, 4, D\)"):
         embedding_explorer(torch.zeros(1, 5, 3), 2)
     with pytest.raises(TypeError, match="explorer must be an Explorer, got Figure"):
@@ -108,7 +107,7 @@ def test_explorers_validate_their_arguments() -> None:
 
 def test_every_explorer_starts_from_the_values_it_was_given() -> None:
     torch.manual_seed(0)
-    assert bias_explorer(RelativePositionBias((2, 3), 4), head=3, query=4).values == {
+    assert bias_explorer(WindowAttention(16, (2, 3), 4), head=3, query=4).values == {
         "head": 3,
         "row": 1,
         "col": 1,
@@ -190,11 +189,11 @@ def test_nbval_sanitizing_keeps_the_controls_and_blanks_only_the_machine_depende
     # The float32 data and the PNG may differ in their last bits across machines; the rest of the
     # HTML (controls, code, colour maps) must still match exactly.
     torch.manual_seed(0)
-    one = bias_explorer(RelativePositionBias(2, 2))._repr_mimebundle_()["text/html"]
-    two = bias_explorer(RelativePositionBias(2, 2))._repr_mimebundle_()["text/html"]
+    one = bias_explorer(WindowAttention(8, 2, 2))._repr_mimebundle_()["text/html"]
+    two = bias_explorer(WindowAttention(8, 2, 2))._repr_mimebundle_()["text/html"]
     assert one != two
     assert _sanitized(one) == _sanitized(two)
-    other_query = bias_explorer(RelativePositionBias(2, 2), query=1)._repr_mimebundle_()
+    other_query = bias_explorer(WindowAttention(8, 2, 2), query=1)._repr_mimebundle_()
     assert _sanitized(other_query["text/html"]) != _sanitized(one)
     assert "FLOAT32" in _sanitized(one) and "base64,PNG" in _sanitized(one)
     assert "document.querySelectorAll" in _sanitized(one)  # the script is compared as is
@@ -215,7 +214,7 @@ def test_in_a_kernel_the_output_is_the_live_html_and_the_same_on_a_rerun() -> No
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_code_cell(
-            "from companion.widgets import relative_index_explorer, show_explorer\n"
+            "from companion.figures.widgets import relative_index_explorer, show_explorer\n"
             "show_explorer(relative_index_explorer(window_size=(2, 3), query=(1, 2)))"
         )
     ]

@@ -84,7 +84,7 @@ def position_only_attention(attn: WindowAttention) -> Tensor:
         raise TypeError(f"attn must be a WindowAttention, got {type(attn).__name__}")
     bias = attn.relative_position_bias()
     if bias is None:
-        raise ValueError("attn must have a relative position bias (rel_pos_bias=True), got False")
+        raise ValueError(f"attn must add a position bias B, got position={attn.position!r}")
     return bias.softmax(dim=-1)
 
 

@@ -10,7 +10,8 @@ import torch
 from torch import Tensor, nn
 
 from companion._checks import check_choice, check_positive_int
-from companion.data import IMAGE_SIZE, ImageClassificationData
+from companion.data.dataset import ImageClassificationData
+from companion.data.tasks import IMAGE_SIZE
 from companion.experiments.stats import t_quantile
 
 

@@ -58,7 +58,8 @@ from companion.experiments.results import (
     summarize,
 )
 from companion.experiments.stats import paired_interval
-from companion.swin import SwinTransformer, variant_overrides
+from companion.swin import SwinTransformer
+from companion.swin_configs import variant_overrides
 from companion.train import CHECKPOINT, TrainConfig, load_checkpoint, train_steps
 from companion.train.build import build_model
 from companion.train.checkpoint import load_states, settings_differences

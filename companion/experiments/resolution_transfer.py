@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 
 from companion._checks import check_choice, check_positive_int
-from companion.data import ImageClassificationData
+from companion.data.dataset import ImageClassificationData
 from companion.swin import SwinTransformer
 from companion.transfer import RESIZE_METHODS, ResizeMethod
 

@@ -1,1 +1,3 @@
-"""Matplotlib figures for the chapters, one module per topic. Each function returns a Figure."""
+"""How the book shows things: matplotlib figures, one module per topic (each function returns a
+Figure), the interactive explorers (``explorers``, ``widgets``, ``live``, ``resize_explorer``) and
+the source listings (``show``)."""

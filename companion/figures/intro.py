@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import cast
 
 import matplotlib.cbook as cbook
 import matplotlib.pyplot as plt
+import numpy as np
 import torch
 import torch.nn.functional as F
 from matplotlib.axes import Axes
@@ -83,7 +85,7 @@ def plot_permutation_demo(tokens: Tensor, checks: Mapping[str, PermutationCheck]
     perm = first.perm
     n = tokens.shape[1]
     fig = plt.figure(figsize=(MAX_WIDTH, 2.5 * (1 + len(checks))), layout="constrained")
-    rows = fig.subfigures(1 + len(checks), 1, hspace=0.02)
+    rows = cast(np.ndarray, fig.subfigures(1 + len(checks), 1, hspace=0.02))  # one per row
     matrix = torch.zeros(n, n)
     matrix[torch.arange(n), perm] = 1.0  # row i picks token perm[i]: (P x)[i] = x[perm[i]]
     lim = float(tokens[0].abs().max())

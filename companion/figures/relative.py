@@ -71,7 +71,7 @@ def text_width(text: str, fontsize: float = FONT_SIZE) -> float:
     return TextPath((0, 0), text, size=fontsize).get_extents().width / 72
 
 
-def _text_color(rgba: Sequence[float]) -> str:
+def _text_color(rgba: Sequence[float] | np.ndarray) -> str:
     # Perceived brightness of the cell colour decides between black and white text.
     r, g, b = rgba[:3]
     return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"

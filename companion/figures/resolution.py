@@ -19,7 +19,8 @@ from torch import Tensor
 
 from companion._checks import check_positive_int, to_pair
 from companion.cpb import log_space, normalise_offsets
-from companion.data import PATCH, make_dataset
+from companion.data import make_dataset
+from companion.data.tasks import PATCH
 from companion.relative import WindowSize
 from companion.rope import WindowRoPE, equal_content_logits, window_positions
 from companion.transfer import ResizeMethod, geometric_positions, resize_bias_table, table_as_images

@@ -7,6 +7,8 @@ companion code it illustrates (``companion.window``, ``companion.swin``), never 
 
 from __future__ import annotations
 
+from typing import cast
+
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
@@ -18,8 +20,8 @@ from matplotlib.patches import Patch, Rectangle
 from companion._checks import check_positive_int, to_pair
 from companion.figures.absolute import MAX_WIDTH
 from companion.figures.relative import FILL, text_width
+from companion.merging import merge_groups
 from companion.relative import WindowSize
-from companion.swin import merge_groups
 from companion.window import (
     cyclic_shift,
     pad_to_windows,
@@ -35,7 +37,13 @@ CELL = 0.42
 #: Narrower cells than this make a grid hard to read: the two panels go one above the other.
 MIN_CELL = 0.33
 #: One light colour per window / region; text stays black and readable on all of them.
-PALETTE = plt.get_cmap("Pastel1").colors + plt.get_cmap("Pastel2").colors
+PALETTE: tuple[tuple[float, float, float], ...] = sum(
+    (
+        cast(tuple, cast(ListedColormap, plt.get_cmap(name)).colors)
+        for name in ("Pastel1", "Pastel2")
+    ),
+    (),
+)
 PAD_COLOR = "#d9d9d9"
 
 

@@ -13,7 +13,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from companion.data import ImageClassificationData
+from companion.data.dataset import ImageClassificationData
 from companion.experiments.stats import paired_interval
 from companion.figures.absolute import MAX_WIDTH
 from companion.figures.relative import text_width

@@ -27,7 +27,7 @@ The package, one module per concern:
 * ``cli``: ``companion-train``; ``demo``: the run chapter 5 trains live.
 """
 
-from companion.swin import POS_CHOICES
+from companion.swin_configs import POS_CHOICES
 from companion.train.build import ModelFactory, param_groups, warmup_cosine
 from companion.train.checkpoint import (
     CHECKPOINT,

@@ -11,7 +11,9 @@ import torch.distributed as dist
 from torch import nn
 from torch.utils.data import DataLoader, DistributedSampler, RandomSampler, Sampler
 
-from companion.data import ImageClassificationData, batch_loader, make_dataset
+from companion.data import make_dataset
+from companion.data.dataset import ImageClassificationData
+from companion.data.loaders import batch_loader
 from companion.train.config import TrainConfig, model_options
 from companion.train.runtime import DistInfo
 
@@ -31,7 +33,8 @@ def build_model(cfg: TrainConfig, num_classes: int, factory: ModelFactory | None
                 f"got {cfg.variant!r}"
             )
         return factory(num_classes, cfg.pos)
-    from companion.swin import swin_from_config, variant_overrides
+    from companion.swin import swin_from_config
+    from companion.swin_configs import variant_overrides
 
     options = model_options(cfg) | variant_overrides(cfg.variant)
     return swin_from_config(cfg.config, num_classes=num_classes, **options)

@@ -32,8 +32,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any
 
-from companion.data import DATASETS, DEFAULT_DATA_DIR
-from companion.swin import CONFIGS, POS_CHOICES, TORUS_POS, VARIANTS, variant_overrides
+from companion.data import DATASETS
+from companion.data.cifar import DEFAULT_DATA_DIR
+from companion.swin_configs import CONFIGS, POS_CHOICES, TORUS_POS, VARIANTS, variant_overrides
 
 KINDS = ("result", "hardware", "speed", "process")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import torch
 
-from companion.data import load_cifar10
+from companion.data.cifar import load_cifar10
 from companion.train.config import TrainConfig
 from companion.train.loop import TrainResult, train
 

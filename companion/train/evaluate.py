@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader
 
-from companion.data import ImageClassificationData
+from companion.data.dataset import ImageClassificationData
 from companion.train.config import TrainConfig
 from companion.train.runtime import DistInfo, accumulator_dtype, all_sum
 

@@ -17,7 +17,9 @@ from torch.utils.data import DataLoader, RandomSampler
 
 from companion._checks import check_int_in_range
 from companion._io import file_sha256
-from companion.data import ImageClassificationData, batch_loader, random_crop_flip
+from companion.data.augment import random_crop_flip
+from companion.data.dataset import ImageClassificationData
+from companion.data.loaders import batch_loader
 from companion.experiments.provenance import source_digest
 from companion.train import checkpoint as ck
 from companion.train.build import (

@@ -164,7 +164,7 @@ def progress_bar(enabled: bool, desc: str, total: int) -> Any:
     """
     if not enabled:
         return None
-    from tqdm.auto import tqdm  # type: ignore[import-untyped]
+    from tqdm.auto import tqdm
 
     return tqdm(desc=desc, total=total, leave=False, dynamic_ncols=True)
 

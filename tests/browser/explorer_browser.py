@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from companion.widgets import Explorer
+from companion.figures.widgets import Explorer
 
 # Reads one explorer: its state, caption, panels ({panel: rows of {value, text, fill, hint}}) and
 # their tick labels ({panel: [[axis, cell, label], ...]}), all panels or those named in `only`.

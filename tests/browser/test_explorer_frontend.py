@@ -3,7 +3,8 @@
 Each test renders explorer outputs in headless Chromium (conftest.py's ``chromium``; no book
 needed, every request blocked), sets the sliders as a reader would, reads what the figure shows
 (each cell's ``data-value``, its written text and its colour) and compares it with
-``companion.relative`` / ``companion.explorers`` / ``companion.transfer`` for the same state.
+``companion.relative`` / ``companion.figures.explorers`` / ``companion.transfer`` for the same
+state.
 Run alone with ``.venv/bin/python -m pytest tests/browser/test_explorer_frontend.py``.
 """
 
@@ -22,7 +23,7 @@ from matplotlib.colors import Normalize, to_hex
 
 from companion.absolute import sincos_2d_position_embedding
 from companion.attention import WindowAttention
-from companion.explorers import (
+from companion.figures.explorers import (
     _float_format,
     bias_bound,
     bias_row,
@@ -30,11 +31,10 @@ from companion.explorers import (
     relative_bias,
     relative_index_view,
 )
+from companion.figures.resize_explorer import MAX_WINDOW, resize_explorer
 from companion.figures.resolution import bump_table
-from companion.relative import RelativePositionBias
-from companion.resize_explorer import MAX_WINDOW, resize_explorer
+from companion.figures.widgets import bias_explorer, embedding_explorer, relative_index_explorer
 from companion.transfer import RESIZE_METHODS, resize_bias_table, table_as_images
-from companion.widgets import bias_explorer, embedding_explorer, relative_index_explorer
 
 
 def _offline_page(chromium: Any, **context_options: Any) -> Any:
@@ -342,7 +342,7 @@ def test_without_javascript_and_in_print_the_static_figure_shows(chromium) -> No
 
 def test_two_explorers_on_one_page_and_a_rerun_script_stay_independent(page) -> None:
     torch.manual_seed(0)
-    roots = show(page, relative_index_explorer(), bias_explorer(RelativePositionBias(2, 2)))
+    roots = show(page, relative_index_explorer(), bias_explorer(WindowAttention(8, 2, 2)))
     drive(roots[0], [{"col": 2}])
     assert read(roots[1])["state"] == {"head": 0, "row": 0, "col": 0}
     # A front end may run an output's script again (JupyterLab re-rendering): nothing doubles.

@@ -16,7 +16,7 @@ import pytest
 from book_browser import BOOK_ROOT, SCREENSHOTS, OfflineBrowser, html_pages
 from explorer_browser import read, values
 
-from companion.explorers import relative_index_view
+from companion.figures.explorers import relative_index_view
 
 
 def _explorer_calls(page: str) -> int:

@@ -10,16 +10,18 @@ Each explorer answers one question for an input the reader picks, and draws the 
   one patch's position embedding to every patch's.
 
 The ``*_figure`` functions are the static figures (matplotlib) each explorer shows for its starting
-values: to readers without JavaScript, in print and in the PDF. ``companion.widgets`` wires controls
-to them and hands ``bias_table`` / ``embedding_similarities`` to the browser, which draws the same
-numbers live (``companion.live``). Cells (a query, a patch) are
+values: to readers without JavaScript, in print and in the PDF. ``companion.figures.widgets``
+wires controls to them and hands ``bias_table`` / ``embedding_similarities`` to the browser,
+which draws the same
+numbers live (``companion.figures.live``). Cells (a query, a patch) are
 given as ``(row, col)`` or as a token number ``row * width + col``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import torch
@@ -195,7 +197,7 @@ def bias_table(
     """The bias table ``((2Wh-1)(2Ww-1), H)`` (float32, CPU) and the window ``(Wh, Ww)``.
 
     ``source`` is either a module holding ``relative_position_bias_table`` and
-    ``relative_position_index`` (``WindowAttention``, ``RelativePositionBias``, timm's Swin
+    ``relative_position_index`` (``WindowAttention``, timm's Swin
     attention) or a bias table together with ``window_size``. A module's index must be
     ``relative_position_index`` of its window (the table alone then determines ``B``).
     """
@@ -211,15 +213,16 @@ def bias_table(
             )
         table = source
     elif isinstance(source, nn.Module):
-        table = getattr(source, "relative_position_bias_table", None)
+        found = getattr(source, "relative_position_bias_table", None)
         index = getattr(source, "relative_position_index", None)
-        if table is None or index is None:
+        if found is None or index is None:
             raise ValueError(
                 f"source must hold a relative position bias (relative_position_bias_table and "
                 f"relative_position_index), got {type(source).__name__} without one "
-                "(for example WindowAttention(rel_pos_bias=False))"
+                "(for example WindowAttention(position=None))"
             )
-        own = to_pair("source.window_size", tuple(source.window_size))
+        table = found
+        own = to_pair("source.window_size", tuple(cast(Sequence[int], source.window_size)))
         if window_size is not None and to_pair("window_size", window_size) != own:
             raise ValueError(
                 f"window_size must match the module's window_size={own} (or be None), "

@@ -58,7 +58,7 @@ DATA_CLASS = "cx-data"
 
 @cache
 def asset(name: str) -> str:
-    """The text of ``companion/assets/<name>`` (the explorers' script and style)."""
+    """The text of ``companion/figures/assets/<name>`` (the explorers' script and style)."""
     return (ASSETS / name).read_text(encoding="utf-8")
 
 

@@ -1,9 +1,11 @@
 """Interactive explorers: named controls, the static figure, and the live front end of each.
 
 A chapter cell calls, for example, ``show_explorer(relative_index_explorer())``. That displays one
-output (``companion.live`` says what it holds and why): sliders and an SVG figure that the browser
+output (``companion.figures.live`` says what it holds and why):
+sliders and an SVG figure that the browser
 redraws by itself, in Jupyter, in Colab and on the published book's page, with no kernel; and the
-static matplotlib figure of ``companion.explorers`` for the starting values, which readers without
+static matplotlib figure of ``companion.figures.explorers`` for the starting values, which
+readers without
 JavaScript, print and the PDF see. ``Explorer.update`` moves the controls from Python (no browser
 needed), for tests and for a static figure of any other state.
 """
@@ -19,7 +21,7 @@ from matplotlib.figure import Figure
 from torch import Tensor, nn
 
 from companion._checks import to_pair
-from companion.explorers import (
+from companion.figures.explorers import (
     SIMILARITY_ANNOTATED,
     Cell,
     bias_bound,
@@ -32,7 +34,7 @@ from companion.explorers import (
     relative_index_figure,
     to_cell,
 )
-from companion.live import colormaps, explorer_html, float32_base64
+from companion.figures.live import colormaps, explorer_html, float32_base64
 from companion.relative import WindowSize
 
 #: Explorer figures are rendered at this resolution and shown at 2/3 of their pixel width, which
@@ -205,7 +207,8 @@ def _cell_controls(
 def relative_index_explorer(
     window_size: WindowSize = (2, 3), query: Cell = (0, 0), max_window: int = 7
 ) -> Explorer:
-    """Window size ``(Wh, Ww)`` and a query cell -> ``companion.explorers.relative_index_figure``.
+    """Window size ``(Wh, Ww)`` and a query cell ->
+    ``companion.figures.explorers.relative_index_figure``.
 
     ``max_window`` bounds both sliders (7 is Swin's window).
     """
@@ -235,10 +238,10 @@ def bias_explorer(
     head: int = 0,
     query: Cell = (0, 0),
 ) -> Explorer:
-    """A head and a query cell -> ``companion.explorers.bias_row_figure`` of ``source``.
+    """A head and a query cell -> ``companion.figures.explorers.bias_row_figure`` of ``source``.
 
-    ``source``: a module with a relative position bias (``WindowAttention``,
-    ``RelativePositionBias``) or a bias table ``((2Wh-1)(2Ww-1), H)`` with ``window_size``.
+    ``source``: a module with a relative position bias (``WindowAttention``, timm's Swin
+    attention) or a bias table ``((2Wh-1)(2Ww-1), H)`` with ``window_size``.
     """
     table, grid = bias_table(source, window_size)
     bias, _ = relative_bias(table, grid)
@@ -269,7 +272,7 @@ def embedding_explorer(
     patch: Cell = (0, 0),
     num_prefix_tokens: int = 0,
 ) -> Explorer:
-    """A patch -> ``companion.explorers.embedding_similarity_figure`` of ``embedding``.
+    """A patch -> ``companion.figures.explorers.embedding_similarity_figure`` of ``embedding``.
 
     ``embedding``: ``(1, P + N, D)`` or ``(P + N, D)``; ``num_prefix_tokens`` = ``P`` leading rows
     (a class token) that are not patches.

@@ -1,14 +1,15 @@
 """Chapter 6's explorer: resize an illustrative bias table and watch where its values go.
 
-Built on the public ``companion.widgets`` API (``Explorer``, ``Control``, ``show_explorer``).
+Built on the public ``companion.figures.widgets`` API (``Explorer``, ``Control``,
+``show_explorer``).
 """
 
 from __future__ import annotations
 
+from companion.figures.live import colormaps, float32_base64
 from companion.figures.resolution import bump_table, resize_figure
-from companion.live import colormaps, float32_base64
+from companion.figures.widgets import Control, Explorer
 from companion.transfer import RESIZE_METHODS
-from companion.widgets import Control, Explorer
 
 #: Largest window the sliders offer (Swin's fine-tuning windows are 12 and 24; 12 stays legible).
 MAX_WINDOW = 12

@@ -1,0 +1,65 @@
+"""Image classification data for training a small Swin: two generated tasks and CIFAR-10.
+
+``make_dataset(name, split)`` is the one entry point; the modules below it:
+
+* ``companion.data.dataset``: ``ImageClassificationData``, uint8 images in memory and labels;
+* ``companion.data.tasks``: the generated ``grid-cell`` and ``relation`` tasks (``TASKS``);
+* ``companion.data.cifar``: CIFAR-10, downloaded and checked against its published MD5s;
+* ``companion.data.loaders``: whole-batch loading;
+* ``companion.data.augment``: the CIFAR-style augmentation, on the batch's device.
+"""
+
+from __future__ import annotations
+
+import os
+
+from companion._checks import check_choice, check_positive_int
+from companion.data.cifar import CIFAR10_CLASSES, DEFAULT_DATA_DIR, load_cifar10
+from companion.data.dataset import SPLITS, ImageClassificationData
+from companion.data.tasks import CLASSES, IMAGE_SIZE, TASKS, check_image_size, make_task
+
+__all__ = ["DATASETS", "TASKS", "make_dataset", "num_classes"]
+
+DATASETS = (*TASKS, "cifar10")
+#: Default number of generated images per split.
+DEFAULT_SIZES = {"train": 5000, "test": 1000}
+
+
+def num_classes(name: str) -> int:
+    """Number of classes of dataset ``name`` (without generating or loading it)."""
+    check_choice("name", name, DATASETS)
+    return len(CIFAR10_CLASSES) if name == "cifar10" else len(CLASSES[name])
+
+
+def make_dataset(
+    name: str,
+    split: str,
+    n: int | None = None,
+    seed: int = 0,
+    data_dir: str | os.PathLike[str] = DEFAULT_DATA_DIR,
+    download: bool = False,
+    size: int = IMAGE_SIZE,
+) -> ImageClassificationData:
+    """The one entry point: ``name`` in ``DATASETS``, ``split`` in ``("train", "test")``.
+
+    ``n``: number of images (generated tasks: default ``DEFAULT_SIZES[split]``; CIFAR-10: the
+    first ``n`` of the split, default all). ``seed`` chooses the generated images; CIFAR-10
+    ignores it. ``size``: the generated tasks' rendering size (:func:`make_task`); CIFAR-10's
+    photographs exist only at 32 px.
+    """
+    check_choice("name", name, DATASETS)
+    check_choice("split", split, SPLITS)
+    if n is not None:
+        check_positive_int("n", n)
+    check_image_size(size)
+    if name == "cifar10":
+        if size != IMAGE_SIZE:
+            raise ValueError(
+                f"size must be {IMAGE_SIZE} for cifar10 (its photographs cannot be rendered "
+                f"again at another size), got {size}"
+            )
+        data = load_cifar10(split, data_dir=data_dir, download=download)
+        if n is not None and n < len(data):
+            data.images, data.labels = data.images[:n], data.labels[:n]
+        return data
+    return make_task(name, split, DEFAULT_SIZES[split] if n is None else n, seed, size)

@@ -1,0 +1,230 @@
+"""Two generated image tasks that *separate* the position encodings a Swin can use.
+
+They need no download:
+
+``grid-cell`` (16 classes) needs **absolute** position.
+    One object on a dark, noisy background sits inside one cell of a 4 x 4 grid of 8 x 8-pixel
+    cells; the label is the cell's number ``4 * row + col``. Shape (square, disk, diamond, plus),
+    size, colour, background and the object's place inside its cell all vary, and none of them
+    depends on the label: the *only* thing that tells the classes apart is *where in the frame*
+    the object is. A network whose features are the same wherever the object is (a
+    translation-equivariant network followed by global average pooling) cannot beat chance, 1/16.
+
+``relation`` (4 classes) needs **relative** position.
+    A red object A and a blue object B; the label says where A is seen from B: left of, right
+    of, above or below it. The image is cut into the 8 x 8 grid of 4 x 4-pixel patches that the
+    small Swin's patch embedding sees. Each object lies inside one patch, and B's patch is A's
+    *neighbour* in the label's direction ("A left of B": B in the patch right of A's). A's patch
+    is uniform over the 56 patches where that neighbour is still in the frame, so every label is
+    one step of the same local pattern, found anywhere: the network has to compare the two
+    objects' positions, and the same comparison has to work everywhere. That is exactly what a
+    bias indexed by the offset ``query - key`` expresses; an absolute embedding can also do it,
+    but it must learn it separately at every location.
+
+    Why adjacent patches: the frame's borders are the only thing that ties a label to an
+    absolute position (B must fit in the frame), and the leak grows with the offset. With a
+    one-patch offset, each label excludes one border row or column of A's patches, so in every
+    cell of an 8 x 8 (or 4 x 4) grid over the image some label has the largest possible share,
+    1/56 of its examples per patch: a rule that sees only where A is (or only where B is) gets
+    at most 64 / (4 * 56) = 2/7 = 28.6 % right (chance 25 %). A two-patch offset already gives
+    33.3 %. ``companion.exercises.ch05.position_only_baselines`` measures these numbers.
+
+    Each object (shape and radius 1-1.5 px vary, colour says which is A) is drawn clipped to its
+    own patch, so no 4 x 4 patch holds parts of both: a patch embedding alone never sees the
+    relation, only attention across patches (or the patch merging of 2 x 2 neighbours) can.
+
+Every image is drawn from its own random stream ``numpy.random.default_rng([seed, task, split,
+i])``: the train and test splits never share a stream, and image ``i`` of a split is the same
+whatever ``n`` is.
+
+Both tasks are designed in a 32 x 32 frame and can be *rendered* larger (``size`` 48, 64, ...,
+a multiple of 8): the same scene (label, objects, colours, their places in the frame) drawn
+with ``size / 32`` times as many pixels per side, fresh pixel noise included. Every label keeps
+its meaning, which is what chapter 6's resolution-transfer experiment needs; only at 32 px does
+one object fill exactly one 4 x 4 patch of the small Swin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from companion._checks import check_choice, check_positive_int
+from companion.data.dataset import SPLITS, ImageClassificationData
+
+IMAGE_SIZE = 32
+GRID = 4  # grid-cell: a GRID x GRID grid of cells
+CELL = IMAGE_SIZE // GRID  # 8 pixels
+SHAPES = ("square", "disk", "diamond", "plus")
+RELATIONS = ("A left of B", "A right of B", "A above B", "A below B")
+#: relation: the side of the patches the objects are drawn in (the small Swin's patch size) and
+#: how many fit across the image.
+PATCH = 4
+PATCHES = IMAGE_SIZE // PATCH
+#: relation: B's patch minus A's patch ``(rows, columns)`` for each label of ``RELATIONS``.
+RELATION_STEPS = ((0, 1), (0, -1), (1, 0), (-1, 0))
+TASKS = ("grid-cell", "relation")
+
+
+def shape_mask(shape: str, cy: float, cx: float, r: float, size: int = IMAGE_SIZE) -> np.ndarray:
+    """Boolean ``(size, size)`` mask of a filled ``shape`` centred at ``(cy, cx)``, radius ``r``."""
+    check_choice("shape", shape, SHAPES)
+    yy, xx = np.mgrid[0:size, 0:size]
+    dy, dx = np.abs(yy - cy), np.abs(xx - cx)
+    if shape == "square":
+        return np.maximum(dy, dx) <= r
+    if shape == "disk":
+        return dy**2 + dx**2 <= r**2
+    if shape == "diamond":
+        return dy + dx <= r * 1.3  # a little larger, so its area is close to the others'
+    arm = max(r / 3, 0.6)  # plus: two bars of half-width r/3
+    return ((dy <= arm) & (dx <= r)) | ((dx <= arm) & (dy <= r))
+
+
+def check_image_size(size: object) -> int:
+    """``size`` must be an int >= 32 and a multiple of 8 (every cell and patch whole pixels)."""
+    size = check_positive_int("size", size)
+    if size < IMAGE_SIZE or size % PATCHES:
+        raise ValueError(
+            f"size must be a multiple of {PATCHES} and >= {IMAGE_SIZE} (the tasks are designed "
+            f"in a {IMAGE_SIZE}-px frame and rendered at that size or larger), got {size}"
+        )
+    return size
+
+
+def _rendered(y: float, x: float, size: int) -> tuple[float, float]:
+    """A point of the 32-px design frame in the pixels of a ``size``-px rendering.
+
+    Pixel ``k``'s centre is at ``k``, so pixel edges sit at ``k +- 1/2``: the frame
+    ``[-1/2, 32 - 1/2]`` maps onto ``[-1/2, size - 1/2]``. Written as ``s * y + (s - 1) / 2`` so
+    that ``size == 32`` returns ``y`` bit for bit.
+    """
+    s = size / IMAGE_SIZE
+    return s * y + (s - 1) / 2, s * x + (s - 1) / 2
+
+
+def _background(rng: np.random.Generator, size: int = IMAGE_SIZE) -> np.ndarray:
+    """A dark ``(size, size, 3)`` float image: a random grey-ish colour plus pixel noise."""
+    base = rng.uniform(0.0, 0.3, size=3)
+    noise = rng.normal(0.0, 0.04, size=(IMAGE_SIZE, IMAGE_SIZE, 3))
+    if size != IMAGE_SIZE:
+        # The scene drawn after the background must not depend on ``size``: the 32-px noise above
+        # keeps the stream where it is, and a larger image's noise comes from a child stream.
+        noise = rng.spawn(1)[0].normal(0.0, 0.04, size=(size, size, 3))
+    return base + noise
+
+
+def _to_uint8(image: np.ndarray) -> np.ndarray:
+    """``(H, W, 3)`` float in [0, 1] -> ``(3, H, W)`` uint8."""
+    return (np.clip(image, 0.0, 1.0) * 255).round().astype(np.uint8).transpose(2, 0, 1)
+
+
+def draw_grid_cell(
+    rng: np.random.Generator, size: int = IMAGE_SIZE
+) -> tuple[np.ndarray, int, np.ndarray]:
+    """One ``grid-cell`` example: ``(image (3, size, size) uint8, label, centre (2,) float)``.
+
+    The label ``4 * row + col`` is drawn first; the object (shape, radius 1.5-2.5 px, a bright
+    random colour) is then placed at a random point of that cell where it fits entirely. The
+    scene is designed in the 32-px frame and rendered at ``size`` px (the centre is returned in
+    the rendered pixels).
+    """
+    label = int(rng.integers(GRID * GRID))
+    row, col = divmod(label, GRID)
+    r = rng.uniform(1.5, 2.5)
+    # The centre keeps the whole object (radius r) inside the cell's CELL x CELL pixels.
+    cy = row * CELL + rng.uniform(r, CELL - 1 - r)
+    cx = col * CELL + rng.uniform(r, CELL - 1 - r)
+    shape = SHAPES[int(rng.integers(len(SHAPES)))]
+    color = rng.uniform(0.45, 1.0, size=3)
+    color[rng.integers(3)] = 1.0  # at least one bright channel: always visible on the dark ground
+    image = _background(rng, size)
+    cy, cx = _rendered(cy, cx, size)
+    image[shape_mask(shape, cy, cx, r * size / IMAGE_SIZE, size)] = color
+    return _to_uint8(image), label, np.array([cy, cx])
+
+
+def draw_relation(
+    rng: np.random.Generator, size: int = IMAGE_SIZE
+) -> tuple[np.ndarray, int, np.ndarray]:
+    """One ``relation`` example: ``(image (3, size, size) uint8, label, centres (2, 2) float)``.
+
+    ``centres[0]`` is A's ``(y, x)``, ``centres[1]`` B's. The label (an index into
+    ``RELATIONS``) is drawn first; then A's patch, uniformly among the patches whose neighbour in
+    the label's direction is inside the ``PATCHES x PATCHES`` grid; B takes that neighbour. Each
+    object (a random shape of radius 1-1.5 px, placed at a random point of its patch where it
+    fits) is clipped to its patch, so no patch holds parts of both objects. Rendered at ``size``
+    px, a "patch" is the cell of ``size / 8`` px that holds the 4-px patch of the 32-px design.
+    """
+    label = int(rng.integers(len(RELATIONS)))
+    # step = B's patch - A's patch. "A left of B" means B is one patch to A's right.
+    step = np.array(RELATION_STEPS[label])
+    # A's patch: uniform over the rows/columns from which the step stays inside the grid.
+    lo, hi = np.maximum(0, -step), PATCHES - np.maximum(0, step)
+    patch_a = lo + rng.integers(hi - lo)
+    image = _background(rng, size)
+    cell, scale = size // PATCHES, size / IMAGE_SIZE  # a patch's side in the rendered pixels
+    red = np.array([rng.uniform(0.75, 1.0), rng.uniform(0.0, 0.3), rng.uniform(0.0, 0.3)])
+    blue = np.array([rng.uniform(0.0, 0.3), rng.uniform(0.2, 0.5), rng.uniform(0.8, 1.0)])
+    centres = []
+    for patch, color in ((patch_a, red), (patch_a + step, blue)):
+        r = rng.uniform(1.0, 1.5)
+        # Inside the patch's pixels [p * PATCH, p * PATCH + PATCH - 1] with room for radius r.
+        y, x = patch * PATCH + rng.uniform(r, PATCH - 1 - r, size=2)
+        cy, cx = _rendered(y, x, size)
+        shape = SHAPES[int(rng.integers(len(SHAPES)))]
+        box = np.zeros((size, size), dtype=bool)
+        (y0, x0), (y1, x1) = patch * cell, (patch + 1) * cell
+        box[y0:y1, x0:x1] = True  # the diamond and plus may reach past r: keep them in the patch
+        image[shape_mask(shape, cy, cx, r * scale, size) & box] = color
+        centres.append((cy, cx))
+    return _to_uint8(image), label, np.array(centres)
+
+
+_DRAW: dict[str, Callable[[np.random.Generator, int], tuple[np.ndarray, int, np.ndarray]]] = {
+    "grid-cell": draw_grid_cell,
+    "relation": draw_relation,
+}
+CLASSES = {
+    "grid-cell": tuple(f"cell ({r}, {c})" for r in range(GRID) for c in range(GRID)),
+    "relation": RELATIONS,
+}
+
+
+def example_rng(task: str, split: str, seed: int, index: int) -> np.random.Generator:
+    """The random stream of image ``index`` of ``split``: independent of every other image's."""
+    return np.random.default_rng([seed, TASKS.index(task), SPLITS.index(split), index])
+
+
+def make_task(
+    task: str, split: str, n: int, seed: int = 0, size: int = IMAGE_SIZE
+) -> ImageClassificationData:
+    """Generate ``n`` images of a task (``"grid-cell"`` or ``"relation"``) for ``split``,
+    rendered at ``size`` x ``size`` px (image ``i`` shows the same scene at every size).
+
+    ``meta["centres"]`` holds the objects' centres in pixels: ``(n, 2)`` for grid-cell,
+    ``(n, 2, 2)`` (A then B, each ``(y, x)``) for relation.
+    """
+    check_choice("task", task, TASKS)
+    check_choice("split", split, SPLITS)
+    check_positive_int("n", n)
+    check_image_size(size)
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+    draws = [_DRAW[task](example_rng(task, split, seed, i), size) for i in range(n)]
+    images = torch.from_numpy(np.stack([d[0] for d in draws]))
+    labels = torch.tensor([d[1] for d in draws], dtype=torch.long)
+    centres = torch.from_numpy(np.stack([d[2] for d in draws])).float()
+    # The generated images are mostly dark background: normalise with their own typical
+    # statistics (fixed numbers, so train and test are normalised alike).
+    return ImageClassificationData(
+        task,
+        images,
+        labels,
+        CLASSES[task],
+        mean=(0.2, 0.2, 0.2),
+        std=(0.25, 0.25, 0.25),
+        meta={"centres": centres},
+    )
