@@ -86,8 +86,8 @@ def test_ring_probability_is_where_random_tables_put_their_arg_max():
 
 def test_ring_null_counts_the_favourites_and_states_the_expected_count():
     line = ring_null([(0, 2), (3, 3), (1, 0)], (4, 4), (2, 3))
-    assert line.startswith("2 of 3 favourites at distance 2 or 3; random tables: 81.6% per head")
-    assert "2.4 of 3 expected" in line
+    assert line.startswith("2 of 3 at distance 2 or 3 | random tables: p = 81.6%,")
+    assert "2.4 expected" in line
 
 
 def test_seed_counts_marks_a_split_cell_and_prints_every_seed():

@@ -113,6 +113,6 @@ def ring_null(
     tail = 1.0 if k == 0 else 1.0 - _binomial_cdf(k - 1, n, p)
     at = " or ".join(str(d) for d in distances)
     return (
-        f"{k} of {n} favourites at distance {at}; random tables: {p:.1%} per head, "
-        f"{n * p:.1f} of {n} expected, P({k} or more) = {tail:.2g}"
+        f"{k} of {n} at distance {at} | random tables: p = {p:.1%}, "
+        f"{n * p:.1f} expected, P(>= {k}) = {tail:.2g}"
     )
