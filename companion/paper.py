@@ -114,21 +114,6 @@ TABLE4_GAPS: tuple[tuple[str, str], ...] = (
 )
 
 
-def table4_gaps_markdown(pairs: tuple[tuple[str, str], ...] = TABLE4_GAPS) -> str:
-    """Differences between rows of Table 4, in points, as a Markdown table (one row per pair,
-    one column per metric), computed from ``SWIN_TABLE4``."""
-    for pair in pairs:
-        for row in pair:
-            if row not in SWIN_TABLE4:
-                raise ValueError(f"pairs: {row!r} is not a row of Table 4 ({list(SWIN_TABLE4)})")
-    head = "| difference | " + " | ".join(TABLE4_METRICS.values()) + " |"
-    lines = [head, "|---" * (len(TABLE4_METRICS) + 1) + "|"]
-    for a, b in pairs:
-        cells = [f"{SWIN_TABLE4[a][m] - SWIN_TABLE4[b][m]:+.1f}" for m in TABLE4_METRICS]
-        lines.append(f"| {a} − {b} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + f"\n\n*Points, computed from {SWIN_TABLE4_SOURCE}.*"
-
-
 VIT_TABLE8_SOURCE = (
     "Dosovitskiy et al. 2021, An Image is Worth 16x16 Words (ICLR 2021), arXiv:2010.11929, "
     "Appendix D.4, Table 8 (ViT-B/16, ImageNet 5-shot linear accuracy)"

@@ -1,4 +1,4 @@
-"""Colab delivery: install cells, links, badges and GPU requests all agree with ``_config.yml``.
+"""Colab delivery: install cells, links and badges agree with ``_config.yml``; no GPU requests.
 
 The install cell's promise (it never changes what Colab preinstalls: torch, torchvision, numpy,
 matplotlib, ipywidgets, ipython, timm, anywidget) is checked with a real pip resolution in this
@@ -329,12 +329,11 @@ def test_readme_has_the_book_url_and_a_colab_badge_per_chapter() -> None:
     assert len(colab_sync.COLAB_LINK.findall(readme)) == len(NOTEBOOKS)
 
 
-def test_the_training_chapter_asks_colab_for_a_gpu() -> None:
-    training = sorted((ROOT / "book").glob("05_*.ipynb"))
-    if not training:
-        pytest.skip("chapter 5 (book/05_*.ipynb) is not written yet")
-    for path in training:
-        assert _load(path)["metadata"].get("accelerator") == "GPU", path.name
+def test_no_chapter_asks_colab_for_a_gpu() -> None:
+    for path in NOTEBOOKS:
+        metadata = _load(path)["metadata"]
+        assert "accelerator" not in metadata, path.name
+        assert "gpuType" not in metadata.get("colab", {}), path.name
 
 
 _MD_IMAGE = re.compile(r"!\[[^\]]*\]\(\s*<?([^)\s>]+)")
@@ -378,7 +377,7 @@ def _markdown(text: str) -> dict:
     return {"cell_type": "markdown", "id": "md", "metadata": {}, "source": text}
 
 
-def test_sync_rewrites_cells_links_gpu_and_readme_when_the_config_changes(tmp_path: Path) -> None:
+def test_sync_rewrites_cells_links_readme_and_drops_gpu_requests(tmp_path: Path) -> None:
     _project(tmp_path, "https://github.com/old-owner/old-name")
     old = colab_sync.load_repository(tmp_path / "_config.yml")
     stale = {
@@ -390,7 +389,8 @@ def test_sync_rewrites_cells_links_gpu_and_readme_when_the_config_changes(tmp_pa
         "source": colab_sync.install_cell_source(old),
     }
     body = _markdown(f"# 5. Train\n\n[open]({old.colab_url('book/05_train.ipynb')})")
-    (tmp_path / "book" / "05_train.ipynb").write_text(json.dumps(_notebook([stale, body])))
+    gpu = {"accelerator": "GPU", "colab": {"gpuType": "T4"}}  # a stale GPU request
+    (tmp_path / "book" / "05_train.ipynb").write_text(json.dumps(_notebook([stale, body], **gpu)))
     (tmp_path / "book" / "01_abs.ipynb").write_text(json.dumps(_notebook([_markdown("# 1. Abs")])))
     assert colab_sync.sync(tmp_path, check=False) == [
         "book/01_abs.ipynb",
@@ -412,7 +412,8 @@ def test_sync_rewrites_cells_links_gpu_and_readme_when_the_config_changes(tmp_pa
     assert "@v1.0" in _source(train["cells"][0])
     assert train["cells"][0]["execution_count"] == 1  # only the source changed
     assert new.colab_url("book/05_train.ipynb") in _source(train["cells"][1])
-    assert train["metadata"]["accelerator"] == "GPU"
+    assert "accelerator" not in train["metadata"]  # the stale GPU request is gone
+    assert train["metadata"]["colab"] == {}
     abs_nb = _load(tmp_path / "book" / "01_abs.ipynb")
     assert abs_nb["cells"][0]["metadata"]["tags"] == ["remove-input"]  # inserted
     assert abs_nb["cells"][0]["metadata"]["cellView"] == "form"

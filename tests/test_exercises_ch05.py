@@ -33,7 +33,7 @@ from companion.figures.training import (
     plot_seed_dots,
     plot_table4_differences,
 )
-from companion.paper import SWIN_TABLE4, table4_gaps_markdown
+from companion.paper import SWIN_TABLE4
 from companion.relative import bias_table_size, relative_position_index
 from companion.swin import swin_from_config
 
@@ -285,17 +285,6 @@ def test_table4_differences_start_at_zero_and_match_the_table():
     heights = {c.get_label(): [bar.get_height() for bar in c.patches] for c in ax.containers}
     expected = SWIN_TABLE4["absolute"]["imagenet_top1"] - SWIN_TABLE4["none"]["imagenet_top1"]
     assert heights["absolute"] == [pytest.approx(expected)]
-
-
-def test_table4_gaps_are_computed_from_the_table():
-    text = table4_gaps_markdown((("relative (default)", "absolute"),))
-    top1 = (
-        SWIN_TABLE4["relative (default)"]["imagenet_top1"]
-        - SWIN_TABLE4["absolute"]["imagenet_top1"]
-    )
-    assert f"| relative (default) − absolute | {top1:+.1f} |" in text
-    with pytest.raises(ValueError, match="pairs"):
-        table4_gaps_markdown((("relative", "none"),))
 
 
 def test_paired_gap_by_hand_equals_the_results_paired_gap():

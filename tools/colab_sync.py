@@ -9,8 +9,9 @@ that says where the book lives. From it this tool writes:
   is not installed yet, quietly, with Colab's torch, torchvision, numpy, matplotlib and ipywidgets
   pinned as they are; a chapter listed in ``EXTRAS`` installs that extra of the package too;
 - every Colab link in the notebooks' Markdown, pointing at that notebook on ``branch``;
-- ``metadata.accelerator = "GPU"`` on the training chapter (``book/05_*.ipynb``), so Colab opens it
-  on a GPU runtime;
+- no GPU request in any notebook's metadata (``accelerator``, Colab's ``gpuType``): no chapter needs
+  a GPU (chapter 5 trains on the CPU, the hardware its results came from), so Colab opens each one
+  on its default runtime;
 - the README block between ``<!-- colab-sync:start -->`` and ``<!-- colab-sync:end -->``: the
   book's URL (GitHub Pages of the repository) and a Colab badge per chapter.
 
@@ -52,8 +53,6 @@ EXTRAS = {"04_": "timm"}
 COLAB = "https://colab.research.google.com"
 BADGE = f"{COLAB}/assets/colab-badge.svg"
 COLAB_LINK = re.compile(re.escape(COLAB) + r"/github/[^\s)\"'<>\]]+")
-#: Notebooks (by file-name prefix) that ask Colab for a GPU runtime: the training chapter.
-GPU_PREFIXES = ("05_",)
 README_START = "<!-- colab-sync:start -->"
 README_END = "<!-- colab-sync:end -->"
 
@@ -162,7 +161,7 @@ def _source(cell: dict[str, Any]) -> str:
 
 
 def sync_notebook(nb: dict[str, Any], repo: Repository, notebook: str) -> dict[str, Any]:
-    """A copy of ``nb`` (nbformat v4 JSON) with its install cell, links and accelerator in sync.
+    """A copy of ``nb`` (nbformat v4 JSON) with its install cell and links in sync, no GPU request.
 
     ``notebook`` is the notebook's path relative to the book's root (``book/01_x.ipynb``).
     """
@@ -187,8 +186,11 @@ def sync_notebook(nb: dict[str, Any], repo: Repository, notebook: str) -> dict[s
             text = COLAB_LINK.sub(link, _source(cell))
             if text != _source(cell):
                 cell["source"] = text
-    if PurePosixPath(notebook).name.startswith(GPU_PREFIXES):
-        nb.setdefault("metadata", {})["accelerator"] = "GPU"
+    # No chapter needs a GPU: a stale request would only spend the reader's GPU quota.
+    meta = nb.setdefault("metadata", {})
+    meta.pop("accelerator", None)
+    if isinstance(meta.get("colab"), dict):
+        meta["colab"].pop("gpuType", None)
     return nb
 
 

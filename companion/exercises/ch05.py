@@ -30,7 +30,7 @@ def position_only_baseline(
     cells: int = 4,
     obj: str = "A",
 ) -> float:
-    """Exercise 3: test accuracy of a rule that sees only *where one object is* (its cell in a
+    """Exercise 1: test accuracy of a rule that sees only *where one object is* (its cell in a
     ``cells x cells`` grid over the image) and answers the most frequent training label of that
     cell: the best any rule can do from that cell alone (up to sampling noise).
 
@@ -58,7 +58,7 @@ def position_only_baselines(
     test: ImageClassificationData,
     cells: Sequence[int] = (4, 8),
 ) -> dict[str, float]:
-    """Exercise 3, both objects: ``position_only_baseline`` for A alone and B alone, on each
+    """Exercise 1, both objects: ``position_only_baseline`` for A alone and B alone, on each
     grid of ``cells``. Returns ``{"A only, 4x4 cells": accuracy, ...}``."""
     return {
         f"{obj} only, {c}x{c} cells": position_only_baseline(train, test, c, obj)
@@ -68,7 +68,7 @@ def position_only_baselines(
 
 
 def favourite_offsets(table: Tensor, window_size: Sequence[int]) -> list[tuple[int, int]]:
-    """Exercise 4: for each head, the offset ``(dy, dx) = query - key`` with the largest bias.
+    """Exercise 3: for each head, the offset ``(dy, dx) = query - key`` with the largest bias.
 
     ``table``: ``((2Wh-1)(2Ww-1), H)``. Row ``r`` of the table is the offset
     ``(r // (2Ww-1) - (Wh-1), r % (2Ww-1) - (Ww-1))`` (chapter 2's index, read backwards).

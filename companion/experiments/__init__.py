@@ -1,4 +1,5 @@
 """What measures the models: the position-encoding ablation (``ablation``), the resolution
 experiment (``resolution_transfer``: moving one model; ``resolution_experiment``: every run of an
-ablation), reading results back (``results``), where they came from (``provenance``) and the
-paired t interval (``stats``)."""
+ablation), reading results back (``results``), where they came from (``provenance``), the paired
+t interval (``stats``) and what to read instead where a mean misleads (``reading``: the
+constant-answer level, split cells counted, a null for table patterns)."""

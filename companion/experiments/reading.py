@@ -1,0 +1,118 @@
+"""Reading an ablation honestly where a mean and a t interval would mislead: the right zero, cells
+whose seeds split, and a null for patterns read in learned bias tables.
+
+- **The right zero.** A model that learned nothing answers (nearly) the same class for every image
+  and scores that class's share of the test set. On a fixed, unbalanced test set that share is a
+  range (:func:`constant_answer_range`), not ``1 / K``: a cell is read against that range.
+- **Split cells.** When some seeds solve a task and others stall, the seeds are two groups, not
+  one noisy number: a t interval over them can run past the attainable 0-100 %. Such a cell is
+  reported as a count, solved ``k`` of ``n`` (:func:`solved_count`), with an exact binomial
+  interval on the rate (:func:`binomial_interval`, Clopper-Pearson).
+- **A null for table patterns.** The arg-max of a table of exchangeable random numbers lands on
+  every offset with the same probability, so "most favourites lie at distance 2 or 3" has to be
+  set against the share of offsets at that distance (:func:`ring_probability`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from companion._checks import check_positive_int
+
+
+def constant_answer_range(labels: Iterable[int]) -> tuple[float, float]:
+    """``(lowest, highest)`` accuracy of a constant answer on a test set with these labels: the
+    smallest and the largest share of one class among them (classes that never occur score 0 and
+    are not counted, since the number of classes is not known here)."""
+    counts: dict[int, int] = {}
+    for label in labels:
+        counts[int(label)] = counts.get(int(label), 0) + 1
+    if not counts:
+        raise ValueError("labels must hold at least one label, got none")
+    total = sum(counts.values())
+    return min(counts.values()) / total, max(counts.values()) / total
+
+
+def solved_count(row: dict[str, Any], threshold: float) -> tuple[int, int]:
+    """``(k, n)``: how many of the ``n`` seeds of a summary row (``row["values"]``, accuracies as
+    fractions) reached ``threshold`` (a fraction in (0, 1])."""
+    if not 0.0 < threshold <= 1.0:
+        raise ValueError(f"threshold must be a fraction in (0, 1], got {threshold!r}")
+    values = row["values"]
+    return sum(v >= threshold for v in values), len(values)
+
+
+def is_split(row: dict[str, Any], threshold: float) -> bool:
+    """Whether a row's seeds fall on both sides of ``threshold``: some solved, some not."""
+    k, n = solved_count(row, threshold)
+    return 0 < k < n
+
+
+def _binomial_cdf(k: int, n: int, p: float) -> float:
+    """P(X <= k) for X ~ Binomial(n, p)."""
+    term, total = (1.0 - p) ** n, 0.0
+    for i in range(k + 1):
+        total += term
+        if p < 1.0:  # the next term from this one: C(n, i+1) p^(i+1) (1-p)^(n-i-1)
+            term *= (n - i) / (i + 1) * p / (1.0 - p)
+    return min(total, 1.0)
+
+
+def _bisect(f: Any, target: float) -> float:
+    """The p in [0, 1] where the decreasing function ``f`` crosses ``target``."""
+    low, high = 0.0, 1.0
+    for _ in range(60):  # 2^-60: far below any digit printed
+        mid = (low + high) / 2
+        low, high = (mid, high) if f(mid) > target else (low, mid)
+    return (low + high) / 2
+
+
+def binomial_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Exact (Clopper-Pearson) interval for a rate observed as ``k`` successes in ``n`` trials:
+    never outside [0, 1], and at least ``confidence`` coverage for every true rate."""
+    check_positive_int("n", n)
+    if not 0 <= k <= n:
+        raise ValueError(f"k must be an integer in [0, n={n}], got {k!r}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
+    tail = (1 - confidence) / 2
+    # low: the rate at which k or more successes have probability `tail`; high: k or fewer.
+    low = 0.0 if k == 0 else _bisect(lambda p: _binomial_cdf(k - 1, n, p), 1 - tail)
+    high = 1.0 if k == n else _bisect(lambda p: _binomial_cdf(k, n, p), tail)
+    return low, high
+
+
+def chebyshev_distance(offset: Sequence[int]) -> int:
+    """How many tokens apart an offset ``(dy, dx)`` is: ``max(|dy|, |dx|)`` (0 is the query)."""
+    return max(abs(int(d)) for d in offset)
+
+
+def ring_probability(window_size: Sequence[int], distances: Sequence[int]) -> float:
+    """The chance that the arg-max of a random bias table (exchangeable entries, one per offset
+    of a ``window_size`` window) lies at one of ``distances``: the share of the
+    ``(2Wh-1)(2Ww-1)`` offsets at those Chebyshev distances."""
+    wh, ww = window_size
+    check_positive_int("window_size[0]", wh)
+    check_positive_int("window_size[1]", ww)
+    offsets = [(dy, dx) for dy in range(1 - wh, wh) for dx in range(1 - ww, ww)]
+    hits = sum(chebyshev_distance(o) in set(distances) for o in offsets)
+    return hits / len(offsets)
+
+
+def ring_null(
+    offsets: Sequence[Sequence[int]], window_size: Sequence[int], distances: Sequence[int]
+) -> str:
+    """One line setting "k of n favourite offsets lie at ``distances``" against random tables:
+    the probability :func:`ring_probability` for one head, the count it leads one to expect, and
+    the chance that independent random tables give ``k`` or more."""
+    n = len(offsets)
+    check_positive_int("len(offsets)", n)
+    k = sum(chebyshev_distance(o) in set(distances) for o in offsets)
+    p = ring_probability(window_size, distances)
+    tail = 1.0 if k == 0 else 1.0 - _binomial_cdf(k - 1, n, p)
+    at = " or ".join(str(d) for d in distances)
+    return (
+        f"{k} of {n} at distance {at} | random tables: p = {p:.1%}, "
+        f"{n * p:.1f} expected, P(>= {k}) = {tail:.2g}"
+    )
