@@ -8,10 +8,12 @@ import pytest
 from companion.experiments.ablation import AblationPlan, run_ablation
 from companion.experiments.resolution_experiment import (
     MoveSettings,
+    code_comparisons,
     family_note,
     holm_family,
     load_transfer,
     main,
+    moved_accuracy_table,
     run_transfer,
     transfer_gap,
     transfer_gaps_table,
@@ -196,3 +198,25 @@ def test_the_committed_record_is_read_with_todays_names_only():
     names = {r["condition"] for r in loaded["rows"]} - {"trained"}
     assert names == {c.name for pos in ("rel", "cpb") for c in transfer_conditions(pos)}
     assert set(loaded["renamed"]) <= set(RECORDED_NAMES)
+
+
+def test_code_comparisons_pair_grown_windows_and_both_table_resizings():
+    codes = ("none", "abs", "rel", "abs+rel", "cpb", "rope-axial", "rope-mixed")
+    pairs = code_comparisons(codes)
+    assert len(pairs) == 32 and len(set(pairs)) == 32
+    assert ("grid-cell", 48, ("cpb", "window-grown"), ("rel", "window-grown-geometric")) in pairs
+    rope = ("relation", 48, ("rope-mixed", "window-grown"), ("none", "window-grown"))
+    assert rope in pairs
+    resize = ("relation", 64, ("rel", "window-grown-geometric"), ("rel", "window-grown-bicubic"))
+    assert resize in pairs
+    assert all("window-kept" not in (a[1], b[1]) for *_, a, b in pairs)
+
+
+def test_moved_accuracy_table_prints_trained_and_moved_means_in_percent():
+    rows = _rows({("rel", "trained"): [0.9, 0.7], ("rel", "window-kept"): [0.5, 0.3]})
+    rows = [{**r, "size": 32 if r["condition"] == "trained" else 48} for r in rows]
+    text = moved_accuracy_table(transfer_summary(rows), ["d"], [("rel", "window-kept")])
+    assert text.splitlines()[1].split() == ["d", "rel:window-kept", "80.0", "±", "14.1", "40.0",
+                                            "±", "14.1"]  # fmt: skip
+    with pytest.raises(ValueError, match="summary has no cell rel:window-grown on d at 48 px"):
+        moved_accuracy_table(transfer_summary(rows), ["d"], [("rel", "window-grown")])

@@ -387,6 +387,65 @@ def window_gain_pairs(
     ]
 
 
+def code_comparisons(codes: Sequence[str]) -> list[Pair]:
+    """The codes against each other, each with its window grown, that chapter 6 prints: the
+    continuous bias against every other code on ``grid-cell`` (``none`` aside), ``abs+rel``
+    against ``abs`` and both RoPEs, the two RoPEs, every code against ``none`` on ``relation`` at
+    48 px, and the two table resizings of ``rel`` and ``abs+rel`` on both tasks and sizes."""
+    grown = {pos: grown_condition(pos) for pos in codes}
+    sizes = EVAL_SIZES
+    resized = {method: grown_condition("rel", method) for method in ("geometric", "bicubic")}
+
+    def vs(dataset: str, size: int, a: str, b: str) -> Pair:
+        return dataset, size, (a, grown[a]), (b, grown[b])
+
+    return [
+        *(vs("grid-cell", s, "cpb", pos) for s in sizes for pos in codes
+          if pos not in ("cpb", "none")),
+        *(vs("grid-cell", s, "abs+rel", pos) for s in sizes
+          for pos in ("abs", "rope-axial", "rope-mixed")),
+        *(vs("grid-cell", s, "rope-mixed", "rope-axial") for s in sizes),
+        *(vs("relation", 48, pos, "none") for pos in codes if pos != "none"),
+        *((task, s, (pos, resized["geometric"]), (pos, resized["bicubic"]))
+          for task in ("grid-cell", "relation") for s in sizes for pos in ("rel", "abs+rel")),
+    ]  # fmt: skip
+
+
+def moved_accuracy_table(
+    summary: Sequence[dict[str, Any]],
+    datasets: Sequence[str],
+    cells: Sequence[tuple[str, str]],
+    metric: str = "acc",
+) -> str:
+    """Mean ± std test accuracy (%) over seeds of each ``(pos, condition)`` cell: trained at
+    32 px, then at every size it was moved to (``metric``: as moved, or ``acc_finetuned``)."""
+
+    def value(dataset: str, pos: str, size: int, condition: str, wanted: str) -> str:
+        for s in summary:
+            key = (s["dataset"], s["pos"], s["size"], s["condition"], s["metric"])
+            if key == (dataset, pos, size, condition, wanted):
+                return f"{100 * s['mean']:5.1f} ± {100 * (s['std'] or 0.0):4.1f}"
+        raise ValueError(f"summary has no cell {pos}:{condition} on {dataset} at {size} px")
+
+    sizes = sorted({s["size"] for s in summary if s["size"] != TRAIN_SIZE})
+    width = max(len(":".join(c)) for c in cells)
+    lines = [
+        f"{'':<{10 + width}} {TRAIN_SIZE} px (trained)  "
+        + "  ".join(
+            f"{size} px {'as moved' if metric == 'acc' else 'fine-tuned':<6}" for size in sizes
+        )
+    ]
+    for dataset in datasets:
+        for pos, condition in cells:
+            moved = [value(dataset, pos, size, condition, metric) for size in sizes]
+            trained = value(dataset, pos, TRAIN_SIZE, "trained", "acc")
+            lines.append(
+                f"{dataset:<9} {pos + ':' + condition:<{width}} {trained:>16}  "
+                + "  ".join(f"{m:>18}" for m in moved)
+            )
+    return "\n".join(lines)  # fmt: skip
+
+
 def window_gain_table(
     rows: Sequence[dict[str, Any]],
     datasets: Sequence[str],
