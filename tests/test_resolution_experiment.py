@@ -171,6 +171,9 @@ def test_holm_family_adjusts_every_gap_of_every_metric_as_one_family():
     assert table[3].count("p_Holm") == 2 and table[3].rstrip().endswith("H")
     line = transfer_gaps_table(rows, pairs[1:], "acc", family)
     assert "p_Holm  1.000" in line and not line.rstrip().endswith("H")
+    outside = [("d", 48, ("cpb", "window-grown"), ("rel", "window-kept"))]
+    with pytest.raises(ValueError, match="family: holds no gap"):
+        transfer_gaps_table(rows, outside, "acc", family)
 
 
 def test_transfer_gap_p_is_below_005_exactly_when_the_interval_excludes_zero():

@@ -343,6 +343,15 @@ def family_note(family: HolmFamily) -> str:
     )
 
 
+def _adjusted(family: HolmFamily | None, pair: Pair, metric: str) -> float | None:
+    """The Holm-adjusted p of ``pair`` under ``metric`` in ``family`` (``None`` without one)."""
+    if family is None:
+        return None
+    if (*pair, metric) not in family:
+        raise ValueError(f"family: holds no gap {pair} for {metric!r}; build it with that gap")
+    return family[(*pair, metric)]
+
+
 def _gap_cell(g: dict[str, Any], adjusted: float | None) -> str:
     """``mean [low, high] *``, then ``p_Holm`` (and ``H``) when an adjusted p is given."""
     mark = "*" if g["excludes_zero"] else " "
@@ -366,7 +375,7 @@ def transfer_gaps_table(
     lines = []
     for dataset, size, a, b in pairs:
         g = transfer_gap(rows, dataset, size, a, b, metric)
-        adjusted = None if family is None else family[(dataset, size, a, b, metric)]
+        adjusted = _adjusted(family, (dataset, size, a, b), metric)
         lines.append(
             f"{dataset:<9} {size} px  {':'.join(a):<{width}} - {':'.join(b):<{width}} "
             f"{_gap_cell(g, adjusted)}"
@@ -461,7 +470,7 @@ def window_gain_table(
     def cell(pair: Pair, metric: str) -> str:
         dataset, size, a, b = pair
         g = transfer_gap(rows, dataset, size, a, b, metric)
-        return _gap_cell(g, None if family is None else family[(*pair, metric)])
+        return _gap_cell(g, _adjusted(family, pair, metric))
 
     after = 27 if family is None else 45
     lines = [f"{WINDOW_GROWN} - {WINDOW_KEPT}", f"{'':<12}{'as moved':<{after}}after the fine-tune"]
