@@ -2,7 +2,9 @@
 
 Swin Transformer (Liu et al. 2021, arXiv:2103.14030), Table 4: ablation of the position encoding
 on Swin-T. ViT (Dosovitskiy et al., "An Image is Worth 16x16 Words", ICLR 2021,
-arXiv:2010.11929), Appendix D.4, Table 8: ablation of the position embedding on ViT-B/16. These
+arXiv:2010.11929), Appendix D.4, Table 8: ablation of the position embedding on ViT-B/16. Swin
+Transformer V2 (Liu et al., CVPR 2022, arXiv:2111.09883), Table 1: the parameterized bias table
+against linear- and log-spaced continuous position bias as the window grows (Swin-T). These
 are the papers' reported results, not runs of ours; the book labels them so.
 """
 
@@ -149,3 +151,89 @@ def vit_table8_markdown() -> str:
         values = [f"{v:.5f}" if v is not None else "N/A" for v in cells.values()]
         lines.append(f"| {row} | " + " | ".join(values) + " |")
     return "\n".join(lines) + f"\n\n*Source: {VIT_TABLE8_SOURCE}.*"
+
+
+SWINV2_TABLE1_SOURCE = (
+    "Liu et al. 2022, Swin Transformer V2: Scaling Up Capacity and Resolution (CVPR 2022), "
+    "arXiv:2111.09883, Table 1 (Swin-T)"
+)
+#: Where the numbers of ``SWINV2_TABLE1`` were read (not recalled). The paper itself could not be
+#: opened here (no web access); three unofficial text conversions of arXiv:2111.09883 in the
+#: search tool's index of public GitHub files, read on 2026-12-01 by file id, agree on every cell:
+#: id 70546844893 (Markdown, Table 1 as a Markdown table, offset ~14,100), id 63280385250
+#: (Markdown with HTML tables; Table 1 and its caption, offset ~15,700) and id 56769180978 (a
+#: conversion of the LaTeX source, ``tab:lcpb``; its first row, offset ~18,300). Check against
+#: the paper before quoting it elsewhere.
+SWINV2_TABLE1_READ_FROM = (
+    "three text conversions of arXiv:2111.09883 in the search tool's index of public GitHub "
+    "files (ids 70546844893, 63280385250, 56769180978), which agree; not the paper's PDF"
+)
+
+#: Table 1's columns, the book's key -> the paper's heading. ``imagenet_w8`` is the model trained
+#: from scratch on ImageNet-1K at 256 px with window 8 (the paper's ``*``); ``imagenet_wN`` is
+#: that model tested at the larger image and window without fine-tuning, ``imagenet_wN_ft`` after
+#: fine-tuning there (the paper's ``†`` cells print them as "without / with"); COCO (box AP) and
+#: ADE20K (mIoU) are fine-tunes of the same models at the window named.
+SWINV2_TABLE1_COLUMNS: dict[str, str] = {
+    "imagenet_w8": "ImageNet W8, I256 (trained)",
+    "imagenet_w12": "ImageNet W12, I384, not fine-tuned",
+    "imagenet_w12_ft": "ImageNet W12, I384, fine-tuned",
+    "imagenet_w16": "ImageNet W16, I512, not fine-tuned",
+    "imagenet_w16_ft": "ImageNet W16, I512, fine-tuned",
+    "imagenet_w20": "ImageNet W20, I640, not fine-tuned",
+    "imagenet_w20_ft": "ImageNet W20, I640, fine-tuned",
+    "imagenet_w24": "ImageNet W24, I768, not fine-tuned",
+    "imagenet_w24_ft": "ImageNet W24, I768, fine-tuned",
+    "coco_w16": "COCO AP box W16",
+    "coco_w32": "COCO AP box W32",
+    "ade20k_w16": "ADE20K mIoU W16",
+    "ade20k_w20": "ADE20K mIoU W20",
+    "ade20k_w32": "ADE20K mIoU W32",
+}
+#: The larger ImageNet windows of Table 1, in the paper's order.
+SWINV2_TABLE1_WINDOWS = (12, 16, 20, 24)
+
+#: position bias -> column -> value, rows in the paper's order. The paper also prints each CPB
+#: cell's gain over the first row in brackets; they follow from these numbers and are left out.
+SWINV2_TABLE1: dict[str, dict[str, float]] = {
+    "parameterized bias table (Swin V1)": dict(
+        zip(SWINV2_TABLE1_COLUMNS, (81.7, 79.4, 82.7, 77.2, 83.0, 73.2, 83.2, 68.7, 83.2,
+                                    50.8, 50.9, 45.5, 45.8, 44.5), strict=True)
+    ),
+    "linear-spaced CPB": dict(
+        zip(SWINV2_TABLE1_COLUMNS, (81.7, 82.0, 82.9, 81.2, 83.3, 79.8, 83.6, 77.6, 83.7,
+                                    50.9, 51.7, 47.0, 47.4, 47.2), strict=True)
+    ),
+    "log-spaced CPB": dict(
+        zip(SWINV2_TABLE1_COLUMNS, (81.8, 82.4, 83.2, 81.7, 83.8, 80.4, 84.0, 79.1, 84.2,
+                                    51.1, 51.8, 47.0, 47.7, 47.8), strict=True)
+    ),
+}  # fmt: skip
+#: The book's ``pos`` -> Table 1's row with the same kind of bias (``cpb`` is log-spaced).
+POS_TO_SWINV2_ROW: dict[str, str] = {
+    "rel": "parameterized bias table (Swin V1)",
+    "cpb": "log-spaced CPB",
+}
+#: The source's own text (Section 4.3) quotes the log-spaced CPB at window 24 without fine-tuning
+#: as 78.9 %, while its Table 1 prints 79.1; the book reads the table and reports the mismatch.
+SWINV2_TEXT_LOG_CPB_W24 = 78.9
+
+
+def swinv2_table1_markdown() -> str:
+    """Table 1's ImageNet columns as the paper lays them out ("not fine-tuned / fine-tuned" per
+    window), then COCO and ADE20K, as a Markdown table with the source."""
+    windows = SWINV2_TABLE1_WINDOWS
+    head = ["trained W8"] + [f"W{w} (no FT / FT)" for w in windows]
+    head += ["COCO AP box W16 / W32", "ADE20K mIoU W16 / W20 / W32"]
+    lines = [
+        "| position bias | " + " | ".join(head) + " |",
+        "|---" + "|---:" * len(head) + "|",
+    ]
+    for row, m in SWINV2_TABLE1.items():
+        cells = [f"{m['imagenet_w8']}"]
+        cells += [f"{m[f'imagenet_w{w}']} / {m[f'imagenet_w{w}_ft']}" for w in windows]
+        cells += [f"{m['coco_w16']} / {m['coco_w32']}"]
+        cells += [f"{m['ade20k_w16']} / {m['ade20k_w20']} / {m['ade20k_w32']}"]
+        lines.append(f"| {row} | " + " | ".join(cells) + " |")
+    note = f"*Source: {SWINV2_TABLE1_SOURCE}; read from {SWINV2_TABLE1_READ_FROM}.*"
+    return "\n".join(lines) + "\n\n" + note

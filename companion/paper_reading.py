@@ -1,9 +1,9 @@
-"""How the book reads the Swin paper's Table 4 (and ViT's Table 8): the rules, written once, and
-the marked gaps.
+"""How the book reads the Swin paper's Table 4 (and ViT's Table 8 and Swin V2's Table 1): the
+rules, written once, and the marked gaps.
 
 Table 4 reports one training run per row and no spread. The book therefore reads it by three
 rules (chapters 0, 3 and 5 use them alike; chapter 1 reads ViT's Table 8, which also prints one
-number per cell and no spread, by the same rules):
+number per cell and no spread, by the same rules; so does chapter 6 with Swin V2's Table 1):
 
 1. A gap below one point is not readable: run-to-run noise of that size is common, and one run
    per row cannot tell it apart from an effect. Such gaps are printed in parentheses.
@@ -20,6 +20,9 @@ from __future__ import annotations
 from companion.paper import (
     SWIN_TABLE4,
     SWIN_TABLE4_SOURCE,
+    SWINV2_TABLE1,
+    SWINV2_TABLE1_SOURCE,
+    SWINV2_TABLE1_WINDOWS,
     TABLE4_METRICS,
     VIT_TABLE8,
     VIT_TABLE8_COLUMNS,
@@ -99,5 +102,58 @@ def vit_table8_gaps_markdown() -> str:
         f"from {VIT_TABLE8_SOURCE}. Largest minus smallest of the "
         f"cells with a position embedding: {spread}. One number per cell and no spread reported, "
         f"so gaps below {READABLE_GAP:g} point are in parentheses (not readable).*"
+    )
+    return "\n".join(lines) + "\n\n" + note
+
+
+def swinv2_change(row: str, window: int, fine_tuned: bool = False) -> float:
+    """Swin V2's Table 1: ``row``'s ImageNet top-1 at ``window`` (not fine-tuned, or fine-tuned)
+    minus its top-1 at the training window 8, in points, rounded to 0.1."""
+    if row not in SWINV2_TABLE1:
+        raise ValueError(f"row: {row!r} is not a row of Swin V2's Table 1 ({list(SWINV2_TABLE1)})")
+    if window not in SWINV2_TABLE1_WINDOWS:
+        raise ValueError(f"window: {window!r} is not one of {list(SWINV2_TABLE1_WINDOWS)}")
+    cells = SWINV2_TABLE1[row]
+    moved = cells[f"imagenet_w{window}_ft" if fine_tuned else f"imagenet_w{window}"]
+    return round(moved - cells["imagenet_w8"], 1)
+
+
+def swinv2_gap(a: str, b: str, column: str) -> float:
+    """``a - b`` in points for one column of Swin V2's Table 1, rounded to the table's 0.1."""
+    for name, row in (("a", a), ("b", b)):
+        if row not in SWINV2_TABLE1:
+            raise ValueError(f"{name}: {row!r} is not a row of Swin V2's Table 1")
+    if column not in SWINV2_TABLE1[a]:
+        raise ValueError(f"column: {column!r} is not one of {list(SWINV2_TABLE1[a])}")
+    return round(SWINV2_TABLE1[a][column] - SWINV2_TABLE1[b][column], 1)
+
+
+def swinv2_table1_reading_markdown() -> str:
+    """Table 1's ImageNet columns read by the rules: each row's change from window 8 as the window
+    grows (not fine-tuned / fine-tuned), and each continuous bias minus the bias table at the
+    same window, sub-point gaps in parentheses."""
+    rows, bias_table = list(SWINV2_TABLE1), next(iter(SWINV2_TABLE1))
+    windows = SWINV2_TABLE1_WINDOWS
+    lines = [
+        "| ImageNet top-1, points | " + " | ".join(f"W{w} (no FT / FT)" for w in windows) + " |",
+        "|---" + "|---:" * len(windows) + "|",
+    ]
+    for row in rows:
+        cells = [
+            f"{mark_gap(swinv2_change(row, w))} / {mark_gap(swinv2_change(row, w, True))}"
+            for w in windows
+        ]
+        lines.append(f"| {row}: change from W8 | " + " | ".join(cells) + " |")
+    pairs = [(row, bias_table) for row in rows[1:]] + [(rows[2], rows[1])]
+    for a, b in pairs:
+        cells = [
+            f"{mark_gap(swinv2_gap(a, b, f'imagenet_w{w}'))} / "
+            f"{mark_gap(swinv2_gap(a, b, f'imagenet_w{w}_ft'))}"
+            for w in windows
+        ]
+        lines.append(f"| {a} − {b} | " + " | ".join(cells) + " |")
+    note = (
+        f"*Points, computed from {SWINV2_TABLE1_SOURCE}; one training run per cell and no spread "
+        f"reported, so gaps below {READABLE_GAP:g} point are in parentheses (not readable).*"
     )
     return "\n".join(lines) + "\n\n" + note

@@ -1,9 +1,21 @@
 import pytest
 
-from companion.paper import VIT_TABLE8, VIT_TABLE8_COLUMNS, vit_table8_markdown
+from companion.paper import (
+    POS_TO_SWINV2_ROW,
+    SWINV2_TABLE1,
+    SWINV2_TABLE1_COLUMNS,
+    SWINV2_TABLE1_WINDOWS,
+    VIT_TABLE8,
+    VIT_TABLE8_COLUMNS,
+    swinv2_table1_markdown,
+    vit_table8_markdown,
+)
 from companion.paper_reading import (
     mark_gap,
     marked_gaps_markdown,
+    swinv2_change,
+    swinv2_gap,
+    swinv2_table1_reading_markdown,
     table4_gap,
     vit_table8_gap,
     vit_table8_gaps_markdown,
@@ -76,3 +88,57 @@ def test_vit_table8_gap_names_a_bad_row_column_or_missing_cell():
         vit_table8_gap("1-D", "stem")
     with pytest.raises(ValueError, match="no value"):
         vit_table8_gap("relative (1-D)", "every layer")
+
+
+def test_swinv2_table1_holds_three_biases_and_every_column_of_the_paper():
+    assert list(SWINV2_TABLE1) == [
+        "parameterized bias table (Swin V1)",
+        "linear-spaced CPB",
+        "log-spaced CPB",
+    ]
+    for cells in SWINV2_TABLE1.values():
+        assert list(cells) == list(SWINV2_TABLE1_COLUMNS)
+    assert set(POS_TO_SWINV2_ROW.values()) <= set(SWINV2_TABLE1)
+    assert "arXiv:2111.09883" in swinv2_table1_markdown()
+
+
+def test_swinv2_bias_table_is_lowest_at_every_larger_window_without_fine_tuning():
+    for window in SWINV2_TABLE1_WINDOWS:
+        column = {row: cells[f"imagenet_w{window}"] for row, cells in SWINV2_TABLE1.items()}
+        assert min(column, key=column.__getitem__) == "parameterized bias table (Swin V1)"
+    table = [SWINV2_TABLE1["parameterized bias table (Swin V1)"][f"imagenet_w{w}"] for w in
+             SWINV2_TABLE1_WINDOWS]  # fmt: skip
+    assert table == sorted(table, reverse=True)  # falls with every step in window
+
+
+@pytest.mark.parametrize(
+    ("row", "window", "fine_tuned", "gain"),
+    [  # the source's own bracketed gains over the bias table, which the transcription leaves out
+        ("linear-spaced CPB", 12, False, 2.6),
+        ("linear-spaced CPB", 24, False, 8.9),
+        ("log-spaced CPB", 24, False, 10.4),
+        ("log-spaced CPB", 24, True, 1.0),
+        ("linear-spaced CPB", 16, True, 0.3),
+    ],
+)
+def test_swinv2_transcription_reproduces_the_sources_bracketed_gains(row, window, fine_tuned, gain):
+    column = f"imagenet_w{window}_ft" if fine_tuned else f"imagenet_w{window}"
+    assert swinv2_gap(row, "parameterized bias table (Swin V1)", column) == gain
+
+
+def test_swinv2_reading_marks_sub_point_gaps_and_reads_the_large_drop():
+    assert swinv2_change("parameterized bias table (Swin V1)", 24) == -13.0
+    assert swinv2_change("log-spaced CPB", 16) == -0.1
+    text = swinv2_table1_reading_markdown()
+    assert "| log-spaced CPB: change from W8 | (+0.6) / +1.4 |" in text
+    assert "| log-spaced CPB − linear-spaced CPB | (+0.4) / (+0.3) |" in text
+    assert "one training run per cell" in text
+
+
+def test_swinv2_reading_names_a_bad_row_or_window():
+    with pytest.raises(ValueError, match="row: 'rel' is not a row of Swin V2's Table 1"):
+        swinv2_change("rel", 12)
+    with pytest.raises(ValueError, match="window: 8 is not one of"):
+        swinv2_change("log-spaced CPB", 8)
+    with pytest.raises(ValueError, match="column: 'top1' is not one of"):
+        swinv2_gap("log-spaced CPB", "linear-spaced CPB", "top1")

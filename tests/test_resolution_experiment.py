@@ -8,15 +8,27 @@ import pytest
 from companion.experiments.ablation import AblationPlan, run_ablation
 from companion.experiments.resolution_experiment import (
     MoveSettings,
+    code_comparisons,
+    family_note,
+    holm_family,
+    load_transfer,
     main,
+    moved_accuracy_table,
     run_transfer,
     transfer_gap,
     transfer_gaps_table,
     transfer_summary,
     transfer_table,
+    window_gain_pairs,
     window_gain_table,
 )
-from companion.experiments.resolution_transfer import grown_condition
+from companion.experiments.resolution_transfer import (
+    RECORDED_NAMES,
+    grown_condition,
+    transfer_conditions,
+)
+from companion.experiments.results import find_results
+from companion.experiments.stats import holm
 from companion.train import TrainConfig
 
 
@@ -47,12 +59,15 @@ def test_every_run_is_moved_under_every_condition_with_provenance(finished):
     assert results["header"]["command"].startswith("python -m companion.resolution_experiment")
     assert "git" in results["header"] and "wall_s" in results["header"]
     conditions = {(r["pos"], r["size"], r["condition"]) for r in results["rows"]}
-    assert ("rel", 64, "window-bicubic") in conditions
-    assert ("rope-axial", 48, "window") in conditions and ("rel", 32, "trained") in conditions
+    assert ("rel", 64, "window-grown-bicubic") in conditions
+    assert ("rope-axial", 48, "window-grown") in conditions and ("rel", 32, "trained") in conditions
     assert len(results["rows"]) == 2 * (1 + 2 * 3) - 2  # rel: 3 conditions, rope: 2, per size
     assert all(0 <= r["acc"] <= 1 for r in results["rows"])
     assert all("acc_finetuned" in r for r in results["rows"] if r["size"] != 32)
-    assert "| grid-cell | rel | 64 | window-geometric |" in (finished / "transfer.md").read_text()
+    assert (
+        "| grid-cell | rel | 64 | window-grown-geometric |"
+        in (finished / "transfer.md").read_text()
+    )
     assert results["settings"]["images"].startswith("rendered at each size")
     assert results["header"]["jobs"] == 2
 
@@ -75,7 +90,7 @@ def test_two_processes_move_the_runs_as_one_does(finished, tmp_path):
 
 def test_summary_groups_seeds_per_condition():
     rows = [
-        {"dataset": "d", "pos": "rel", "seed": s, "size": 48, "condition": "grid", "acc": a}
+        {"dataset": "d", "pos": "rel", "seed": s, "size": 48, "condition": "window-kept", "acc": a}
         for s, a in ((0, 0.5), (1, 0.7))
     ]
     (summary,) = transfer_summary(rows)
@@ -93,8 +108,8 @@ def _rows(cells):
 
 
 def test_transfer_gap_pairs_seeds_and_reports_a_t_interval_in_points():
-    rows = _rows({("rel", "grid"): [0.9, 0.8, 0.7], ("abs", "grid"): [0.5, 0.5, 0.4]})
-    gap = transfer_gap(rows, "d", 48, ("rel", "grid"), ("abs", "grid"))
+    rows = _rows({("rel", "window-kept"): [0.9, 0.8, 0.7], ("abs", "window-kept"): [0.5, 0.5, 0.4]})
+    gap = transfer_gap(rows, "d", 48, ("rel", "window-kept"), ("abs", "window-kept"))
     assert gap["seeds"] == [0, 1, 2]
     assert gap["mean"] == pytest.approx(100 / 3)  # differences 40, 30, 30 points
     # paired t interval: mean ± t(0.975, 2) * sd / sqrt(3), t = 4.302653
@@ -104,29 +119,107 @@ def test_transfer_gap_pairs_seeds_and_reports_a_t_interval_in_points():
 
 
 def test_transfer_gap_uses_only_shared_seeds_and_refuses_fewer_than_two():
-    rows = _rows({("rel", "grid"): [0.9, 0.8], ("abs", "grid"): [0.5]})
+    rows = _rows({("rel", "window-kept"): [0.9, 0.8], ("abs", "window-kept"): [0.5]})
     with pytest.raises(ValueError, match="at least 2 seeds"):
-        transfer_gap(rows, "d", 48, ("rel", "grid"), ("abs", "grid"))
+        transfer_gap(rows, "d", 48, ("rel", "window-kept"), ("abs", "window-kept"))
 
 
 def test_transfer_gaps_table_marks_intervals_that_exclude_zero():
-    rows = _rows({("rel", "grid"): [0.9, 0.8, 0.7], ("abs", "grid"): [0.9, 0.7, 0.8]})
-    table = transfer_gaps_table(rows, [("d", 48, ("rel", "grid"), ("abs", "grid"))])
-    assert "rel:grid" in table and "abs:grid" in table and not table.rstrip().endswith("*")
+    rows = _rows({("rel", "window-kept"): [0.9, 0.8, 0.7], ("abs", "window-kept"): [0.9, 0.7, 0.8]})
+    table = transfer_gaps_table(rows, [("d", 48, ("rel", "window-kept"), ("abs", "window-kept"))])
+    assert (
+        "rel:window-kept" in table
+        and "abs:window-kept" in table
+        and not table.rstrip().endswith("*")
+    )
 
 
 def test_window_gain_table_pairs_each_codes_grown_window_with_its_kept_one_in_both_metrics():
     cells = {
-        ("rel", "grid"): [0.2, 0.3, 0.1],
-        ("rel", "window-geometric"): [0.6, 0.7, 0.5],  # +40 points on every seed
-        ("rel", "window-bicubic"): [0.0, 0.0, 0.0],  # not the condition the table reads
-        ("cpb", "grid"): [0.5, 0.4, 0.6],
-        ("cpb", "window"): [0.5, 0.5, 0.5],
+        ("rel", "window-kept"): [0.2, 0.3, 0.1],
+        ("rel", "window-grown-geometric"): [0.6, 0.7, 0.5],  # +40 points on every seed
+        ("rel", "window-grown-bicubic"): [0.0, 0.0, 0.0],  # not the condition the table reads
+        ("cpb", "window-kept"): [0.5, 0.4, 0.6],
+        ("cpb", "window-grown"): [0.5, 0.5, 0.5],
     }
     rows = [{**r, "acc_finetuned": r["acc"]} for r in _rows(cells)]
     table = window_gain_table(rows, ["d"], [48], ["rel", "cpb"]).splitlines()
-    assert table[1] == "d at 48 px"
-    assert table[2].startswith("  rel        +40.0 [") and table[2].count("*") == 2
-    assert table[3].startswith("  cpb         +0.0 [") and "*" not in table[3]
-    assert grown_condition("rel", "bicubic") == "window-bicubic"
-    assert grown_condition("cpb", "bicubic") == "window"
+    assert table[0] == "window-grown - window-kept"
+    assert table[2] == "d at 48 px"
+    assert table[3].startswith("  rel        +40.0 [") and table[3].count("*") == 2
+    assert table[4].startswith("  cpb         +0.0 [") and "*" not in table[4]
+    assert grown_condition("rel", "bicubic") == "window-grown-bicubic"
+    assert grown_condition("cpb", "bicubic") == "window-grown"
+
+
+def test_holm_family_adjusts_every_gap_of_every_metric_as_one_family():
+    cells = {
+        ("rel", "window-kept"): [0.2, 0.3, 0.1, 0.2],
+        ("rel", "window-grown-geometric"): [0.6, 0.72, 0.5, 0.61],
+        ("cpb", "window-kept"): [0.5, 0.4, 0.6, 0.5],
+        ("cpb", "window-grown"): [0.5, 0.52, 0.47, 0.5],
+    }
+    rows = [{**r, "acc_finetuned": r["acc"]} for r in _rows(cells)]
+    pairs = window_gain_pairs(["d"], [48], ["rel", "cpb"])
+    assert pairs[0] == ("d", 48, ("rel", "window-grown-geometric"), ("rel", "window-kept"))
+    family = holm_family(rows, pairs)
+    assert len(family) == 4  # 2 gaps x 2 metrics
+    raw = [transfer_gap(rows, d, s, a, b, m)["p"] for d, s, a, b, m in family]
+    assert list(family.values()) == pytest.approx(holm(raw))
+    assert "family of 4 gaps" in family_note(family)
+    table = window_gain_table(rows, ["d"], [48], ["rel", "cpb"], family=family).splitlines()
+    assert table[3].count("p_Holm") == 2 and table[3].rstrip().endswith("H")
+    line = transfer_gaps_table(rows, pairs[1:], "acc", family)
+    assert "p_Holm  1.000" in line and not line.rstrip().endswith("H")
+    outside = [("d", 48, ("cpb", "window-grown"), ("rel", "window-kept"))]
+    with pytest.raises(ValueError, match="family: holds no gap"):
+        transfer_gaps_table(rows, outside, "acc", family)
+
+
+def test_transfer_gap_p_is_below_005_exactly_when_the_interval_excludes_zero():
+    rows = _rows({("rel", "window-kept"): [0.9, 0.8, 0.7], ("abs", "window-kept"): [0.5, 0.5, 0.4]})
+    gap = transfer_gap(rows, "d", 48, ("rel", "window-kept"), ("abs", "window-kept"))
+    assert gap["excludes_zero"] and 0 < gap["p"] < 0.05
+
+
+def test_load_transfer_reads_a_records_old_condition_names_as_todays(tmp_path):
+    rows = _rows({("rel", "grid"): [0.5, 0.6], ("rel", "window-geometric"): [0.7, 0.8]})
+    summary = transfer_summary(rows)
+    (tmp_path / "transfer.json").write_text(json.dumps({"rows": rows, "summary": summary}))
+    loaded = load_transfer(tmp_path)
+    assert {r["condition"] for r in loaded["rows"]} == {"window-kept", "window-grown-geometric"}
+    assert {s["condition"] for s in loaded["summary"]} == {"window-kept", "window-grown-geometric"}
+    assert loaded["renamed"] == {
+        "grid": "window-kept",
+        "window-geometric": "window-grown-geometric",
+    }
+    assert "| d | rel | 48 | window-kept |" in transfer_table(summary)  # rendered as today
+
+
+def test_the_committed_record_is_read_with_todays_names_only():
+    loaded = load_transfer(find_results("cpu-transfer"))
+    names = {r["condition"] for r in loaded["rows"]} - {"trained"}
+    assert names == {c.name for pos in ("rel", "cpb") for c in transfer_conditions(pos)}
+    assert set(loaded["renamed"]) <= set(RECORDED_NAMES)
+
+
+def test_code_comparisons_pair_grown_windows_and_both_table_resizings():
+    codes = ("none", "abs", "rel", "abs+rel", "cpb", "rope-axial", "rope-mixed")
+    pairs = code_comparisons(codes)
+    assert len(pairs) == 32 and len(set(pairs)) == 32
+    assert ("grid-cell", 48, ("cpb", "window-grown"), ("rel", "window-grown-geometric")) in pairs
+    rope = ("relation", 48, ("rope-mixed", "window-grown"), ("none", "window-grown"))
+    assert rope in pairs
+    resize = ("relation", 64, ("rel", "window-grown-geometric"), ("rel", "window-grown-bicubic"))
+    assert resize in pairs
+    assert all("window-kept" not in (a[1], b[1]) for *_, a, b in pairs)
+
+
+def test_moved_accuracy_table_prints_trained_and_moved_means_in_percent():
+    rows = _rows({("rel", "trained"): [0.9, 0.7], ("rel", "window-kept"): [0.5, 0.3]})
+    rows = [{**r, "size": 32 if r["condition"] == "trained" else 48} for r in rows]
+    text = moved_accuracy_table(transfer_summary(rows), ["d"], [("rel", "window-kept")])
+    assert text.splitlines()[1].split() == ["d", "rel:window-kept", "80.0", "±", "14.1", "40.0",
+                                            "±", "14.1"]  # fmt: skip
+    with pytest.raises(ValueError, match="summary has no cell rel:window-grown on d at 48 px"):
+        moved_accuracy_table(transfer_summary(rows), ["d"], [("rel", "window-grown")])

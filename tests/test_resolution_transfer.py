@@ -9,7 +9,9 @@ import torch.nn.functional as F
 from companion.data import make_dataset
 from companion.experiments.resolution_experiment import MoveSettings, finetune_config
 from companion.experiments.resolution_transfer import (
+    RECORDED_NAMES,
     accuracy,
+    condition_name,
     moved_model,
     transfer_conditions,
 )
@@ -20,11 +22,11 @@ from companion.train import TrainConfig, param_groups, train_steps
 
 def test_table_models_get_both_resize_methods_and_the_others_one_grown_window():
     assert [c.name for c in transfer_conditions("rel")] == [
-        "grid",
-        "window-bicubic",
-        "window-geometric",
+        "window-kept",
+        "window-grown-bicubic",
+        "window-grown-geometric",
     ]
-    assert [c.name for c in transfer_conditions("rope-mixed")] == ["grid", "window"]
+    assert [c.name for c in transfer_conditions("rope-mixed")] == ["window-kept", "window-grown"]
 
 
 @pytest.mark.parametrize("pos", POS_CHOICES)
@@ -106,3 +108,16 @@ def test_the_fine_tune_through_the_trainers_loop_gives_the_old_loops_weights(bat
         torch.equal(x, y)
         for x, y in zip(a.state_dict().values(), b.state_dict().values(), strict=True)
     )
+
+
+def test_recorded_condition_names_map_to_todays_and_todays_stay():
+    assert condition_name("grid") == "window-kept"
+    assert condition_name("window") == "window-grown"
+    assert condition_name("window-bicubic") == "window-grown-bicubic"
+    for pos in POS_CHOICES:
+        for condition in transfer_conditions(pos):
+            assert condition_name(condition.name) == condition.name
+    assert condition_name("trained") == "trained"
+    assert set(RECORDED_NAMES.values()) == {
+        c.name for pos in ("rel", "cpb") for c in transfer_conditions(pos)
+    }

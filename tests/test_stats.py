@@ -1,11 +1,12 @@
 """The paired t interval behind every gap the book reads, and the t quantile it rests on."""
 
 import math
+import statistics
 
 import pytest
 
 from companion.experiments.results import gaps_table, paired_gap
-from companion.experiments.stats import paired_interval, t_cdf, t_quantile
+from companion.experiments.stats import holm, paired_interval, paired_t_test, t_cdf, t_quantile
 
 #: t_{0.975, df} for df = 1..30, as printed in every statistics table (3 decimals).
 T975 = (
@@ -77,3 +78,66 @@ def test_gaps_table_marks_only_intervals_that_exclude_zero():
     assert by_label["rel - none"].endswith("*")
     assert "+62.0" in by_label["rel - none"]
     assert not by_label["rel:torus - rel"].endswith("*")  # +1.0 with a spread of 6 points
+
+
+@pytest.mark.parametrize("t", [-7.5, -1.0, -0.3, 0.0, 0.4, 1.0, 2.5, 40.0])
+def test_t_cdf_equals_the_closed_forms_of_df_1_and_2(t):
+    assert t_cdf(t, 1) == pytest.approx(0.5 + math.atan(t) / math.pi, abs=1e-14)
+    assert t_cdf(t, 2) == pytest.approx(0.5 + t / (2 * math.sqrt(2 + t * t)), abs=1e-14)
+
+
+@pytest.mark.parametrize("df", [3, 4, 7, 30])
+def test_t_cdf_is_the_integral_of_the_density(df):
+    def density(x):
+        log_norm = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+        return math.exp(log_norm - (df + 1) / 2 * math.log1p(x * x / df))
+
+    steps, t = 4000, 3.3  # Simpson's rule from 0 to t
+    h = t / steps
+    inner = sum((4 if i % 2 else 2) * density(i * h) for i in range(1, steps))
+    assert t_cdf(t, df) == pytest.approx(0.5 + h / 3 * (density(0) + inner + density(t)), abs=1e-12)
+
+
+@pytest.mark.parametrize(("t", "df", "p"), [(2.776, 4, 0.05), (4.604, 4, 0.01), (2.228, 10, 0.05),
+                                            (12.706, 1, 0.05), (1.0, 1, 0.5)])  # fmt: skip
+def test_paired_t_test_p_matches_printed_two_sided_levels(t, df, p):
+    got_t, got_p = paired_t_test(_with_t(t, df + 1))
+    assert got_t == pytest.approx(t, rel=1e-9)
+    assert got_p == pytest.approx(p, abs=2e-4)
+
+
+def _with_t(t, n):
+    """n differences whose paired t statistic is exactly ``t`` (mean t * sd / sqrt(n))."""
+    base = [float(i) for i in range(n)]
+    mean, sd = statistics.fmean(base), statistics.stdev(base)
+    shift = t * sd / math.sqrt(n) - mean
+    return [b + shift for b in base]
+
+
+def test_paired_t_test_agrees_with_the_interval_and_handles_no_spread():
+    differences = [1.0, 2.5, -0.5, 3.0, 1.5]
+    _, low, high = paired_interval(differences)
+    _, p = paired_t_test(differences)
+    assert (p < 0.05) == (low > 0 or high < 0)
+    assert paired_t_test([2.0, 2.0, 2.0]) == (math.inf, 0.0)
+    assert paired_t_test([0.0, 0.0]) == (0.0, 1.0)
+    with pytest.raises(ValueError, match="at least 2"):
+        paired_t_test([1.0])
+
+
+def test_holm_multiplies_by_rank_keeps_order_and_caps_at_one():
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm([0.3]) == [0.3]
+    assert holm([]) == []
+    assert holm([0.5, 0.6]) == pytest.approx([1.0, 1.0])
+
+
+def test_holm_is_between_the_raw_p_and_bonferroni():
+    p = [0.001, 0.2, 0.013, 0.04, 0.0004, 0.7]
+    for raw, adjusted in zip(p, holm(p), strict=True):
+        assert raw <= adjusted <= min(1.0, len(p) * raw)
+
+
+def test_holm_rejects_a_p_value_outside_0_1():
+    with pytest.raises(ValueError, match=r"p_values must be numbers in \[0, 1\], got 1.5"):
+        holm([0.1, 1.5])

@@ -3,12 +3,18 @@ image, evaluate it, optionally fine-tune it briefly.
 
 Two ways to run a model on ``S``-px images when it was trained at 32 px (chapter 6):
 
-* ``"grid"``: keep the window; the token grid grows (``set_img_size``), so each window covers a
-  smaller part of the image and a stage may now shift where it did not.
-* ``"window"``: grow the window with the image (``set_window_size(M · S / 32)``), so each window
-  covers the same part of the image as in training; a bias table is then resized, with
-  ``"bicubic"`` or ``"geometric"`` (two conditions), while a continuous bias or a rotary
-  embedding just computes its coordinates for the larger window.
+* ``"window-kept"``: keep the window; the token grid grows (``set_img_size``), so each window
+  covers a smaller part of the image and a stage may now shift where it did not.
+* ``"window-grown"``: grow the window with the image (``set_window_size(M · S / 32)``), so each
+  window covers the same part of the image as in training; a bias table is then resized, with
+  bicubic or geometric resampling (two conditions, ``"window-grown-bicubic"`` and
+  ``"window-grown-geometric"``), while a continuous bias or a rotary embedding just computes its
+  coordinates for the larger window.
+
+These names are the ones the records, tables, figures and chapter 6 use. Records written before
+they were (``results/cpu-transfer``) call the conditions ``"grid"``, ``"window"``,
+``"window-bicubic"`` and ``"window-geometric"``; records are never edited, so
+:data:`RECORDED_NAMES` maps those names to today's when a record is read.
 
 Images at the larger size are *rendered* at that size by the task's own generator
 (``companion.data.make_dataset(..., size=S)``): the same scenes drawn with more pixels, every
@@ -36,6 +42,25 @@ MAX_SIZE = 512  # renders and attention grow with the square of the size; far ab
 TABLE_POS = ("rel", "abs+rel")
 
 
+#: The condition that keeps the window (the token grid grows).
+WINDOW_KEPT = "window-kept"
+#: The condition that grows the window with the image (``-bicubic``/``-geometric`` for a table).
+WINDOW_GROWN = "window-grown"
+#: Condition names in records written before the names above -> today's names.
+RECORDED_NAMES: dict[str, str] = {
+    "grid": WINDOW_KEPT,
+    "window": WINDOW_GROWN,
+    "window-bicubic": f"{WINDOW_GROWN}-bicubic",
+    "window-geometric": f"{WINDOW_GROWN}-geometric",
+}
+
+
+def condition_name(recorded: str) -> str:
+    """Today's name of a condition as a record names it (``"grid"`` -> ``"window-kept"``; today's
+    names and ``"trained"`` are returned as they are)."""
+    return RECORDED_NAMES.get(recorded, recorded)
+
+
 @dataclass(frozen=True)
 class TransferCondition:
     """How a model is moved to a larger image: keep or grow the window, and the table resize."""
@@ -51,13 +76,13 @@ def transfer_conditions(pos: str) -> tuple[TransferCondition, ...]:
     every: tuple[ResizeMethod, ...] = typing.get_args(ResizeMethod)  # RESIZE_METHODS, typed
     methods = every if pos in TABLE_POS else ("geometric",)
     grown = (TransferCondition(grown_condition(pos, m), True, m) for m in methods)
-    return (TransferCondition("grid", False), *grown)
+    return (TransferCondition(WINDOW_KEPT, False), *grown)
 
 
 def grown_condition(pos: str, method: str = "geometric") -> str:
     """The name of ``pos``'s window-grown condition (``method`` picks the table resize)."""
     check_choice("method", method, RESIZE_METHODS)
-    return f"window-{method}" if pos in TABLE_POS else "window"
+    return f"{WINDOW_GROWN}-{method}" if pos in TABLE_POS else WINDOW_GROWN
 
 
 def moved_model(model: SwinTransformer, size: int, condition: TransferCondition) -> SwinTransformer:

@@ -21,6 +21,12 @@ from companion._checks import check_positive_int, to_pair
 from companion.cpb import log_space, normalise_offsets
 from companion.data import make_dataset
 from companion.data.tasks import PATCH
+from companion.experiments.resolution_transfer import (
+    WINDOW_GROWN,
+    WINDOW_KEPT,
+    condition_name,
+    grown_condition,
+)
 from companion.relative import WindowSize
 from companion.rope import WindowRoPE, equal_content_logits, window_positions
 from companion.transfer import ResizeMethod, geometric_positions, resize_bias_table, table_as_images
@@ -217,17 +223,18 @@ def resize_figure(old: int, new: int, method: ResizeMethod, head: int) -> Figure
     return fig
 
 
-#: The condition drawn for "window grown": tables resized geometrically, others as they are.
-_GROWN = {"window", "window-geometric"}
+#: The conditions drawn for the window grown: tables resized geometrically, others as they are.
+_GROWN = {WINDOW_GROWN, grown_condition("rel", "geometric")}
 
 
 def plot_transfer(summary: Sequence[dict], datasets: Sequence[str], metric: str = "acc") -> Figure:
     """Test accuracy against image size, one line per position code (mean ± std over seeds).
 
     ``summary`` is ``companion.experiments.resolution_experiment.transfer_summary``'s output. Rows:
-    datasets; left column: the window kept (the token grid grows), right: the window grown with the
-    image (tables resized geometrically). 32 px is the trained model, the same point in both
-    columns.
+    datasets; left column: ``window-kept`` (the token grid grows), right: ``window-grown`` with the
+    image (tables resized geometrically), titled with those condition names; older records'
+    names are read as today's (``condition_name``). 32 px is the trained model, the same point
+    in both columns.
     """
     fig, axes = plt.subplots(
         len(datasets), 2, figsize=(WIDTH, 2.6 * len(datasets)), sharex=True, sharey=True,
@@ -236,7 +243,7 @@ def plot_transfer(summary: Sequence[dict], datasets: Sequence[str], metric: str 
     pos_order = list(dict.fromkeys(s["pos"] for s in summary))
     for row, dataset in enumerate(datasets):
         for col, (title, conditions) in enumerate(
-            (("window kept", {"grid"}), ("window grown", _GROWN))
+            ((WINDOW_KEPT, {WINDOW_KEPT}), (f"{WINDOW_GROWN} (tables: geometric)", _GROWN))
         ):
             ax = axes[row, col]
             for pos in pos_order:
@@ -244,7 +251,8 @@ def plot_transfer(summary: Sequence[dict], datasets: Sequence[str], metric: str 
                     (s["size"], s["mean"], np.nan if s["std"] is None else s["std"])
                     for s in summary
                     if s["dataset"] == dataset and s["pos"] == pos
-                    and (s["condition"] in conditions or s["condition"] == "trained")
+                    and (condition_name(s["condition"]) in conditions
+                         or s["condition"] == "trained")
                     and s["metric"] == ("acc" if s["condition"] == "trained" else metric)
                 )  # fmt: skip
                 if len(points) < 2:
