@@ -49,7 +49,7 @@ class ShiftedPairOffsets:
     def summary(self) -> str:
         kept, agrees = self.kept, self.agrees
         return (
-            f"kept pairs: {int(kept.sum())}, with their true offset: {int((agrees & kept).sum())}; "
+            f"kept pairs: {int(kept.sum())}, with their true offset: {int((agrees & kept).sum())}\n"
             f"masked pairs: {int((~kept).sum())}, with their true offset: "
             f"{int((agrees & ~kept).sum())}"
         )

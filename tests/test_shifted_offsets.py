@@ -36,5 +36,5 @@ def test_without_a_shift_every_pair_is_kept_and_true():
 def test_summary_counts_kept_and_masked_pairs():
     summary = shifted_pair_offsets(8, 8, 4, 2).summary()
     assert summary == (
-        "kept pairs: 576, with their true offset: 576; masked pairs: 448, with their true offset: 0"
+        "kept pairs: 576, with their true offset: 576\nmasked pairs: 448, with their true offset: 0"
     )

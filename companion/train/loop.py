@@ -140,9 +140,9 @@ def _train(
     log(
         info,
         f"training {cfg.config} pos={cfg.pos}{variant} on {cfg.dataset} ({len(train_data)} train / "
-        f"{len(test_data)} test images), {device} {precision}, "
-        f"{info.world_size} process(es), {steps} steps/epoch",
+        f"{len(test_data)} test images)",
     )
+    log(info, f"  {device} {precision}, {info.world_size} process(es), {steps} steps/epoch")
     step, last_saved = start_epoch * steps, start_epoch
     epoch = start_epoch
     parts = Optimisation(net, model, optimizer, scheduler, scaler, autocast)

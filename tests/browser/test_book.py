@@ -109,23 +109,8 @@ def test_pages_load_no_widget_manager_and_no_requirejs(reports: dict[str, PageRe
 #: line) -> why. Everything else fits: notebook cells and the companion source the chapters show
 #: are linted to 100 columns (ruff), and _static/book.css makes 100 columns fit at 1280 px.
 WIDE_ALLOWED = {
-    ("book/01_absolute_position.html", "old row coordinate of each new row:"): (
-        "chapter 1's printed interpolation coordinates (a chapter A20 rewrites this round)"
-    ),
-    ("book/01_absolute_position.html", "largest spread of dot products"): (
-        "chapter 1's printed check with its explanation (a chapter A20 rewrites this round)"
-    ),
-    ("book/03_bias_lookup.html", "fraction beyond 2 std"): (
-        "chapter 3's printed initialisation check (a chapter A20 rewrites this round)"
-    ),
     ("book/04_windows_to_swin.html", "CONFIGS['swin_tiny_patch4_window7_224']"): (
         "deliberately wide data: timm's configuration line, quoted as timm writes it"
-    ),
-    ("book/04_windows_to_swin.html", "ImageNet top-1 gain over no position"): (
-        "chapter 4's table caption line (a chapter A20 rewrites this round)"
-    ),
-    ("book/05_train_swin.html", "training tiny-cpu pos=abs on grid-cell"): (
-        "companion.train's run banner (the training loop, rewritten this round by A17)"
     ),
     ("book/appendix_training_engineering.html", "CheckpointError :"): (
         "deliberately wide data: an error message shown whole, as the reader would get it"
