@@ -77,6 +77,12 @@ DESIGNS = {
     "mix12-lr2": {"lr": 2e-3},
     "mix12-lr2-e30": {"lr": 2e-3, "epochs": 30},
     "mix12-h4-lr2-e30": {"num_heads": (4, 8), "lr": 2e-3, "epochs": 30},
+    # three d = 1 images for every d = 2 one: in `relation` (d = 1 only) every encoding leaves
+    # the symmetric start within 20 epochs, so d = 1 is what carries the early gradient
+    "d1heavy": {"mix": {1: 0.75, 2: 0.25}},
+    "d1heavy-h4": {"mix": {1: 0.75, 2: 0.25}, "num_heads": (4, 8)},
+    "d1heavy-e30": {"mix": {1: 0.75, 2: 0.25}, "epochs": 30},
+    "d1heavy-n3k-e20": {"mix": {1: 0.75, 2: 0.25}, "train_size": 3000},
     # held-out positions: both objects in the left 6 patch columns in training
     "heldout-lr2-e30": {"lr": 2e-3, "epochs": 30, "region": "left6"},
 }
