@@ -108,7 +108,12 @@ def in_region(a: tuple[int, int], b: tuple[int, int], region: str | None) -> boo
         return True
     if region == "left6":
         return a[1] < 6 and b[1] < 6
-    raise ValueError(f"region must be None or 'left6', got {region!r}")
+    if region == "central":
+        # both objects in the middle shifted window (rows/columns 2-5) along the pair's axis:
+        # there the two objects' shifted windows have the same size, so no border cue is left
+        axis = 0 if a[0] != b[0] else 1
+        return 2 <= a[axis] <= 5 and 2 <= b[axis] <= 5
+    raise ValueError(f"region must be None, 'left6' or 'central', got {region!r}")
 
 
 def pair_distribution(d: int, sampling: str, region: str | None = None, inside: bool = True):
@@ -254,6 +259,10 @@ def data_for(s: dict):
     for i, d in enumerate((1, 2, 3)):
         if s["region"] is None:
             tests[f"d{d}"] = make(s["test_size"], base + 2 + i, {d: 1}, s["sampling"])[:2]
+            if d == 2:
+                tests["d2c"] = make(
+                    s["test_size"], base + 5, {2: 1}, s["sampling"], "central", True
+                )[:2]
         else:
             for j, (name, inside) in enumerate((("seen", True), ("unseen", False))):
                 seed = base + 10 + 2 * i + j
@@ -340,6 +349,7 @@ def main() -> None:
         rows += [
             bounds(d, "label-first", "left6", inside) for d in (1, 2) for inside in (True, False)
         ]
+        rows += [bounds(2, smp, "central", True) for smp in ("label-first", "a-first")]
         for r in rows:
             print(json.dumps(r))
         (OUT / "bounds.json").write_text(json.dumps({"git": git_state(), "rows": rows}, indent=1))
