@@ -63,6 +63,7 @@ BASE = {
     "sampling": "label-first",
     "region": None,
     "data_seed": 0,
+    "curriculum_epochs": 0,
 }
 DESIGNS = {
     # the shared pilot's mix run, in companion.train's optimiser and schedule
@@ -83,6 +84,11 @@ DESIGNS = {
     "d1heavy-h4": {"mix": {1: 0.75, 2: 0.25}, "num_heads": (4, 8)},
     "d1heavy-e30": {"mix": {1: 0.75, 2: 0.25}, "epochs": 30},
     "d1heavy-n3k-e20": {"mix": {1: 0.75, 2: 0.25}, "train_size": 3000},
+    # curriculum: 5 epochs on the d = 1 half of the set, then the whole mix
+    "cur5": {"curriculum_epochs": 5},
+    "cur5-h4": {"curriculum_epochs": 5, "num_heads": (4, 8)},
+    "cur5-e25": {"curriculum_epochs": 5, "epochs": 25},
+    "heldout-cur5": {"curriculum_epochs": 5, "region": "left6"},
     # held-out positions: both objects in the left 6 patch columns in training
     "heldout-lr2-e30": {"lr": 2e-3, "epochs": 30, "region": "left6"},
 }
@@ -254,7 +260,7 @@ def make(n: int, seed: int, mix: dict, sampling: str, region=None, inside=True):
 def data_for(s: dict):
     """Training images and the named test sets (each with its own seed stream)."""
     base = 1000 * s["data_seed"]
-    train = make(s["train_size"], base + 1, s["mix"], s["sampling"], s["region"], True)[:2]
+    train = make(s["train_size"], base + 1, s["mix"], s["sampling"], s["region"], True)
     tests = {}
     for i, d in enumerate((1, 2, 3)):
         if s["region"] is None:
@@ -284,22 +290,29 @@ def accuracy(model, x, y) -> float:
 def train_one(s: dict, pos: str, seed: int, train, tests) -> dict:
     torch.manual_seed(seed)
     model = swin_from_config("tiny-cpu", num_classes=4, pos=pos, num_heads=tuple(s["num_heads"]))
-    x, y = train
-    n, bs = len(y), s["batch_size"]
-    steps_per_epoch = n // bs
+    x, y, dist = train
+    bs = s["batch_size"]
+    # curriculum: the first ``curriculum_epochs`` epochs draw only the d = 1 images of the set
+    pools = [
+        torch.nonzero(dist == 1).flatten()
+        if epoch < s["curriculum_epochs"]
+        else torch.arange(len(y))
+        for epoch in range(s["epochs"])
+    ]
+    steps = [len(pool) // bs for pool in pools]
     opt = torch.optim.AdamW(param_groups(model, s["weight_decay"]), lr=s["lr"], betas=(0.9, 0.999))
-    total = s["epochs"] * steps_per_epoch
+    total = sum(steps)
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, warmup_cosine(total, min(total, round(s["warmup_epochs"] * steps_per_epoch)))
+        opt, warmup_cosine(total, min(total, round(s["warmup_epochs"] * steps[0])))
     )
     gen = torch.Generator().manual_seed(seed)
     probe = next(k for k in tests if k.endswith("d2"))
     curve = []
     t0 = time.perf_counter()
     for epoch in range(s["epochs"]):
-        perm = torch.randperm(n, generator=gen)
+        perm = pools[epoch][torch.randperm(len(pools[epoch]), generator=gen)]
         loss_sum = 0.0
-        for i in range(steps_per_epoch):
+        for i in range(steps[epoch]):
             idx = perm[i * bs : (i + 1) * bs]
             loss = F.cross_entropy(model(x[idx]), y[idx], label_smoothing=s["label_smoothing"])
             opt.zero_grad(set_to_none=True)
@@ -307,7 +320,8 @@ def train_one(s: dict, pos: str, seed: int, train, tests) -> dict:
             torch.nn.utils.clip_grad_norm_(model.parameters(), s["clip_grad"])
             opt.step()
             sched.step()
-            loss_sum += float(loss)
+            loss_sum += loss.item()
+        steps_per_epoch = steps[epoch]
         row = {"epoch": epoch + 1, "train_loss": round(loss_sum / steps_per_epoch, 4)}
         if (epoch + 1) % 5 == 0 or epoch + 1 == s["epochs"]:
             xt, yt = tests[probe]
