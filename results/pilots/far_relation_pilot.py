@@ -88,6 +88,7 @@ DESIGNS = {
     "cur5": {"curriculum_epochs": 5},
     "cur5-h4": {"curriculum_epochs": 5, "num_heads": (4, 8)},
     "cur5-e25": {"curriculum_epochs": 5, "epochs": 25},
+    "cur5-e40": {"curriculum_epochs": 5, "epochs": 40},
     "heldout-cur5": {"curriculum_epochs": 5, "region": "left6"},
     # held-out positions: both objects in the left 6 patch columns in training
     "heldout-lr2-e30": {"lr": 2e-3, "epochs": 30, "region": "left6"},
