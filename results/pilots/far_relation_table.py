@@ -16,6 +16,18 @@ from pathlib import Path
 
 OUT = Path(__file__).resolve().parent / "out"
 TAKE_OFF = 0.5
+
+
+def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Exact binomial interval for a rate observed as k of n."""
+    from scipy.stats import beta
+
+    a = (1 - level) / 2
+    low = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
+    high = 1.0 if k == n else float(beta.ppf(1 - a, k + 1, n - k))
+    return low, high
+
+
 LEFT_START = 0.9
 
 
@@ -47,13 +59,17 @@ def main() -> None:
         c[2] += 1
     lines += [
         "",
-        "| design | pos | took off (d2 >= 0.5) / runs | left the start (d1 >= 0.9) / runs "
-        "| mean train s |",
-        "|---|---|---|---|---|",
+        "| design | pos | took off (d2 >= 0.5) / runs | exact 95% interval "
+        "| left the start (d1 >= 0.9) / runs | mean train s |",
+        "|---|---|---|---|---|---|",
     ]
     for (design, pos), (k, k1, n) in sorted(counts.items()):
         secs = [r["train_s"] for r in runs if r["design"] == design and r["pos"] == pos]
-        lines.append(f"| {design} | {pos} | {k} / {n} | {k1} / {n} | {sum(secs) / len(secs):.0f} |")
+        low, high = clopper_pearson(k, n)
+        lines.append(
+            f"| {design} | {pos} | {k} / {n} | {low:.2f}–{high:.2f} | {k1} / {n} "
+            f"| {sum(secs) / len(secs):.0f} |"
+        )
     text = "\n".join(lines) + "\n"
     target = OUT / "far_relation_runs.md"
     tmp = target.with_suffix(".md.tmp")
