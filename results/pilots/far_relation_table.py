@@ -11,24 +11,36 @@ start": accuracy at d = 1 >= 0.9 (the hierarchy's shortcut, open to every encodi
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parent / "out"
 TAKE_OFF = 0.5
+LEFT_START = 0.9
+
+
+def _binom_cdf(k: int, n: int, p: float) -> float:
+    return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1))
+
+
+def _solve(f, target: float) -> float:
+    """The p in [0, 1] where the decreasing function f(p) crosses target (bisection)."""
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if f(mid) > target else (lo, mid)
+    return (lo + hi) / 2
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Exact binomial interval for a rate observed as k of n."""
-    from scipy.stats import beta
-
+    """Exact (Clopper-Pearson) binomial interval for a rate observed as k of n."""
     a = (1 - level) / 2
-    low = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
-    high = 1.0 if k == n else float(beta.ppf(1 - a, k + 1, n - k))
+    # lower end: P(X >= k | p) = a, i.e. P(X <= k - 1 | p) = 1 - a (decreasing in p)
+    low = 0.0 if k == 0 else _solve(lambda p: _binom_cdf(k - 1, n, p), 1 - a)
+    # upper end: P(X <= k | p) = a
+    high = 1.0 if k == n else _solve(lambda p: _binom_cdf(k, n, p), a)
     return low, high
-
-
-LEFT_START = 0.9
 
 
 def main() -> None:
