@@ -20,9 +20,10 @@ from test_train import stand_in
 
 from companion.experiments import ablation
 from companion.experiments.ablation import AblationPlan, StaleRunError, run_ablation
-from companion.experiments.resolution_experiment import MoveSettings, run_transfer, transfer_table
+from companion.experiments.resolution_experiment import MoveSettings, run_transfer
 from companion.experiments.resolution_experiment import main as experiment_main
 from companion.experiments.results import load_results, results_table, summarize
+from companion.experiments.transfer_results import transfer_table
 from companion.train import CHECKPOINT, CheckpointError, load_checkpoint, train
 from companion.train import checkpoint as checkpoint_module
 from companion.train.cli import run_reporting_errors

@@ -3,7 +3,7 @@
 import pytest
 from book_figures import assert_fits_the_page
 
-from companion.experiments.resolution_experiment import transfer_summary
+from companion.experiments.transfer_results import transfer_summary
 from companion.figures.resolution import plot_renderings, plot_transfer
 
 

@@ -6,22 +6,7 @@ import statistics
 import pytest
 
 from companion.experiments.ablation import AblationPlan, run_ablation
-from companion.experiments.resolution_experiment import (
-    MoveSettings,
-    code_comparisons,
-    family_note,
-    holm_family,
-    load_transfer,
-    main,
-    moved_accuracy_table,
-    run_transfer,
-    transfer_gap,
-    transfer_gaps_table,
-    transfer_summary,
-    transfer_table,
-    window_gain_pairs,
-    window_gain_table,
-)
+from companion.experiments.resolution_experiment import MoveSettings, main, run_transfer
 from companion.experiments.resolution_transfer import (
     RECORDED_NAMES,
     grown_condition,
@@ -29,6 +14,19 @@ from companion.experiments.resolution_transfer import (
 )
 from companion.experiments.results import find_results
 from companion.experiments.stats import holm
+from companion.experiments.transfer_results import (
+    code_comparisons,
+    family_note,
+    holm_family,
+    load_transfer,
+    moved_accuracy_table,
+    transfer_gap,
+    transfer_gaps_table,
+    transfer_summary,
+    transfer_table,
+    window_gain_pairs,
+    window_gain_table,
+)
 from companion.train import TrainConfig
 
 

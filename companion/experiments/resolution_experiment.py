@@ -15,7 +15,7 @@ split rendered at that size::
 It writes ``results/<name>/transfer.json`` (a provenance header, the settings, one row per run x
 size x condition, and the content hashes of the runs it was computed from) and ``transfer.md``
 (mean ± std over seeds), atomically, after checking every checkpoint against the hash the
-ablation published for it.
+ablation published for it. :mod:`companion.experiments.transfer_results` reads the record back.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeAlias, cast
+from typing import Any, cast
 
 import torch
 
@@ -41,11 +41,7 @@ from companion.experiments.resolution_transfer import (
     EVAL_SIZES,
     MAX_SIZE,
     TRAIN_SIZE,
-    WINDOW_GROWN,
-    WINDOW_KEPT,
     accuracy,
-    condition_name,
-    grown_condition,
     moved_model,
     transfer_conditions,
 )
@@ -53,14 +49,11 @@ from companion.experiments.results import (
     DERIVED,
     RESULTS_DIR,
     WORK_DIR,
-    cell_label,
     load_results,
-    mean_std,
     run_key,
     run_sources,
-    summarize,
 )
-from companion.experiments.stats import holm, paired_interval, paired_t_test
+from companion.experiments.transfer_results import transfer_summary, transfer_table
 from companion.swin import SwinTransformer
 from companion.swin_configs import variant_overrides
 from companion.train import CHECKPOINT, TrainConfig, load_checkpoint, train_steps
@@ -220,268 +213,6 @@ def _moved_run(
     if threads:
         torch.set_num_threads(threads)
     return transfer_rows(*trained_run(work, *run), settings)
-
-
-def transfer_summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Mean and std over seeds per dataset x pos x size x condition (as moved, and fine-tuned),
-    by ``companion.experiments.results.summarize`` with ``(pos, size, condition)`` in the place
-    of ``pos``."""
-    out = []
-    for metric in ("acc", "acc_finetuned"):
-        records = [
-            {
-                "dataset": r["dataset"],
-                "variant": r.get("variant", "swin"),
-                "seed": r["seed"],
-                "pos": (r["pos"], r["size"], r["condition"]),
-                "final": {metric: r[metric]},
-            }
-            for r in rows
-            if metric in r
-        ]
-        for s in summarize(records, metric=metric):
-            pos, size, condition = s["pos"]
-            out.append({**s, "pos": pos, "size": size, "condition": condition, "metric": metric})
-    return out
-
-
-def transfer_table(summary: Sequence[dict[str, Any]]) -> str:
-    """``transfer_summary`` as Markdown: one line per dataset x pos x size x condition (named as
-    today, ``condition_name``, also when the summary comes from an older record)."""
-    lines = ["| dataset | pos | size | condition | accuracy | after fine-tune |", "|---" * 6 + "|"]
-    cells: dict[tuple, dict[str, str]] = {}
-    for s in summary:
-        condition = condition_name(s["condition"])
-        key = (s["dataset"], cell_label(s["pos"], s["variant"]), s["size"], condition)
-        cells.setdefault(key, {})[s["metric"]] = f"{mean_std(s)} (n={s['n']})"
-    for (dataset, pos, size, condition), v in cells.items():
-        after = v.get("acc_finetuned", "")
-        lines.append(f"| {dataset} | {pos} | {size} | {condition} | {v['acc']} | {after} |")
-    return "\n".join(lines)
-
-
-def load_transfer(folder: str | Path) -> dict[str, Any]:
-    """``transfer.json`` of an ablation folder (written by :func:`run_transfer`), its rows and
-    summary with today's condition names (``condition_name``; the file is not changed). The
-    names it had to map are under ``"renamed"`` (recorded name -> today's; empty for a record
-    written with today's names)."""
-    results = json.loads((Path(folder) / DERIVED[0]).read_text())
-    renamed: dict[str, str] = {}
-    for record in (*results["rows"], *results["summary"]):
-        name = condition_name(record["condition"])
-        if name != record["condition"]:
-            renamed[record["condition"]] = record["condition"] = name
-    results["renamed"] = renamed
-    return results
-
-
-def transfer_gap(
-    rows: Sequence[dict[str, Any]],
-    dataset: str,
-    size: int,
-    a: tuple[str, str],
-    b: tuple[str, str],
-    metric: str = "acc",
-    confidence: float = 0.95,
-) -> dict[str, Any]:
-    """Paired difference ``a - b`` in percentage points at ``size``, seed by seed.
-
-    ``a`` and ``b`` are ``(pos, condition)`` cells of the rows of :func:`transfer_rows`; only seeds
-    that both have are paired. Returns ``{a, b, seeds, mean, low, high, excludes_zero, p}``, the
-    interval a paired t interval (``companion.experiments.stats.paired_interval``) and ``p`` the
-    two-sided p-value of the same paired t test (``paired_t_test``), unadjusted.
-    """
-
-    def by_seed(cell: tuple[str, str]) -> dict[int, float]:
-        wanted = (dataset, *cell, size)
-        return {
-            r["seed"]: 100.0 * r[metric]
-            for r in rows
-            if (r["dataset"], r["pos"], r["condition"], r["size"]) == wanted
-        }
-
-    left, right = by_seed(a), by_seed(b)
-    seeds = sorted(set(left) & set(right))
-    if len(seeds) < 2:
-        raise ValueError(
-            f"a and b must share at least 2 seeds on {dataset} at {size} px, got a={a} "
-            f"({len(left)} seeds) and b={b} ({len(right)} seeds)"
-        )
-    differences = [left[s] - right[s] for s in seeds]
-    mean, low, high = paired_interval(differences, confidence)
-    excludes = bool(low > 0 or high < 0)
-    return {"a": a, "b": b, "seeds": seeds, "mean": mean, "low": low, "high": high,
-            "excludes_zero": excludes, "p": paired_t_test(differences)[1]}  # fmt: skip
-
-
-#: One gap: ``(dataset, size, a, b)`` with ``a`` and ``b`` ``(pos, condition)`` cells.
-Pair: TypeAlias = tuple[str, int, tuple[str, str], tuple[str, str]]
-#: Holm-adjusted p-values of a family of gaps, keyed by ``(*pair, metric)``.
-HolmFamily: TypeAlias = dict[tuple[str, int, tuple[str, str], tuple[str, str], str], float]
-#: Below this Holm-adjusted p, a gap is marked ``H``: readable after the family's correction.
-FAMILY_ALPHA = 0.05
-
-
-def holm_family(
-    rows: Sequence[dict[str, Any]],
-    pairs: Sequence[Pair],
-    metrics: Sequence[str] = ("acc", "acc_finetuned"),
-) -> HolmFamily:
-    """The Holm-adjusted p-value (``companion.experiments.stats.holm``) of every gap of ``pairs``
-    under every metric, all of them one family: the gaps a reader is shown, none planned."""
-    keys = [(dataset, size, a, b, metric) for metric in metrics for dataset, size, a, b in pairs]
-    p = [transfer_gap(rows, d, s, a, b, m)["p"] for d, s, a, b, m in keys]
-    return dict(zip(keys, holm(p), strict=True))
-
-
-def family_note(family: HolmFamily) -> str:
-    """The line that says how the gaps below are to be read, with the family's size."""
-    return (
-        f"Exploratory: no comparison was planned before the run. Each gap: mean [95 % paired t "
-        f"interval, unadjusted] (* the interval excludes 0), then its p-value after Holm's "
-        f"correction over the family of {len(family)} gaps (H: below {FAMILY_ALPHA:g})."
-    )
-
-
-def _adjusted(family: HolmFamily | None, pair: Pair, metric: str) -> float | None:
-    """The Holm-adjusted p of ``pair`` under ``metric`` in ``family`` (``None`` without one)."""
-    if family is None:
-        return None
-    if (*pair, metric) not in family:
-        raise ValueError(f"family: holds no gap {pair} for {metric!r}; build it with that gap")
-    return family[(*pair, metric)]
-
-
-def _gap_cell(g: dict[str, Any], adjusted: float | None) -> str:
-    """``mean [low, high] *``, then ``p_Holm`` (and ``H``) when an adjusted p is given."""
-    mark = "*" if g["excludes_zero"] else " "
-    text = f"{g['mean']:+6.1f} [{g['low']:+6.1f}, {g['high']:+6.1f}] {mark}"
-    if adjusted is None:
-        return text
-    shown = "<0.001" if adjusted < 0.001 else f"{adjusted:.3f}"
-    return f"{text} p_Holm {shown:>6} {'H' if adjusted < FAMILY_ALPHA else ' '}"
-
-
-def transfer_gaps_table(
-    rows: Sequence[dict[str, Any]],
-    pairs: Sequence[Pair],
-    metric: str = "acc",
-    family: HolmFamily | None = None,
-) -> str:
-    """One line per ``(dataset, size, a, b)``: the paired gap ``a - b`` and its 95% interval,
-    with ``*`` when the interval excludes 0, and, given a ``family`` (:func:`holm_family`) that
-    holds these gaps, each gap's Holm-adjusted p."""
-    width = max((len(":".join(cell)) for *_, a, b in pairs for cell in (a, b)), default=0)
-    lines = []
-    for dataset, size, a, b in pairs:
-        g = transfer_gap(rows, dataset, size, a, b, metric)
-        adjusted = _adjusted(family, (dataset, size, a, b), metric)
-        lines.append(
-            f"{dataset:<9} {size} px  {':'.join(a):<{width}} - {':'.join(b):<{width}} "
-            f"{_gap_cell(g, adjusted)}"
-        )
-    return "\n".join(lines)
-
-
-def window_gain_pairs(
-    datasets: Sequence[str], sizes: Sequence[int], codes: Sequence[str], method: str = "geometric"
-) -> list[Pair]:
-    """*Window grown − window kept* for every dataset x size x code, as :data:`Pair` gaps (codes
-    with a table: the window grown with ``method``'s resizing)."""
-    return [
-        (dataset, size, (pos, grown_condition(pos, method)), (pos, WINDOW_KEPT))
-        for dataset in datasets
-        for size in sizes
-        for pos in codes
-    ]
-
-
-def code_comparisons(codes: Sequence[str]) -> list[Pair]:
-    """The codes against each other, each with its window grown, that chapter 6 prints: the
-    continuous bias against every other code on ``grid-cell`` (``none`` aside), ``abs+rel``
-    against ``abs`` and both RoPEs, the two RoPEs, every code against ``none`` on ``relation`` at
-    48 px, and the two table resizings of ``rel`` and ``abs+rel`` on both tasks and sizes."""
-    grown = {pos: grown_condition(pos) for pos in codes}
-    sizes = EVAL_SIZES
-    resized = {method: grown_condition("rel", method) for method in ("geometric", "bicubic")}
-
-    def vs(dataset: str, size: int, a: str, b: str) -> Pair:
-        return dataset, size, (a, grown[a]), (b, grown[b])
-
-    return [
-        *(vs("grid-cell", s, "cpb", pos) for s in sizes for pos in codes
-          if pos not in ("cpb", "none")),
-        *(vs("grid-cell", s, "abs+rel", pos) for s in sizes
-          for pos in ("abs", "rope-axial", "rope-mixed")),
-        *(vs("grid-cell", s, "rope-mixed", "rope-axial") for s in sizes),
-        *(vs("relation", 48, pos, "none") for pos in codes if pos != "none"),
-        *((task, s, (pos, resized["geometric"]), (pos, resized["bicubic"]))
-          for task in ("grid-cell", "relation") for s in sizes for pos in ("rel", "abs+rel")),
-    ]  # fmt: skip
-
-
-def moved_accuracy_table(
-    summary: Sequence[dict[str, Any]],
-    datasets: Sequence[str],
-    cells: Sequence[tuple[str, str]],
-    metric: str = "acc",
-) -> str:
-    """Mean ± std test accuracy (%) over seeds of each ``(pos, condition)`` cell: trained at
-    32 px, then at every size it was moved to (``metric``: as moved, or ``acc_finetuned``)."""
-
-    def value(dataset: str, pos: str, size: int, condition: str, wanted: str) -> str:
-        for s in summary:
-            key = (s["dataset"], s["pos"], s["size"], s["condition"], s["metric"])
-            if key == (dataset, pos, size, condition, wanted):
-                return f"{100 * s['mean']:5.1f} ± {100 * (s['std'] or 0.0):4.1f}"
-        raise ValueError(f"summary has no cell {pos}:{condition} on {dataset} at {size} px")
-
-    sizes = sorted({s["size"] for s in summary if s["size"] != TRAIN_SIZE})
-    width = max(len(":".join(c)) for c in cells)
-    lines = [
-        f"{'':<{10 + width}} {TRAIN_SIZE} px (trained)  "
-        + "  ".join(
-            f"{size} px {'as moved' if metric == 'acc' else 'fine-tuned':<6}" for size in sizes
-        )
-    ]
-    for dataset in datasets:
-        for pos, condition in cells:
-            moved = [value(dataset, pos, size, condition, metric) for size in sizes]
-            trained = value(dataset, pos, TRAIN_SIZE, "trained", "acc")
-            lines.append(
-                f"{dataset:<9} {pos + ':' + condition:<{width}} {trained:>16}  "
-                + "  ".join(f"{m:>18}" for m in moved)
-            )
-    return "\n".join(lines)  # fmt: skip
-
-
-def window_gain_table(
-    rows: Sequence[dict[str, Any]],
-    datasets: Sequence[str],
-    sizes: Sequence[int],
-    codes: Sequence[str],
-    method: str = "geometric",
-    family: HolmFamily | None = None,
-) -> str:
-    """*Window grown − window kept* (:func:`window_gain_pairs`), as moved and after the
-    fine-tune: paired gaps in points with their 95% intervals (``*``: the interval excludes 0),
-    and their Holm-adjusted p when a ``family`` holding them is given."""
-
-    def cell(pair: Pair, metric: str) -> str:
-        dataset, size, a, b = pair
-        g = transfer_gap(rows, dataset, size, a, b, metric)
-        return _gap_cell(g, _adjusted(family, pair, metric))
-
-    after = 27 if family is None else 45
-    lines = [f"{WINDOW_GROWN} - {WINDOW_KEPT}", f"{'':<12}{'as moved':<{after}}after the fine-tune"]
-    pairs = window_gain_pairs(datasets, sizes, codes, method)
-    for dataset in datasets:
-        for size in sizes:
-            lines.append(f"{dataset} at {size} px")
-            for pair in (p for p in pairs if p[:2] == (dataset, size)):
-                moved, tuned = (cell(pair, m) for m in ("acc", "acc_finetuned"))
-                lines.append(f"  {pair[2][0]:<10}{moved}   {tuned}")
-    return "\n".join(lines)
 
 
 def run_transfer(

@@ -230,7 +230,7 @@ _GROWN = {WINDOW_GROWN, grown_condition("rel", "geometric")}
 def plot_transfer(summary: Sequence[dict], datasets: Sequence[str], metric: str = "acc") -> Figure:
     """Test accuracy against image size, one line per position code (mean ± std over seeds).
 
-    ``summary`` is ``companion.experiments.resolution_experiment.transfer_summary``'s output. Rows:
+    ``summary`` is ``companion.experiments.transfer_results.transfer_summary``'s output. Rows:
     datasets; left column: ``window-kept`` (the token grid grows), right: ``window-grown`` with the
     image (tables resized geometrically), titled with those condition names; older records'
     names are read as today's (``condition_name``). 32 px is the trained model, the same point
