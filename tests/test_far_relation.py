@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from companion.data import dataset_splits, make_dataset, num_classes
+from companion.data import dataset_splits, make_dataset, num_classes, tasks
 from companion.data.far_relation_bounds import (
     constant_answer_accuracy,
     pair_distribution,
@@ -25,6 +25,7 @@ from companion.data.tasks import (
     far_split_design,
     place_pair,
 )
+from companion.train.cli import build_parser
 from companion.train.config import TrainConfig, validate_config
 
 BOUNDS_JSON = Path(__file__).resolve().parents[1] / "results/pilots/out/bounds.json"
@@ -144,6 +145,19 @@ def test_adding_far_relation_leaves_the_existing_tasks_images_unchanged():
         assert hashlib.sha256(data).hexdigest() == digest, name
 
 
+@pytest.mark.parametrize("size", [32, 64])
+def test_far_relation_draws_its_objects_exactly_as_relation_does(size):
+    # the same stream through relation's drawing and far-relation's (at distance 1) gives the
+    # same label, objects and pixels: "drawn like relation" is an identity, not a likeness
+    for seed in range(20):
+        image, label, centres = tasks.draw_relation(np.random.default_rng(seed), size)
+        rng = np.random.default_rng(seed)
+        far_label, patch_a, patch_b = place_pair(rng, 1)
+        far_image, far_centres = tasks._draw_pair(rng, patch_a, patch_b, size)
+        assert far_label == label and np.array_equal(far_image, image)
+        assert np.array_equal(far_centres, centres)
+
+
 def test_place_pair_samples_the_exact_pair_distribution():
     rng = np.random.default_rng(0)
     for inside in (None, True, False):
@@ -184,10 +198,11 @@ def test_distance_3_is_not_proof_against_merge_slots():
     assert position_only_bounds(1)["merge_slots_and_shared_windows"] == 1
 
 
-def test_far_relation_is_a_four_class_dataset_the_trainer_accepts():
+def test_far_relation_is_a_four_class_dataset_companion_train_accepts():
     assert num_classes("far-relation") == num_classes(HELDOUT) == 4
     for name in ("far-relation", HELDOUT):
         validate_config(TrainConfig(dataset=name))
+        assert build_parser().parse_args(["--dataset", name]).dataset == name
 
 
 @pytest.mark.parametrize(
