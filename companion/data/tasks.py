@@ -40,7 +40,9 @@ They need no download:
     2 x 2 merge groups in the *same* slot, so neither a patch embedding nor patch merging's
     concatenation order can tell the direction; a position code relating two tokens inside a
     stage-0 window can (``companion.data.far_relation_bounds`` gives the exact bounds of rules
-    that see positions only). ``meta["distance"]`` holds each image's distance.
+    that see positions only). ``meta["distance"]`` holds each image's distance, which is what a
+    curriculum needs: the pilots (results/pilots/README.md) trained the first 5 epochs on the
+    distance-1 images only, a schedule ``companion.train`` does not offer yet.
 
 ``far-relation-heldout`` is far-relation with held-out positions: training pairs have both
     objects in the left ``HELDOUT_COLUMNS`` = 6 of the 8 patch columns; its ``seen`` test split
