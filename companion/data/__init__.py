@@ -1,9 +1,11 @@
-"""Image classification data for training a small Swin: two generated tasks and CIFAR-10.
+"""Image classification data for training a small Swin: generated tasks and CIFAR-10.
 
 ``make_dataset(name, split)`` is the one entry point; the modules below it:
 
 * ``companion.data.dataset``: ``ImageClassificationData``, uint8 images in memory and labels;
-* ``companion.data.tasks``: the generated ``grid-cell`` and ``relation`` tasks (``TASKS``);
+* ``companion.data.tasks``: the generated tasks (``TASKS``): ``grid-cell``, ``relation``,
+  ``far-relation`` and ``far-relation-heldout``;
+* ``companion.data.far_relation_bounds``: exact accuracies of position-only rules on far-relation;
 * ``companion.data.cifar``: CIFAR-10, downloaded and checked against its published MD5s;
 * ``companion.data.loaders``: whole-batch loading;
 * ``companion.data.augment``: the CIFAR-style augmentation, on the batch's device.
@@ -16,13 +18,27 @@ import os
 from companion._checks import check_choice, check_positive_int
 from companion.data.cifar import CIFAR10_CLASSES, DEFAULT_DATA_DIR, load_cifar10
 from companion.data.dataset import SPLITS, ImageClassificationData
-from companion.data.tasks import CLASSES, IMAGE_SIZE, TASKS, check_image_size, make_task
+from companion.data.tasks import (
+    CLASSES,
+    IMAGE_SIZE,
+    TASK_SPLITS,
+    TASKS,
+    check_image_size,
+    make_task,
+)
 
-__all__ = ["DATASETS", "TASKS", "make_dataset", "num_classes"]
+__all__ = ["DATASETS", "TASKS", "dataset_splits", "make_dataset", "num_classes"]
 
 DATASETS = (*TASKS, "cifar10")
-#: Default number of generated images per split.
-DEFAULT_SIZES = {"train": 5000, "test": 1000}
+#: Default number of generated images per split (far-relation-heldout's test splits: as test).
+DEFAULT_SIZES = {"train": 5000, "test": 1000, "seen": 1000, "unseen": 1000}
+
+
+def dataset_splits(name: str) -> tuple[str, ...]:
+    """The splits of dataset ``name``: ``("train", "test")``, plus ``"seen"`` and ``"unseen"``
+    for ``far-relation-heldout``."""
+    check_choice("name", name, DATASETS)
+    return SPLITS if name == "cifar10" else TASK_SPLITS[name]
 
 
 def num_classes(name: str) -> int:
@@ -40,15 +56,14 @@ def make_dataset(
     download: bool = False,
     size: int = IMAGE_SIZE,
 ) -> ImageClassificationData:
-    """The one entry point: ``name`` in ``DATASETS``, ``split`` in ``("train", "test")``.
+    """The one entry point: ``name`` in ``DATASETS``, ``split`` in ``dataset_splits(name)``.
 
     ``n``: number of images (generated tasks: default ``DEFAULT_SIZES[split]``; CIFAR-10: the
     first ``n`` of the split, default all). ``seed`` chooses the generated images; CIFAR-10
     ignores it. ``size``: the generated tasks' rendering size (:func:`make_task`); CIFAR-10's
     photographs exist only at 32 px.
     """
-    check_choice("name", name, DATASETS)
-    check_choice("split", split, SPLITS)
+    check_choice("split", split, dataset_splits(name))
     if n is not None:
         check_positive_int("n", n)
     check_image_size(size)

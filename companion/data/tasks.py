@@ -1,4 +1,4 @@
-"""Two generated image tasks that *separate* the position encodings a Swin can use.
+"""Generated image tasks that *separate* the position encodings a Swin can use.
 
 They need no download:
 
@@ -33,6 +33,24 @@ They need no download:
     own patch, so no 4 x 4 patch holds parts of both: a patch embedding alone never sees the
     relation, only attention across patches (or the patch merging of 2 x 2 neighbours) can.
 
+``far-relation`` (4 classes, ``RELATIONS``) asks the same question when the objects lie *apart*.
+    B's patch is A's plus ``distance`` steps in the label's direction; objects and placement
+    (label first) are ``relation``'s. Training images draw the distance from ``FAR_TRAIN_MIX``
+    (half 1, half 2); the test split is distance 2 only. There the two objects sit in different
+    2 x 2 merge groups in the *same* slot, so neither a patch embedding nor patch merging's
+    concatenation order can tell the direction; a position code relating two tokens inside a
+    stage-0 window can (``companion.data.far_relation_bounds`` gives the exact bounds of rules
+    that see positions only). ``meta["distance"]`` holds each image's distance, which is what a
+    curriculum needs: the pilots (results/pilots/README.md) trained the first 5 epochs on the
+    distance-1 images only, a schedule ``companion.train`` does not offer yet.
+
+``far-relation-heldout`` is far-relation with held-out positions: training pairs have both
+    objects in the left ``HELDOUT_COLUMNS`` = 6 of the 8 patch columns; its ``seen`` test split
+    (distance 2) lies there too and its ``unseen`` one (distance 2, also called ``test``) reaches
+    into the columns never seen in training. Each split's label mix differs (the frame's border
+    cuts differently), so each has its own constant-answer baseline (the most frequent label's
+    share of its own labels).
+
 Every image is drawn from its own random stream ``numpy.random.default_rng([seed, task, split,
 i])``: the train and test splits never share a stream, and image ``i`` of a split is the same
 whatever ``n`` is.
@@ -65,7 +83,23 @@ PATCH = 4
 PATCHES = IMAGE_SIZE // PATCH
 #: relation: B's patch minus A's patch ``(rows, columns)`` for each label of ``RELATIONS``.
 RELATION_STEPS = ((0, 1), (0, -1), (1, 0), (-1, 0))
-TASKS = ("grid-cell", "relation")
+#: far-relation: the ``(distance, weight)`` mix of the training images' distances (in patches).
+#: Distance 1 lets a model leave the symmetric start, distance 2 is the task (results/pilots).
+FAR_TRAIN_MIX = ((1, 0.5), (2, 0.5))
+#: far-relation: the test split's only distance. At 2 the objects' merge slots carry no
+#: direction; at 3 they do (results/pilots/README.md), so the test is not "distance >= 2".
+FAR_TEST_DISTANCE = 2
+#: far-relation-heldout: training and ``seen`` pairs lie in the first HELDOUT_COLUMNS columns.
+HELDOUT_COLUMNS = 6
+#: Appended, never reordered: a task's index seeds its images (:func:`example_rng`).
+TASKS = ("grid-cell", "relation", "far-relation", "far-relation-heldout")
+FAR_TASKS = TASKS[2:]
+#: The splits of each task. far-relation-heldout's ``test`` is its ``unseen`` split (the same
+#: images), so that a trainer that evaluates ``test`` measures the held-out positions.
+TASK_SPLITS = {
+    **{task: SPLITS for task in TASKS[:3]},
+    "far-relation-heldout": (*SPLITS, "seen", "unseen"),
+}
 
 
 def shape_mask(shape: str, cy: float, cx: float, r: float, size: int = IMAGE_SIZE) -> np.ndarray:
@@ -183,6 +217,96 @@ def draw_relation(
     return _to_uint8(image), label, np.array(centres)
 
 
+def a_patch_range(label: int, distance: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(lo, hi)``: A's patches ``lo <= (row, col) < hi`` from which B, ``distance`` patches
+    away in the label's direction, is still inside the grid."""
+    step = distance * np.array(RELATION_STEPS[label])
+    return np.maximum(0, -step), PATCHES - np.maximum(0, step)
+
+
+def in_seen_region(
+    patch_a: np.ndarray | tuple[int, int], patch_b: np.ndarray | tuple[int, int]
+) -> bool:
+    """far-relation-heldout: both objects in the first ``HELDOUT_COLUMNS`` patch columns."""
+    return max(int(patch_a[1]), int(patch_b[1])) < HELDOUT_COLUMNS
+
+
+def place_pair(
+    rng: np.random.Generator, distance: int, inside: bool | None = None
+) -> tuple[int, np.ndarray, np.ndarray]:
+    """``(label, A's patch (2,), B's patch (2,))``, placed label first: the label uniform, then
+    A's patch uniform over :func:`a_patch_range`, and B's patch ``distance`` steps away in the
+    label's direction. ``inside`` True (False) redraws until the pair lies inside (reaches out
+    of) the seen region (:func:`in_seen_region`); ``None`` keeps every pair."""
+    while True:
+        label = int(rng.integers(len(RELATIONS)))
+        lo, hi = a_patch_range(label, distance)
+        patch_a = lo + rng.integers(hi - lo)
+        patch_b = patch_a + distance * np.array(RELATION_STEPS[label])
+        if inside is None or in_seen_region(patch_a, patch_b) == inside:
+            return label, patch_a, patch_b
+
+
+def _draw_pair(
+    rng: np.random.Generator, patch_a: np.ndarray, patch_b: np.ndarray, size: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """A red object in ``patch_a`` and a blue one in ``patch_b`` on a fresh background:
+    ``(image (3, size, size) uint8, centres (2, 2) float)``, each object clipped to its patch.
+
+    The drawing of :func:`draw_relation`, step for step and draw for draw (a test pins that the
+    two give the same image from the same stream). It is written out there too because chapter 5
+    prints ``draw_relation``'s source whole."""
+    image = _background(rng, size)
+    cell, scale = size // PATCHES, size / IMAGE_SIZE  # a patch's side in the rendered pixels
+    red = np.array([rng.uniform(0.75, 1.0), rng.uniform(0.0, 0.3), rng.uniform(0.0, 0.3)])
+    blue = np.array([rng.uniform(0.0, 0.3), rng.uniform(0.2, 0.5), rng.uniform(0.8, 1.0)])
+    centres = []
+    for patch, color in ((patch_a, red), (patch_b, blue)):
+        r = rng.uniform(1.0, 1.5)
+        # Inside the patch's pixels [p * PATCH, p * PATCH + PATCH - 1] with room for radius r.
+        y, x = patch * PATCH + rng.uniform(r, PATCH - 1 - r, size=2)
+        cy, cx = _rendered(y, x, size)
+        shape = SHAPES[int(rng.integers(len(SHAPES)))]
+        box = np.zeros((size, size), dtype=bool)
+        (y0, x0), (y1, x1) = patch * cell, (patch + 1) * cell
+        box[y0:y1, x0:x1] = True  # the diamond and plus may reach past r: keep them in the patch
+        image[shape_mask(shape, cy, cx, r * scale, size) & box] = color
+        centres.append((cy, cx))
+    return _to_uint8(image), np.array(centres)
+
+
+def far_split_design(task: str, split: str) -> tuple[tuple[tuple[int, float], ...], bool | None]:
+    """``(mix, inside)`` of a far-relation split: the ``(distance, weight)`` pairs its images
+    draw their distance from, and :func:`place_pair`'s ``inside`` (None: anywhere)."""
+    check_choice("task", task, FAR_TASKS)
+    check_choice("split", split, TASK_SPLITS[task])
+    heldout = task == "far-relation-heldout"
+    if split == "train":
+        return FAR_TRAIN_MIX, (True if heldout else None)
+    test_mix = ((FAR_TEST_DISTANCE, 1.0),)
+    if not heldout:
+        return test_mix, None
+    return test_mix, split == "seen"
+
+
+def draw_far_relation(
+    rng: np.random.Generator,
+    size: int = IMAGE_SIZE,
+    mix: tuple[tuple[int, float], ...] = FAR_TRAIN_MIX,
+    inside: bool | None = None,
+) -> tuple[np.ndarray, int, np.ndarray, int]:
+    """One far-relation example: ``(image (3, size, size) uint8, label, centres (2, 2), distance)``.
+
+    The distance (in patches) is drawn from ``mix`` first, then the pair (:func:`place_pair`),
+    then the two objects exactly as in :func:`draw_relation`.
+    """
+    distances, weights = zip(*mix, strict=True)
+    distance = int(distances[rng.choice(len(distances), p=np.array(weights) / sum(weights))])
+    label, patch_a, patch_b = place_pair(rng, distance, inside)
+    image, centres = _draw_pair(rng, patch_a, patch_b, size)
+    return image, label, centres, distance
+
+
 _DRAW: dict[str, Callable[[np.random.Generator, int], tuple[np.ndarray, int, np.ndarray]]] = {
     "grid-cell": draw_grid_cell,
     "relation": draw_relation,
@@ -190,33 +314,48 @@ _DRAW: dict[str, Callable[[np.random.Generator, int], tuple[np.ndarray, int, np.
 CLASSES = {
     "grid-cell": tuple(f"cell ({r}, {c})" for r in range(GRID) for c in range(GRID)),
     "relation": RELATIONS,
+    "far-relation": RELATIONS,
+    "far-relation-heldout": RELATIONS,
 }
 
 
 def example_rng(task: str, split: str, seed: int, index: int) -> np.random.Generator:
     """The random stream of image ``index`` of ``split``: independent of every other image's."""
-    return np.random.default_rng([seed, TASKS.index(task), SPLITS.index(split), index])
+    if task == "far-relation-heldout" and split == "test":
+        split = "unseen"
+    return np.random.default_rng([seed, TASKS.index(task), TASK_SPLITS[task].index(split), index])
 
 
 def make_task(
     task: str, split: str, n: int, seed: int = 0, size: int = IMAGE_SIZE
 ) -> ImageClassificationData:
-    """Generate ``n`` images of a task (``"grid-cell"`` or ``"relation"``) for ``split``,
+    """Generate ``n`` images of a task in ``TASKS`` for ``split`` (one of ``TASK_SPLITS[task]``),
     rendered at ``size`` x ``size`` px (image ``i`` shows the same scene at every size).
 
     ``meta["centres"]`` holds the objects' centres in pixels: ``(n, 2)`` for grid-cell,
-    ``(n, 2, 2)`` (A then B, each ``(y, x)``) for relation.
+    ``(n, 2, 2)`` (A then B, each ``(y, x)``) for the others. The far-relation tasks add
+    ``meta["distance"]`` ``(n,)`` int64: B's patch is A's plus ``distance`` label steps.
     """
     check_choice("task", task, TASKS)
-    check_choice("split", split, SPLITS)
+    check_choice("split", split, TASK_SPLITS[task])
     check_positive_int("n", n)
     check_image_size(size)
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed must be an int >= 0, got {seed!r}")
-    draws = [_DRAW[task](example_rng(task, split, seed, i), size) for i in range(n)]
+    rngs = [example_rng(task, split, seed, i) for i in range(n)]
+    distances = None
+    if task in FAR_TASKS:
+        mix, inside = far_split_design(task, split)
+        far = [draw_far_relation(rng, size, mix, inside) for rng in rngs]
+        draws = [d[:3] for d in far]
+        distances = torch.tensor([d[3] for d in far], dtype=torch.long)
+    else:
+        draws = [_DRAW[task](rng, size) for rng in rngs]
     images = torch.from_numpy(np.stack([d[0] for d in draws]))
     labels = torch.tensor([d[1] for d in draws], dtype=torch.long)
-    centres = torch.from_numpy(np.stack([d[2] for d in draws])).float()
+    meta = {"centres": torch.from_numpy(np.stack([d[2] for d in draws])).float()}
+    if distances is not None:
+        meta["distance"] = distances
     # The generated images are mostly dark background: normalise with their own typical
     # statistics (fixed numbers, so train and test are normalised alike).
     return ImageClassificationData(
@@ -226,5 +365,5 @@ def make_task(
         CLASSES[task],
         mean=(0.2, 0.2, 0.2),
         std=(0.25, 0.25, 0.25),
-        meta={"centres": centres},
+        meta=meta,
     )
