@@ -153,7 +153,7 @@ def test_far_relation_draws_its_objects_exactly_as_relation_does(size):
         image, label, centres = tasks.draw_relation(np.random.default_rng(seed), size)
         rng = np.random.default_rng(seed)
         far_label, patch_a, patch_b = place_pair(rng, 1)
-        far_image, far_centres = tasks._draw_pair(rng, patch_a, patch_b, size)
+        far_image, far_centres = tasks.draw_pair(rng, patch_a, patch_b, size)
         assert far_label == label and np.array_equal(far_image, image)
         assert np.array_equal(far_centres, centres)
 

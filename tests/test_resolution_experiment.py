@@ -164,11 +164,11 @@ def test_holm_family_adjusts_every_gap_of_every_metric_as_one_family():
     assert len(family) == 4  # 2 gaps x 2 metrics
     raw = [transfer_gap(rows, d, s, a, b, m)["p"] for d, s, a, b, m in family]
     assert list(family.values()) == pytest.approx(holm(raw))
-    assert "family of 4 gaps" in family_note(family)
+    assert "family of 4 gaps" in " ".join(family_note(family).split())
     table = window_gain_table(rows, ["d"], [48], ["rel", "cpb"], family=family).splitlines()
     assert table[3].count("p_Holm") == 2 and table[3].rstrip().endswith("H")
     line = transfer_gaps_table(rows, pairs[1:], "acc", family)
-    assert "p_Holm  1.000" in line and not line.rstrip().endswith("H")
+    assert "p_Holm 1.000" in line and not line.rstrip().endswith("H")
     outside = [("d", 48, ("cpb", "window-grown"), ("rel", "window-kept"))]
     with pytest.raises(ValueError, match="family: holds no gap"):
         transfer_gaps_table(rows, outside, "acc", family)

@@ -192,29 +192,9 @@ def draw_relation(
     fits) is clipped to its patch, so no patch holds parts of both objects. Rendered at ``size``
     px, a "patch" is the cell of ``size / 8`` px that holds the 4-px patch of the 32-px design.
     """
-    label = int(rng.integers(len(RELATIONS)))
-    # step = B's patch - A's patch. "A left of B" means B is one patch to A's right.
-    step = np.array(RELATION_STEPS[label])
-    # A's patch: uniform over the rows/columns from which the step stays inside the grid.
-    lo, hi = np.maximum(0, -step), PATCHES - np.maximum(0, step)
-    patch_a = lo + rng.integers(hi - lo)
-    image = _background(rng, size)
-    cell, scale = size // PATCHES, size / IMAGE_SIZE  # a patch's side in the rendered pixels
-    red = np.array([rng.uniform(0.75, 1.0), rng.uniform(0.0, 0.3), rng.uniform(0.0, 0.3)])
-    blue = np.array([rng.uniform(0.0, 0.3), rng.uniform(0.2, 0.5), rng.uniform(0.8, 1.0)])
-    centres = []
-    for patch, color in ((patch_a, red), (patch_a + step, blue)):
-        r = rng.uniform(1.0, 1.5)
-        # Inside the patch's pixels [p * PATCH, p * PATCH + PATCH - 1] with room for radius r.
-        y, x = patch * PATCH + rng.uniform(r, PATCH - 1 - r, size=2)
-        cy, cx = _rendered(y, x, size)
-        shape = SHAPES[int(rng.integers(len(SHAPES)))]
-        box = np.zeros((size, size), dtype=bool)
-        (y0, x0), (y1, x1) = patch * cell, (patch + 1) * cell
-        box[y0:y1, x0:x1] = True  # the diamond and plus may reach past r: keep them in the patch
-        image[shape_mask(shape, cy, cx, r * scale, size) & box] = color
-        centres.append((cy, cx))
-    return _to_uint8(image), label, np.array(centres)
+    label, patch_a, patch_b = place_pair(rng, distance=1)
+    image, centres = draw_pair(rng, patch_a, patch_b, size)
+    return image, label, centres
 
 
 def a_patch_range(label: int, distance: int) -> tuple[np.ndarray, np.ndarray]:
@@ -247,15 +227,14 @@ def place_pair(
             return label, patch_a, patch_b
 
 
-def _draw_pair(
+def draw_pair(
     rng: np.random.Generator, patch_a: np.ndarray, patch_b: np.ndarray, size: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """A red object in ``patch_a`` and a blue one in ``patch_b`` on a fresh background:
     ``(image (3, size, size) uint8, centres (2, 2) float)``, each object clipped to its patch.
 
-    The drawing of :func:`draw_relation`, step for step and draw for draw (a test pins that the
-    two give the same image from the same stream). It is written out there too because chapter 5
-    prints ``draw_relation``'s source whole."""
+    Each object is a random shape of radius 1-1.5 px, placed at a random point of its patch
+    where it fits, and clipped to its patch, so no patch holds parts of both objects."""
     image = _background(rng, size)
     cell, scale = size // PATCHES, size / IMAGE_SIZE  # a patch's side in the rendered pixels
     red = np.array([rng.uniform(0.75, 1.0), rng.uniform(0.0, 0.3), rng.uniform(0.0, 0.3)])
@@ -303,7 +282,7 @@ def draw_far_relation(
     distances, weights = zip(*mix, strict=True)
     distance = int(distances[rng.choice(len(distances), p=np.array(weights) / sum(weights))])
     label, patch_a, patch_b = place_pair(rng, distance, inside)
-    image, centres = _draw_pair(rng, patch_a, patch_b, size)
+    image, centres = draw_pair(rng, patch_a, patch_b, size)
     return image, label, centres, distance
 
 

@@ -11,6 +11,7 @@ between cells with their intervals (:func:`transfer_gap`, :func:`transfer_gaps_t
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -23,7 +24,7 @@ from companion.experiments.resolution_transfer import (
     condition_name,
     grown_condition,
 )
-from companion.experiments.results import DERIVED, cell_label, mean_std, summarize
+from companion.experiments.results import DERIVED, LINE, cell_label, mean_std, summarize
 from companion.experiments.stats import holm, paired_interval, paired_t_test
 
 
@@ -142,10 +143,11 @@ def holm_family(
 
 def family_note(family: HolmFamily) -> str:
     """The line that says how the gaps below are to be read, with the family's size."""
-    return (
+    return textwrap.fill(
         f"Exploratory: no comparison was planned before the run. Each gap: mean [95 % paired t "
         f"interval, unadjusted] (* the interval excludes 0), then its p-value after Holm's "
-        f"correction over the family of {len(family)} gaps (H: below {FAMILY_ALPHA:g})."
+        f"correction over the family of {len(family)} gaps (H: below {FAMILY_ALPHA:g}).",
+        width=LINE,
     )
 
 
@@ -161,11 +163,11 @@ def _adjusted(family: HolmFamily | None, pair: Pair, metric: str) -> float | Non
 def _gap_cell(g: dict[str, Any], adjusted: float | None) -> str:
     """``mean [low, high] *``, then ``p_Holm`` (and ``H``) when an adjusted p is given."""
     mark = "*" if g["excludes_zero"] else " "
-    text = f"{g['mean']:+6.1f} [{g['low']:+6.1f}, {g['high']:+6.1f}] {mark}"
+    text = f"{g['mean']:+6.1f} [{g['low']:+5.1f}, {g['high']:+5.1f}] {mark}"
     if adjusted is None:
-        return text
+        return text.rstrip()
     shown = "<0.001" if adjusted < 0.001 else f"{adjusted:.3f}"
-    return f"{text} p_Holm {shown:>6} {'H' if adjusted < FAMILY_ALPHA else ' '}"
+    return f"{text} p_Holm {shown:>5} {'H' if adjusted < FAMILY_ALPHA else ''}".rstrip()
 
 
 def transfer_gaps_table(
@@ -177,15 +179,17 @@ def transfer_gaps_table(
     """One line per ``(dataset, size, a, b)``: the paired gap ``a - b`` and its 95% interval,
     with ``*`` when the interval excludes 0, and, given a ``family`` (:func:`holm_family`) that
     holds these gaps, each gap's Holm-adjusted p."""
-    width = max((len(":".join(cell)) for *_, a, b in pairs for cell in (a, b)), default=0)
-    lines = []
-    for dataset, size, a, b in pairs:
+    # One heading per (dataset, size), so that a line holds only the comparison and its gap.
+    named = {pair: f"{':'.join(pair[2])} - {':'.join(pair[3])}" for pair in pairs}
+    width = max(map(len, named.values()), default=0)
+    lines, heading = [], None
+    for (dataset, size, a, b), name in named.items():
+        if (dataset, size) != heading:
+            heading = (dataset, size)
+            lines.append(f"{dataset} at {size} px")
         g = transfer_gap(rows, dataset, size, a, b, metric)
         adjusted = _adjusted(family, (dataset, size, a, b), metric)
-        lines.append(
-            f"{dataset:<9} {size} px  {':'.join(a):<{width}} - {':'.join(b):<{width}} "
-            f"{_gap_cell(g, adjusted)}"
-        )
+        lines.append(f"  {name:<{width}} {_gap_cell(g, adjusted)}")
     return "\n".join(lines)
 
 
