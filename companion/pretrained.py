@@ -38,6 +38,19 @@ def pretrained_state_dict(name: str) -> dict[str, Tensor]:
     return timm.create_model(name, pretrained=True).state_dict()
 
 
+def fetch_pretrained(*names: str) -> list[dict[str, Tensor]] | None:
+    """The pretrained ``state_dict`` of each timm model name, or ``None``, said in one line,
+    where they cannot be had: outside Colab without the opt-in, or with no route to the hub."""
+    if not downloads_allowed():
+        print(f"These pictures are drawn in Colab (or with {OPT_IN}=1), not at build time.")
+        return None
+    try:
+        return [pretrained_state_dict(name) for name in names]
+    except OSError as exc:  # the hub's and requests' errors are OSErrors (no network, no file)
+        print(f"The model hub could not be reached ({type(exc).__name__}): no pictures here.")
+        return None
+
+
 def load_state_dict_file(path: str | os.PathLike[str]) -> dict[str, Tensor]:
     """A ``state_dict`` saved with ``torch.save`` (tensors only, loaded with weights_only)."""
     path = Path(path)

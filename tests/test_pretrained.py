@@ -6,13 +6,17 @@ import timm
 import torch
 from book_figures import assert_fits_the_page
 
+from companion import pretrained
 from companion.figures.pretrained import (
     plot_pretrained_swin_tables,
     plot_pretrained_vit_similarity,
 )
 from companion.pretrained import (
     OPT_IN,
+    SWIN_T,
+    VIT_B16,
     downloads_allowed,
+    fetch_pretrained,
     load_state_dict_file,
     swin_bias_tables,
     vit_patch_position_embedding,
@@ -40,6 +44,24 @@ def test_downloads_are_allowed_only_in_colab_or_on_opt_in(monkeypatch):
     assert not downloads_allowed()
     monkeypatch.setenv(OPT_IN, "1")
     assert downloads_allowed()
+
+
+def test_fetch_pretrained_says_in_one_line_why_it_gives_nothing_outside_colab(monkeypatch, capsys):
+    monkeypatch.delenv(OPT_IN, raising=False)
+    monkeypatch.delitem(__import__("sys").modules, "google.colab", raising=False)
+    assert fetch_pretrained(SWIN_T) is None
+    assert capsys.readouterr().out.count("\n") == 1
+
+
+def test_fetch_pretrained_with_no_route_to_the_hub_gives_nothing_in_one_line(monkeypatch, capsys):
+    def offline(name):
+        raise FileNotFoundError(f"cannot reach the hub for {name}")
+
+    monkeypatch.setenv(OPT_IN, "1")
+    monkeypatch.setattr(pretrained, "pretrained_state_dict", offline)
+    assert fetch_pretrained(SWIN_T, VIT_B16) is None
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "FileNotFoundError" in out
 
 
 def test_swin_tables_are_read_per_block_with_their_window(saved_checkpoints):
