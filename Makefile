@@ -44,12 +44,15 @@ lint: setup
 # `make unit`: every test that takes seconds (run it after each change); `make slow`: the few
 # marked slow (a wheel install, torchrun, whole training runs, a notebook kernel). `make test`
 # runs both. Each says what it runs and prints its duration and its five slowest tests.
+# `make unit` and `make nbval` spread their tests over every core (pytest-xdist; a chapter stays
+# in one kernel: --dist loadfile); the slow tests start processes of their own and run one by one.
 UNIT_MARKS := not browser and not slow
+XDIST := -n auto
 
 unit: setup
 	@echo "unit: pytest tests -m '$(UNIT_MARKS)'"
 	@start=$$(date +%s); $(PY) -m pytest tests -q -p no:cacheprovider -m "$(UNIT_MARKS)" \
-		--durations=5; status=$$?; echo "unit: $$(( $$(date +%s) - start )) s"; exit $$status
+		$(XDIST) --durations=5; status=$$?; echo "unit: $$(( $$(date +%s) - start )) s"; exit $$status
 
 slow: setup
 	@echo "slow: pytest tests -m 'slow and not browser'"
@@ -57,7 +60,7 @@ slow: setup
 		--durations=5; status=$$?; echo "slow: $$(( $$(date +%s) - start )) s"; exit $$status
 
 nbval: setup
-	$(PY) -m pytest -q --nbval --nbval-current-env \
+	$(PY) -m pytest -q --nbval --nbval-current-env $(XDIST) --dist loadfile \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider book
 
 $(NODE_STAMP): package.json package-lock.json | node-deps
