@@ -30,7 +30,9 @@ def _open(context: Any, base_url: str, path: str) -> Any:
     return page
 
 
-def _shot(page: Any, prefix: str, path: str, full_page: bool = True) -> None:
+def _shot(page: Any, prefix: str, path: str, full_page: bool = False) -> None:
+    # The viewport only: book_browser already keeps one full-page shot of every page, and four
+    # more of each long page (desktop, dark, solutions, phone) cost minutes of `make test`.
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     target = SCREENSHOTS / f"{prefix}_{screenshot_name(path)}"
     page.screenshot(path=str(target), full_page=full_page)
