@@ -31,8 +31,8 @@ from companion.train.config import TrainConfig, validate_config
 BOUNDS_JSON = Path(__file__).resolve().parents[1] / "results/pilots/out/bounds.json"
 HELDOUT = "far-relation-heldout"
 #: Every far-relation split, as (task, split).
-FAR_SPLITS = [("far-relation", "train"), ("far-relation", "test")] + [
-    (HELDOUT, s) for s in ("train", "test", "seen", "unseen")
+FAR_SPLITS = [("far-relation", s) for s in ("train", "test", "near")] + [
+    (HELDOUT, s) for s in ("train", "test", "seen", "unseen", "near")
 ]
 
 
@@ -57,11 +57,12 @@ def test_b_is_a_plus_distance_label_steps_for_every_example(far, size):
         assert ((p >= 0) & (p < PATCHES)).all()
 
 
-def test_every_test_example_is_at_distance_2(far):
+def test_every_test_example_is_at_distance_2_and_every_near_one_at_distance_1(far):
     assert FAR_TEST_DISTANCE == 2
     for key in FAR_SPLITS:
         if key[1] != "train":
-            assert (far[key].meta["distance"] == 2).all(), key
+            want = 1 if key[1] == "near" else 2
+            assert (far[key].meta["distance"] == want).all(), key
 
 
 def test_training_images_mix_distances_1_and_2_about_half_each():
@@ -91,17 +92,18 @@ def test_labels_follow_the_designed_mix_in_every_split(far):
 
 
 def test_heldout_training_and_seen_pairs_lie_in_the_left_columns_and_unseen_ones_reach_out(far):
-    for split in ("train", "seen", "unseen", "test"):
+    for split in ("train", "seen", "near", "unseen", "test"):
         right = patches(far[(HELDOUT, split)])[:, :, 1].max(1).values
         inside = right < HELDOUT_COLUMNS
-        assert inside.all() if split in ("train", "seen") else not inside.any(), split
+        assert inside.all() if split in ("train", "seen", "near") else not inside.any(), split
 
 
 def test_heldout_test_split_is_its_unseen_split():
     a, b = make_dataset(HELDOUT, "test", 30), make_dataset(HELDOUT, "unseen", 30)
     assert torch.equal(a.images, b.images) and torch.equal(a.labels, b.labels)
-    assert dataset_splits(HELDOUT) == ("train", "test", "seen", "unseen")
-    assert dataset_splits("far-relation") == ("train", "test") == dataset_splits("cifar10")
+    assert dataset_splits(HELDOUT) == ("train", "test", "seen", "unseen", "near")
+    assert dataset_splits("far-relation") == ("train", "test", "near")
+    assert dataset_splits("cifar10") == ("train", "test")
 
 
 def test_each_split_has_its_own_constant_answer_from_its_labels(far):

@@ -31,12 +31,12 @@ __all__ = ["DATASETS", "TASKS", "dataset_splits", "make_dataset", "num_classes"]
 
 DATASETS = (*TASKS, "cifar10")
 #: Default number of generated images per split (far-relation-heldout's test splits: as test).
-DEFAULT_SIZES = {"train": 5000, "test": 1000, "seen": 1000, "unseen": 1000}
+DEFAULT_SIZES = {"train": 5000, "test": 1000, "seen": 1000, "unseen": 1000, "near": 1000}
 
 
 def dataset_splits(name: str) -> tuple[str, ...]:
-    """The splits of dataset ``name``: ``("train", "test")``, plus ``"seen"`` and ``"unseen"``
-    for ``far-relation-heldout``."""
+    """The splits of dataset ``name``: ``("train", "test")``, plus ``"near"`` (distance 1) for
+    the far-relation tasks and ``"seen"`` and ``"unseen"`` for ``far-relation-heldout``."""
     check_choice("name", name, DATASETS)
     return SPLITS if name == "cifar10" else TASK_SPLITS[name]
 

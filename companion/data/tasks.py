@@ -94,11 +94,15 @@ HELDOUT_COLUMNS = 6
 #: Appended, never reordered: a task's index seeds its images (:func:`example_rng`).
 TASKS = ("grid-cell", "relation", "far-relation", "far-relation-heldout")
 FAR_TASKS = TASKS[2:]
-#: The splits of each task. far-relation-heldout's ``test`` is its ``unseen`` split (the same
-#: images), so that a trainer that evaluates ``test`` measures the held-out positions.
+#: The splits of each task (appended, never reordered: a split's index seeds its images). The
+#: far-relation tasks add ``near``, test pairs at distance 1 (for heldout: in the seen region),
+#: which tells whether a model left the symmetric start at all. far-relation-heldout's ``test``
+#: is its ``unseen`` split (the same images), so that a trainer that evaluates ``test`` measures
+#: the held-out positions.
 TASK_SPLITS = {
-    **{task: SPLITS for task in TASKS[:3]},
-    "far-relation-heldout": (*SPLITS, "seen", "unseen"),
+    **{task: SPLITS for task in TASKS[:2]},
+    "far-relation": (*SPLITS, "near"),
+    "far-relation-heldout": (*SPLITS, "seen", "unseen", "near"),
 }
 
 
@@ -260,8 +264,9 @@ def far_split_design(task: str, split: str) -> tuple[tuple[tuple[int, float], ..
     check_choice("task", task, FAR_TASKS)
     check_choice("split", split, TASK_SPLITS[task])
     heldout = task == "far-relation-heldout"
-    if split == "train":
-        return FAR_TRAIN_MIX, (True if heldout else None)
+    if split in ("train", "near"):
+        mix = FAR_TRAIN_MIX if split == "train" else ((1, 1.0),)
+        return mix, (True if heldout else None)
     test_mix = ((FAR_TEST_DISTANCE, 1.0),)
     if not heldout:
         return test_mix, None

@@ -49,6 +49,7 @@ from companion._io import (
     json_sha256,
 )
 from companion.data import num_classes
+from companion.experiments.evaluation import evaluation_splits, labels_record, split_results
 from companion.experiments.pool import run_all
 from companion.experiments.provenance import hardware, provenance, source_digest
 from companion.experiments.publish import (
@@ -85,6 +86,9 @@ from companion.train.config import (
 )
 from companion.train.rundir import RunLock, check_writable_folder
 
+#: Files of a results folder written before its runs (the predictions), carried over unchanged
+#: by every publish.
+KEPT = ("predictions.md",)
 #: The settings a reused (or resumed) run must share with the request, besides the code hash.
 COMPARED_KINDS = ("result", "hardware")
 GRID = {f.name: f.metadata["grid"][0] for f in config_fields() if f.metadata["grid"]}
@@ -119,6 +123,9 @@ class AblationPlan:
         kind="process",
     )  # fmt: skip
     extra: tuple[tuple[str, str, str], ...] = ()
+    #: The seeds of the ``extra`` cells (None: ``seeds``); a subset of ``seeds``, so that every
+    #: variant run has its baseline run (same dataset, pos and seed) to be compared with.
+    extra_seeds: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if not self.name or "/" in self.name or self.name.startswith("."):
@@ -146,6 +153,14 @@ class AblationPlan:
         for pos in self.pos:
             check_variant_pos(self.base.variant, pos)
         self.extra = tuple(check_extra_cell(tuple(cell)) for cell in self.extra)
+        if self.extra_seeds is not None:
+            self.extra_seeds = tuple(self.extra_seeds)
+            seeds = self.extra_seeds
+            if not seeds or set(seeds) - set(self.seeds) or len(set(seeds)) < len(seeds):
+                raise ValueError(
+                    f"extra_seeds must be distinct values of seeds {list(self.seeds)} (each "
+                    f"variant run needs its baseline run), got {list(self.extra_seeds)}"
+                )
         cells = [(d, p, self.base.variant) for d in self.datasets for p in self.pos]
         for cell in self.extra:
             if cell in cells:
@@ -168,8 +183,15 @@ class AblationPlan:
 
     def runs(self) -> list[tuple[str, str, str, int]]:
         """Every ``(dataset, pos, variant, seed)``, seed-major: the first seed's cells all come
-        first, so an early look (or an interrupted ablation) already compares every cell."""
-        return [(d, p, v, s) for s in self.seeds for d, p, v in self.cells()]
+        first, so an early look (or an interrupted ablation) already compares every cell. The
+        extra cells run for ``extra_seeds`` only."""
+        extra_seeds = self.seeds if self.extra_seeds is None else self.extra_seeds
+        main = [(d, p, self.base.variant) for d in self.datasets for p in self.pos]
+        return [
+            (d, p, v, s)
+            for s in self.seeds
+            for d, p, v in main + [c for c in self.extra if s in extra_seeds]
+        ]
 
     def config(self, dataset: str, pos: str, seed: int, variant: str = "swin") -> TrainConfig:
         out = str(self.work / run_key(dataset, pos, seed, variant))
@@ -265,7 +287,7 @@ def _read_record(plan: AblationPlan, path: Path) -> dict[str, Any]:
         problem = "" if isinstance(record, dict) else f"it holds a {type(record).__name__}"
     except ValueError as exc:
         record, problem = None, f"not JSON: {exc}"
-    needed = ("settings", "code_sha256", "final", "epochs")
+    needed = ("settings", "code_sha256", "final", "epochs", "splits")
     if not problem and any(k not in record for k in needed):
         problem = f"it lacks one of {list(needed)}"
     if problem:
@@ -326,6 +348,8 @@ def _run_one(
         "num_params": result.header["num_params"],
         "epochs": history,
         "checkpoint_sha256": file_sha256(out / CHECKPOINT),
+        # every test split, image by image (for bootstrap intervals over the test images)
+        "splits": split_results(result.model, dataset, cfg.test_size, cfg.data_seed),
     }
     tables = bias_tables(result.model)
     if tables:
@@ -362,6 +386,20 @@ def _results(plan: AblationPlan, records: list[dict[str, Any]], header: dict[str
     chance = {d: 1 / num_classes(d) for d in datasets}
     runs = [{k: v for k, v in r.items() if k != "epochs"} for r in records]
     summary = summarize(runs)
+    test_sets = {
+        d: {
+            split: labels_record(d, split, train_settings["test_size"], train_settings["data_seed"])
+            for split in evaluation_splits(d)
+        }
+        for d in datasets
+    }
+    for r in records:  # every run was measured on the test images kept here
+        for split, got in r["splits"].items():
+            if got["labels_sha256"] != test_sets[r["dataset"]][split]["labels_sha256"]:
+                raise ValueError(
+                    f"run {run_key(r['dataset'], r['pos'], r['seed'], r['variant'])} was "
+                    f"measured on other {split} images than the plan's; nothing was published"
+                )
     return {
         "header": header,
         "plan": {
@@ -371,9 +409,11 @@ def _results(plan: AblationPlan, records: list[dict[str, Any]], header: dict[str
             "seeds": list(dict.fromkeys(r["seed"] for r in records)),
             "variant": plan.base.variant,
             "extra": [":".join(cell) for cell in plan.extra],
+            "extra_seeds": list(plan.extra_seeds or plan.seeds),
             "train": train_settings,
         },
         "chance": chance,
+        "test_sets": test_sets,
         "summary": summary,
         "runs": runs,
     }
@@ -406,6 +446,9 @@ def _publish(plan: AblationPlan, results: dict[str, Any], records: list[dict[str
     results["bias_files"] = bias_files
     atomic_write_json(staging / "results.json", results)
     atomic_write_text(staging / "results.md", results_table(results["summary"], results["chance"]))
+    for name in KEPT:  # written before the run (predictions); never rewritten by it
+        if (folder / name).is_file():
+            shutil.copyfile(folder / name, staging / name)
     if derived_state(folder, run_sources(results)) == "current":
         for name in DERIVED:
             if (folder / name).is_file():
@@ -486,6 +529,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="controlled-variant cells, each trained for every seed (grid-cell:rel:torus); "
         "variants: see --variant",
     )  # fmt: skip
+    p.add_argument(
+        "--extra-seeds", nargs="+", type=int, default=None, metavar="SEED",
+        help="the --extra cells' seeds, some of --seeds (default: all of them)",
+    )  # fmt: skip
     add_arguments(p, AblationPlan, [plan_fields[n] for n in PLAN_FLAGS[1:]])
     add_debug_flag(p)
     return p
@@ -504,6 +551,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             seeds=grid["seed"],
             base=base,
             extra=tuple(parse_cell(text) for text in args.extra),
+            extra_seeds=None if args.extra_seeds is None else tuple(args.extra_seeds),
             **{name: getattr(args, name) for name in PLAN_FLAGS},
         )
         validate_config(base)  # after the plan, which names a bad grid value by its flag

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import torch
 import torch.distributed as dist
 from torch import nn
-from torch.utils.data import DataLoader, DistributedSampler, RandomSampler, Sampler
+from torch.utils.data import (
+    DataLoader,
+    DistributedSampler,
+    RandomSampler,
+    Sampler,
+    SubsetRandomSampler,
+)
 
 from companion.data import make_dataset
 from companion.data.dataset import ImageClassificationData
@@ -141,12 +147,45 @@ def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
 
 
 def build_optimizer(
-    cfg: TrainConfig, model: nn.Module, steps_per_epoch: int
+    cfg: TrainConfig, model: nn.Module, epoch_steps: Sequence[int]
 ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
-    """AdamW and its per-step warm-up + cosine schedule."""
+    """AdamW and its per-step warm-up + cosine schedule over every epoch's steps
+    (``epoch_steps[e]``: steps of epoch ``e``; a curriculum's first epochs are shorter). The
+    warm-up is the steps of the first ``cfg.warmup_epochs`` epochs (a fraction of the next)."""
     optimizer = torch.optim.AdamW(
         param_groups(model, cfg.weight_decay), lr=cfg.lr, betas=(0.9, 0.999)
     )
-    total = cfg.epochs * steps_per_epoch
-    warmup = min(total, round(cfg.warmup_epochs * steps_per_epoch))
+    total = sum(epoch_steps)
+    warm = sum(min(1.0, max(0.0, cfg.warmup_epochs - e)) * n for e, n in enumerate(epoch_steps))
+    warmup = min(total, round(warm))
     return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(total, warmup))
+
+
+def curriculum_loader(
+    cfg: TrainConfig,
+    train: ImageClassificationData,
+    info: DistInfo,
+    data_gen: torch.Generator,
+    pin_memory: bool = False,
+) -> DataLoader | None:
+    """The batches of the first ``cfg.curriculum_epochs`` epochs: the training images at distance
+    1 only (``train.meta["distance"]``), shuffled by ``data_gen``; ``None`` without a curriculum."""
+    if not cfg.curriculum_epochs:
+        return None
+    if info.enabled:
+        raise ValueError(
+            f"curriculum_epochs works in one process, got curriculum_epochs="
+            f"{cfg.curriculum_epochs} with {info.world_size} processes"
+        )
+    near = torch.nonzero(train.meta["distance"] == 1).flatten().tolist()
+    loader = batch_loader(
+        train, SubsetRandomSampler(near, data_gen), cfg.batch_size, drop_last=True,
+        num_workers=cfg.num_workers,
+    )  # fmt: skip
+    if len(loader) == 0:
+        raise ValueError(
+            f"batch_size must be at most the {len(near)} distance-1 training images of the "
+            f"curriculum, got batch_size={cfg.batch_size}"
+        )
+    loader.pin_memory = pin_memory
+    return loader

@@ -34,6 +34,7 @@ from typing import Any
 
 from companion.data import DATASETS
 from companion.data.cifar import DEFAULT_DATA_DIR
+from companion.data.tasks import FAR_TASKS
 from companion.swin_configs import CONFIGS, POS_CHOICES, TORUS_POS, VARIANTS, variant_overrides
 
 KINDS = ("result", "hardware", "speed", "process")
@@ -118,6 +119,11 @@ class TrainConfig:
     warmup_epochs: float = setting(
         1.0, "linear warm-up, then a cosine to 0 (at most --epochs)", kind="result", low=0.0
     )
+    curriculum_epochs: int = setting(
+        0, "the first N epochs train on the distance-1 training images only (the far-relation "
+        "tasks, whose images carry their distance); the rest on every image", kind="result",
+        low=0, high=MAX_EPOCHS,
+    )  # fmt: skip
     label_smoothing: float = setting(
         0.1, "label smoothing of the training loss", kind="result", low=0.0, high=1.0
     )
@@ -261,6 +267,16 @@ def validate_config(cfg: TrainConfig) -> None:
     if cfg.warmup_epochs > cfg.epochs:
         raise ValueError(
             f"warmup_epochs must be a number in [0, epochs={cfg.epochs}], got {cfg.warmup_epochs}"
+        )
+    if cfg.curriculum_epochs > cfg.epochs:
+        raise ValueError(
+            f"curriculum_epochs must be an int in [0, epochs={cfg.epochs}], "
+            f"got {cfg.curriculum_epochs}"
+        )
+    if cfg.curriculum_epochs and cfg.dataset not in FAR_TASKS:
+        raise ValueError(
+            f"curriculum_epochs needs a dataset whose images carry their distance "
+            f"({', '.join(FAR_TASKS)}), got dataset={cfg.dataset!r}"
         )
 
 

@@ -26,6 +26,7 @@ from companion.train.build import (
     ModelFactory,
     build_model,
     build_optimizer,
+    curriculum_loader,
     load_data,
     make_loaders,
     param_groups,
@@ -112,8 +113,17 @@ def _train(
     train_loader, test_loader, sampler = make_loaders(
         cfg, train_data, test_data, info, data_gen, pin_memory=device.type == "cuda"
     )
-    steps = len(train_loader)
-    optimizer, scheduler = build_optimizer(cfg, model, steps)
+    near_loader = curriculum_loader(cfg, train_data, info, data_gen, device.type == "cuda")
+
+    def loader_of(epoch: int) -> DataLoader:  # the curriculum's images first, then all of them
+        return (
+            near_loader
+            if near_loader is not None and epoch < cfg.curriculum_epochs
+            else train_loader
+        )
+
+    epoch_steps = [len(loader_of(e)) for e in range(cfg.epochs)]
+    optimizer, scheduler = build_optimizer(cfg, model, epoch_steps)
     scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
     header = {
         "config": recorded_settings(cfg), "code_sha256": source_digest(), "precision": precision,
@@ -142,8 +152,13 @@ def _train(
         f"training {cfg.config} pos={cfg.pos}{variant} on {cfg.dataset} ({len(train_data)} train / "
         f"{len(test_data)} test images)",
     )
-    log(info, f"  {device} {precision}, {info.world_size} process(es), {steps} steps/epoch")
-    step, last_saved = start_epoch * steps, start_epoch
+    first = f"{epoch_steps[0]} for {cfg.curriculum_epochs} epoch(s), then " if near_loader else ""
+    log(
+        info,
+        f"  {device} {precision}, {info.world_size} process(es), {first}{epoch_steps[-1]} "
+        f"steps/epoch",
+    )
+    step, last_saved = sum(epoch_steps[:start_epoch]), start_epoch
     epoch = start_epoch
     parts = Optimisation(net, model, optimizer, scheduler, scaler, autocast)
     try:
@@ -151,9 +166,10 @@ def _train(
             start = time.perf_counter()
             if hasattr(sampler, "set_epoch"):
                 sampler.set_epoch(epoch)
+            steps = epoch_steps[epoch]
             bar = progress_bar(cfg.progress and info.is_main, f"epoch {epoch + 1}", steps)
             loss_sum, correct, step = train_epoch(
-                cfg, parts, train_loader, train_data, aug_gen, info, device, epoch, step, bar
+                cfg, parts, loader_of(epoch), train_data, aug_gen, info, device, epoch, step, bar
             )
             if bar is not None:
                 bar.close()

@@ -1,0 +1,98 @@
+"""A finished run measured on every test split of its task, image by image.
+
+The trainer's per-epoch ``test_acc`` is one number on one split. Reading an experiment honestly
+needs more: every split the task has (far-relation's ``near`` and ``test``, the held-out task's
+``seen`` and ``unseen``), the constant answer's accuracy *on the same images*, and which images
+each run got right, so that an interval can include the test set's own sampling error (a
+bootstrap over test images, :mod:`companion.experiments.bootstrap`), not only the seeds'.
+
+A run's record keeps, per split, ``{"n", "accuracy", "correct"}`` (``correct``: one bit per
+image, packed as hex); the split's labels are the same for every run of a task, so the results
+file keeps them once (:func:`labels_record`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from companion.data import dataset_splits, make_dataset
+from companion.data.dataset import ImageClassificationData
+
+
+def evaluation_splits(dataset: str) -> tuple[str, ...]:
+    """Every split of ``dataset`` but ``train``, ``test`` first."""
+    return tuple(s for s in dataset_splits(dataset) if s != "train")
+
+
+def load_split(dataset: str, split: str, n: int | None, data_seed: int) -> ImageClassificationData:
+    """The test images a run is measured on (the same for every run of ``dataset``)."""
+    return make_dataset(dataset, split, n, seed=data_seed)
+
+
+def pack_bits(flags: Tensor) -> str:
+    """``(n,)`` bool -> hex string of ``ceil(n / 8)`` bytes (first image in the high bit)."""
+    return np.packbits(flags.cpu().numpy().astype(np.uint8)).tobytes().hex()
+
+
+def unpack_bits(text: str, n: int) -> np.ndarray:
+    """The inverse of :func:`pack_bits`: ``(n,)`` bool."""
+    return np.unpackbits(np.frombuffer(bytes.fromhex(text), dtype=np.uint8))[:n].astype(bool)
+
+
+def labels_text(labels: Tensor) -> str:
+    """``(n,)`` labels below 16 -> one hex digit each (a test set's labels, kept once)."""
+    if labels.numel() and int(labels.max()) >= 16:
+        raise ValueError(f"labels must be below 16 to be kept as hex digits, got {labels.max()}")
+    return "".join(f"{int(v):x}" for v in labels)
+
+
+def labels_from_text(text: str) -> np.ndarray:
+    """The inverse of :func:`labels_text`: ``(n,)`` int64."""
+    return np.array([int(c, 16) for c in text], dtype=np.int64)
+
+
+@torch.no_grad()
+def predictions(model: nn.Module, data: ImageClassificationData, batch: int = 500) -> Tensor:
+    """``(n,)`` predicted class of every image of ``data`` (fp32, on the model's device)."""
+    model.eval()
+    device = next(model.parameters()).device
+    out = [
+        model(data.normalize(data.images[i : i + batch].to(device))).argmax(1).cpu()
+        for i in range(0, len(data), batch)
+    ]
+    return torch.cat(out)
+
+
+def split_results(
+    model: nn.Module, dataset: str, test_size: int | None, data_seed: int
+) -> dict[str, dict[str, Any]]:
+    """``{split: {"n", "accuracy", "correct", "labels_sha256"}}`` for every test split."""
+    found = {}
+    for split in evaluation_splits(dataset):
+        data = load_split(dataset, split, test_size, data_seed)
+        hits = predictions(model, data) == data.labels
+        found[split] = {
+            "n": len(data),
+            "accuracy": float(hits.float().mean()),
+            "correct": pack_bits(hits),
+            "labels_sha256": hashlib.sha256(labels_text(data.labels).encode()).hexdigest(),
+        }
+    return found
+
+
+def labels_record(dataset: str, split: str, n: int | None, data_seed: int) -> dict[str, Any]:
+    """A test split's labels (hex digits), their hash and the constant answer's accuracy on
+    them: the share of the most frequent label, the best any input-blind rule can score."""
+    labels = load_split(dataset, split, n, data_seed).labels
+    text = labels_text(labels)
+    return {
+        "n": len(labels),
+        "labels": text,
+        "labels_sha256": hashlib.sha256(text.encode()).hexdigest(),
+        "constant_answer": float(torch.bincount(labels).max()) / len(labels),
+    }
