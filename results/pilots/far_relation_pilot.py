@@ -36,7 +36,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-import companion.data as D
+import companion.data.tasks as D
 from companion.swin import swin_from_config
 from companion.train.build import param_groups, warmup_cosine
 
@@ -90,6 +90,8 @@ DESIGNS = {
     "cur5-e25": {"curriculum_epochs": 5, "epochs": 25},
     "cur5-e40": {"curriculum_epochs": 5, "epochs": 40},
     "heldout-cur5": {"curriculum_epochs": 5, "region": "left6"},
+    # the experiment's candidate: held-out training region, curriculum, 40 epochs
+    "heldout-cur5-e40": {"curriculum_epochs": 5, "epochs": 40, "region": "left6"},
     # held-out positions: both objects in the left 6 patch columns in training
     "heldout-lr2-e30": {"lr": 2e-3, "epochs": 30, "region": "left6"},
 }
