@@ -7,7 +7,8 @@ whose seeds split, and a null for patterns read in learned bias tables.
 - **Split cells.** When some seeds solve a task and others stall, the seeds are two groups, not
   one noisy number: a t interval over them can run past the attainable 0-100 %. Such a cell is
   reported as a count, solved ``k`` of ``n`` (:func:`solved_count`), with an exact binomial
-  interval on the rate (:func:`binomial_interval`, Clopper-Pearson).
+  interval on the rate (:func:`binomial_interval`, Clopper-Pearson); two such counts are compared
+  with Fisher's exact test (:func:`fisher_exact`).
 - **A null for table patterns.** The arg-max of a table of exchangeable random numbers lands on
   every offset with the same probability, so "most favourites lie at distance 2 or 3" has to be
   set against the share of offsets at that distance (:func:`ring_probability`).
@@ -15,6 +16,7 @@ whose seeds split, and a null for patterns read in learned bias tables.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -81,6 +83,24 @@ def binomial_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, 
     low = 0.0 if k == 0 else _bisect(lambda p: _binomial_cdf(k - 1, n, p), 1 - tail)
     high = 1.0 if k == n else _bisect(lambda p: _binomial_cdf(k, n, p), tail)
     return low, high
+
+
+def fisher_exact(k1: int, n1: int, k2: int, n2: int) -> float:
+    """Two-sided p-value of Fisher's exact test for "two cells solve at the same rate", from
+    ``k1`` of ``n1`` and ``k2`` of ``n2`` solved seeds: the probability, with the margins fixed,
+    of tables no more likely than the one observed."""
+    for name, k, n in (("k1", k1, n1), ("k2", k2, n2)):
+        check_positive_int(name.replace("k", "n"), n)
+        if not 0 <= k <= n:
+            raise ValueError(f"{name} must be an integer in [0, {n}], got {k!r}")
+    solved, total = k1 + k2, n1 + n2
+
+    def probability(x: int) -> float:  # hypergeometric: x of cell 1's seeds among the solved
+        return math.comb(n1, x) * math.comb(n2, solved - x) / math.comb(total, solved)
+
+    observed = probability(k1)
+    tables = range(max(0, solved - n2), min(n1, solved) + 1)
+    return min(1.0, sum(p for x in tables if (p := probability(x)) <= observed * (1 + 1e-9)))
 
 
 def chebyshev_distance(offset: Sequence[int]) -> int:

@@ -1,0 +1,109 @@
+"""Predictions written before a run are read from their file and checked by their own rules."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from companion.experiments.evaluation import labels_text, pack_bits
+from companion.experiments.predictions import (
+    check_prediction,
+    load_predictions,
+    predictions_table,
+)
+
+N = 400
+LABELS = np.random.default_rng(0).choice(4, N, p=[0.4, 0.2, 0.2, 0.2])
+SOLVED = {"task": {"split": "test", "threshold": 0.9}}
+
+
+def run(pos, seed, accuracy, variant="swin", split="test"):
+    rng = np.random.default_rng(seed + 100 * len(pos))
+    correct = torch.from_numpy(rng.random(N) < accuracy)
+    return {"dataset": "task", "pos": pos, "variant": variant, "seed": seed,
+            "splits": {split: {"n": N, "correct": pack_bits(correct)}}}  # fmt: skip
+
+
+def results(*runs):
+    return {"runs": list(runs), "test_sets": {"task": {"test": {"labels": labels_text(
+        torch.from_numpy(LABELS))}}}}  # fmt: skip
+
+
+def test_a_count_holds_when_the_solved_seeds_fall_in_the_expected_range():
+    found = results(*(run("rel", s, 0.99 if s < 7 else 0.3) for s in range(10)))
+    p = {"kind": "count", "cell": "task:rel", "expect": [6, 10]}
+    measured, held = check_prediction(found, p, SOLVED)
+    assert held and measured.startswith("solved 7 of 10")
+    assert not check_prediction(found, {**p, "expect": [8, 10]}, SOLVED)[1]
+
+
+def test_a_gap_against_the_constant_answer_reads_the_same_images():
+    mode = np.bincount(LABELS).argmax()
+    constant = {"dataset": "task", "pos": "none", "variant": "swin", "splits": {"test": {
+        "n": N, "correct": pack_bits(torch.from_numpy(mode == LABELS))}}}  # fmt: skip
+    found = results(*({**constant, "seed": s} for s in range(5)))
+    p = {"kind": "gap", "cell": "task:none", "against": "constant", "split": "test",
+         "expect": "within 0.05"}  # fmt: skip
+    assert check_prediction(found, p, SOLVED)[1]
+    assert not check_prediction(found, {**p, "expect": "above 0.0"}, SOLVED)[1]
+
+
+def test_a_variant_is_paired_with_its_swin_on_the_seeds_both_have():
+    found = results(*(run("rel", s, 0.95) for s in range(10)),
+                    *(run("rel", s, 0.3, "pool-merge") for s in range(5)))  # fmt: skip
+    p = {"kind": "gap", "cell": "task:rel:pool-merge", "against": "task:rel", "split": "test",
+         "expect": "below -0.5"}  # fmt: skip
+    measured, held = check_prediction(found, p, SOLVED)
+    assert held and measured.startswith("-0.6")
+
+
+def test_a_count_gap_needs_fishers_test_not_only_the_direction():
+    found = results(*(run("rel", s, 0.99) for s in range(10)),
+                    *(run("abs", s, 0.99 if s < 7 else 0.2) for s in range(10)),
+                    *(run("none", s, 0.2) for s in range(10)))  # fmt: skip
+    p = {"kind": "count-gap", "cell": "task:rel", "against": "task:abs", "expect": "more"}
+    assert not check_prediction(found, p, SOLVED)[1]  # 10 of 10 against 7 of 10: p = 0.21
+    assert check_prediction(found, {**p, "against": "task:none"}, SOLVED)[1]
+
+
+def test_a_lift_gap_compares_two_splits_each_against_its_own_constant_answer():
+    runs = []
+    for s in range(6):
+        seen, unseen = run("abs", s, 0.95), run("abs", s + 50, 0.3)
+        seen["splits"]["unseen"] = unseen["splits"]["test"]
+        runs.append(seen)
+    found = results(*runs)
+    found["test_sets"]["task"]["unseen"] = found["test_sets"]["task"]["test"]
+    p = {"kind": "lift-gap", "cell": "task:abs", "first": "test", "second": "unseen",
+         "expect": "below -0.3"}  # fmt: skip
+    assert check_prediction(found, p, SOLVED)[1]
+
+
+def test_predictions_are_read_from_the_one_json_block_of_the_file(tmp_path):
+    block = {
+        "solved": SOLVED,
+        "predictions": [
+            {
+                "id": "P1",
+                "text": "rel solves",
+                "kind": "count",
+                "cell": "task:rel",
+                "expect": [1, 2],
+            }
+        ],
+    }
+    (tmp_path / "predictions.md").write_text(
+        f"# Why\n\nprose\n\n```json\n{json.dumps(block)}\n```\n"
+    )
+    loaded = load_predictions(tmp_path)
+    assert loaded == block
+    table = predictions_table(results(run("rel", 0, 0.99), run("rel", 1, 0.1)), loaded)
+    assert "| P1 | rel solves | 1-2 seeds | solved 1 of 2" in table and "| yes |" in table
+    (tmp_path / "predictions.md").write_text("no block")
+    with pytest.raises(ValueError, match="exactly one ```json block, found 0"):
+        load_predictions(tmp_path)
+    block["predictions"][0]["kind"] = "vibes"
+    (tmp_path / "predictions.md").write_text(f"```json\n{json.dumps(block)}\n```")
+    with pytest.raises(ValueError, match="kind must be one of"):
+        load_predictions(tmp_path)
