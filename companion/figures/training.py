@@ -270,19 +270,24 @@ def plot_seed_dots(
     confidence: float = 0.95,
     across: int = PANELS_ACROSS,
     title: str = "",
+    level: str = "chance",
+    panel: str = "dataset",
 ) -> Figure:
-    """Final test accuracy of every run: one dot per seed, the mean as a short bar and the
-    ``confidence`` t interval of the mean as a black line, per dataset (one panel each) and cell.
+    """Final test accuracy of every run: one dot per seed, the mean as a short bar and an
+    interval of the mean as a black line, per panel (``row[panel]``: a dataset, or a test split)
+    and cell.
 
     ``rows``: summary rows (``dataset``, ``pos``, optional ``variant``, ``values`` in [0, 1], one
-    per seed), drawn in the order given and coloured by ``pos``. An interval is drawn only within
-    the possible range 0-100 %, and the y axis always runs from 0 to 100 %, so distances read as
-    they are.
+    per seed), drawn in the order given and coloured by ``pos``. A row with ``low`` and ``high``
+    (e.g. a bootstrap interval over seeds and test images) is drawn with it; otherwise the
+    ``confidence`` t interval over seeds, only within the possible range 0-100 %. ``chance``
+    gives each panel's dotted line, named ``level`` (e.g. "constant answer"). The y axis always
+    runs from 0 to 100 %, so distances read as they are.
     """
-    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+    datasets = list(dict.fromkeys(r[panel] for r in rows))
     fig, axes = _panel_grid(len(datasets), 3.2, across=min(len(datasets), across))
     for ax, dataset in zip(axes, datasets, strict=True):
-        mine = [r for r in rows if r["dataset"] == dataset]
+        mine = [r for r in rows if r[panel] == dataset]
         for x, row in enumerate(mine):
             color = POS_COLORS.get(row["pos"], "#333333")
             values = 100 * np.asarray(row["values"], dtype=float)
@@ -290,7 +295,10 @@ def plot_seed_dots(
             offsets = np.linspace(-0.18, 0.18, len(values)) if len(values) > 1 else np.zeros(1)
             ax.scatter(x + offsets, values, s=16, color=color, alpha=0.75, zorder=3, lw=0)
             ax.plot([x - 0.3, x + 0.3], [values.mean()] * 2, color=color, lw=2.4, zorder=4)
-            if len(values) > 1:  # the interval of a mean is a paired one against 0
+            if "low" in row:
+                low, high = 100 * row["low"], 100 * row["high"]
+                ax.plot([x, x], [low, high], color="k", lw=1.1, zorder=5)
+            elif len(values) > 1:  # the interval of a mean is a paired one against 0
                 _, low, high = paired_interval(list(values), confidence)
                 ax.plot([x, x], [max(low, 0.0), min(high, 100.0)], color="k", lw=1.1, zorder=5)
         ax.axhline(100 * chance[dataset], color="k", ls=":", lw=1)
@@ -300,7 +308,7 @@ def plot_seed_dots(
         ax.set_yticks(range(0, 101, 20))
         ax.tick_params(axis="y", labelsize=9)
         ax.set_ylabel("final test accuracy (%)", fontsize=10)
-        ax.set_title(f"{dataset} (dotted: chance)", fontsize=11)
+        ax.set_title(f"{dataset} (dotted: {level})", fontsize=11)
         ax.grid(axis="y", alpha=0.3)
     if title:
         fig.suptitle(title, fontsize=11)

@@ -1,0 +1,181 @@
+"""Chapter 5's reading of an ablation, split by split, with intervals honest to the data.
+
+Everything here reads a results file whose runs keep every test split image by image
+(:mod:`companion.experiments.evaluation`). Accuracies and gaps come with the two-stage bootstrap
+of :mod:`companion.experiments.bootstrap` (seeds *and* test images), "learned nothing" is the
+constant answer measured on the same images, and a cell whose seeds split into solved and
+unsolved is reported as a count (solved k of n, exact interval on the rate), its mean never read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from companion.experiments.bootstrap import Interval, gap_interval, lift_gap_interval
+from companion.experiments.predictions import correct_by_seed, test_labels
+from companion.experiments.reading import binomial_interval
+from companion.experiments.stats import holm
+
+
+def cells_of(results: dict[str, Any], dataset: str) -> list[str]:
+    """The cells of ``dataset`` as ``"dataset:pos[:variant]"``: the main grid, then variants."""
+    found = []
+    for r in results["runs"]:
+        if r["dataset"] == dataset:
+            variant = r.get("variant", "swin")
+            suffix = "" if variant == "swin" else f":{variant}"
+            found.append(f"{dataset}:{r['pos']}{suffix}")
+    unique = list(dict.fromkeys(found))
+    return [c for c in unique if c.count(":") == 1] + [c for c in unique if c.count(":") == 2]
+
+
+def _label(cell: str) -> str:
+    return cell.split(":", 1)[1]
+
+
+def _matrix(results: dict[str, Any], cell: str, split: str) -> tuple[list[int], np.ndarray]:
+    by_seed = correct_by_seed(results, cell, split)
+    seeds = sorted(by_seed)
+    return seeds, np.stack([by_seed[s] for s in seeds])
+
+
+def constant_answer(results: dict[str, Any], dataset: str, split: str) -> float:
+    """The constant answer's accuracy on the split's own images."""
+    return float(results["test_sets"][dataset][split]["constant_answer"])
+
+
+def solved(results: dict[str, Any], cell: str, rule: dict[str, Any]) -> tuple[int, int]:
+    """``(k, n)``: seeds of ``cell`` whose accuracy on ``rule["split"]`` reaches
+    ``rule["threshold"]``."""
+    _, correct = _matrix(results, cell, rule["split"])
+    return int((correct.mean(1) >= rule["threshold"]).sum()), len(correct)
+
+
+def is_split_cell(results: dict[str, Any], cell: str, rule: dict[str, Any]) -> bool:
+    """Whether some seeds solved and some did not."""
+    k, n = solved(results, cell, rule)
+    return 0 < k < n
+
+
+def split_rows(
+    results: dict[str, Any], dataset: str, split: str, cells: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
+    """Rows for :func:`companion.figures.training.plot_seed_dots`: each cell's accuracy per seed
+    on ``split`` (``values``), with the bootstrap interval of the mean (``low``, ``high``)."""
+    rows = []
+    for cell in cells or cells_of(results, dataset):
+        seeds, correct = _matrix(results, cell, split)
+        interval = gap_interval(correct)
+        _, pos, *variant = cell.split(":")
+        rows.append(
+            {
+                "dataset": dataset, "pos": pos, "variant": variant[0] if variant else "swin",
+                "split": split, "seeds": seeds, "values": correct.mean(1).tolist(),
+                "n": len(seeds), "mean": interval.estimate, "low": interval.low,
+                "high": interval.high,
+            }
+        )  # fmt: skip
+    return rows
+
+
+def accuracy_table(
+    results: dict[str, Any],
+    dataset: str,
+    splits: Sequence[str],
+    rule: dict[str, Any],
+    cells: Sequence[str] | None = None,
+) -> str:
+    """Markdown: per cell, the mean accuracy on each split with its 95 % bootstrap interval
+    (seeds and test images), then solved k of n by ``rule`` with the exact interval on the rate.
+    A split cell's mean is marked "split": read its count, not its mean."""
+    head = " | ".join(f"`{s}` (constant answer {100 * constant_answer(results, dataset, s):.1f})"
+                      for s in splits)  # fmt: skip
+    lines = [f"| cell | {head} | solved (`{rule['split']}` ≥ {100 * rule['threshold']:g} %) |"]
+    lines.append("|---" * (len(splits) + 2) + "|")
+    for cell in cells or cells_of(results, dataset):
+        split_cell = is_split_cell(results, cell, rule)
+        entries = []
+        for s in splits:
+            _, correct = _matrix(results, cell, s)
+            i = gap_interval(correct)
+            mark = " (split)" if split_cell else ""
+            entries.append(f"{100 * i.estimate:.1f} [{100 * i.low:.1f}, {100 * i.high:.1f}]{mark}")
+        k, n = solved(results, cell, rule)
+        low, high = binomial_interval(k, n)
+        count = f"{k} of {n} (rate {low:.2f}–{high:.2f})"
+        lines.append(f"| `{_label(cell)}` | " + " | ".join(entries) + f" | {count} |")
+    lines.append("")
+    lines.append(
+        "*Accuracy (%), mean over seeds [95 % bootstrap interval over seeds and test images]; "
+        "(split): some seeds solved, some did not, so read the count, not the mean.*"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _gap(results: dict[str, Any], a: str, b: str, split: str) -> Interval:
+    dataset = a.split(":")[0]
+    if b == "constant":
+        _, correct = _matrix(results, a, split)
+        return gap_interval(correct, labels=test_labels(results, dataset, split))
+    ma, mb = correct_by_seed(results, a, split), correct_by_seed(results, b, split)
+    seeds = sorted(set(ma) & set(mb))
+    return gap_interval(np.stack([ma[s] for s in seeds]), np.stack([mb[s] for s in seeds]))
+
+
+def gaps_lines(
+    results: dict[str, Any],
+    pairs: Sequence[tuple[str, str]],
+    split: str,
+    rule: dict[str, Any],
+) -> str:
+    """One line per ``(a, b)`` (cells, or ``b = "constant"``): the gap on ``split`` in points with
+    its 95 % bootstrap interval and its p-value Holm-adjusted over the pairs printed (these are
+    the exploratory comparisons: the planned ones are the predictions'). A gap with a split cell
+    gets no interval: the counts say more than a mean of two groups."""
+    found: list[tuple[str, Interval | None]] = []
+    for a, b in pairs:
+        name = f"{_label(a)} − {'constant answer' if b == 'constant' else _label(b)}"
+        involved = [a] + ([] if b == "constant" else [b])
+        if any(is_split_cell(results, c, rule) for c in involved):
+            found.append((name, None))
+        else:
+            found.append((name, _gap(results, a, b, split)))
+    tested = [i.p for _, i in found if i is not None]
+    adjusted = iter(holm(tested)) if tested else iter(())
+    lines = [f"gaps on `{split}` in points [95 % bootstrap interval], p Holm-adjusted over "
+             f"the {len(tested)} intervals printed"]  # fmt: skip
+    for name, interval in found:
+        if interval is None:
+            lines.append(f"{name:34} a split cell: read the counts")
+            continue
+        p = next(adjusted)
+        mark = " *" if p < 0.05 else ""
+        lines.append(
+            f"{name:34} {100 * interval.estimate:+6.1f} [{100 * interval.low:+6.1f}, "
+            f"{100 * interval.high:+6.1f}]  p_Holm = {p:.2g}{mark}"
+        )
+    return "\n".join(lines)
+
+
+def lift_lines(
+    results: dict[str, Any], dataset: str, first: str, second: str, cells: Sequence[str]
+) -> str:
+    """Per cell: its lift over the constant answer on ``first`` and on ``second`` (each split's
+    own constant answer) and the change, with its 95 % bootstrap interval."""
+    lines = [f"lift over the constant answer (points): `{first}`, `{second}`, and the change "
+             "[95 % bootstrap interval]"]  # fmt: skip
+    c1, c2 = constant_answer(results, dataset, first), constant_answer(results, dataset, second)
+    for cell in cells:
+        _, a = _matrix(results, cell, first)
+        _, b = _matrix(results, cell, second)
+        i = lift_gap_interval(
+            a, test_labels(results, dataset, first), b, test_labels(results, dataset, second)
+        )
+        lines.append(
+            f"{_label(cell):12} {100 * (a.mean() - c1):+6.1f}  {100 * (b.mean() - c2):+6.1f}  "
+            f"change {100 * i.estimate:+6.1f} [{100 * i.low:+6.1f}, {100 * i.high:+6.1f}]"
+        )
+    return "\n".join(lines)

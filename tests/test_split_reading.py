@@ -1,0 +1,84 @@
+"""Chapter 5's split-by-split reading: counts for split cells, bootstrap intervals, Holm."""
+
+import numpy as np
+import pytest
+import torch
+
+from companion.experiments.evaluation import labels_text, pack_bits
+from companion.experiments.split_reading import (
+    accuracy_table,
+    cells_of,
+    gaps_lines,
+    is_split_cell,
+    lift_lines,
+    split_rows,
+)
+from companion.figures.training import plot_seed_dots
+
+N = 300
+LABELS = np.random.default_rng(0).choice(4, N, p=[0.4, 0.2, 0.2, 0.2])
+RULE = {"split": "seen", "threshold": 0.9}
+
+
+def run(pos, seed, seen, unseen, variant="swin"):
+    rng = np.random.default_rng(seed * 7 + len(pos) + len(variant))
+    splits = {}
+    for name, p in (("seen", seen), ("unseen", unseen)):
+        flags = torch.from_numpy(rng.random(N) < p)
+        splits[name] = {"n": N, "correct": pack_bits(flags)}
+    return {"dataset": "t", "pos": pos, "variant": variant, "seed": seed, "splits": splits}
+
+
+@pytest.fixture
+def results():
+    labels = labels_text(torch.from_numpy(LABELS))
+    constant = float(np.bincount(LABELS).max() / N)
+    kept = {"labels": labels, "constant_answer": constant}
+    runs = [run("rel", s, 0.98, 0.97) for s in range(10)]
+    runs += [run("abs", s, 0.98 if s < 6 else 0.3, 0.2) for s in range(10)]
+    runs += [run("none", s, constant, constant) for s in range(10)]
+    runs += [run("none", s, constant, constant, "pool-merge") for s in range(5)]
+    return {"runs": runs, "test_sets": {"t": {"seen": kept, "unseen": kept}}}
+
+
+def test_cells_come_main_grid_first_then_variants(results):
+    assert cells_of(results, "t") == ["t:rel", "t:abs", "t:none", "t:none:pool-merge"]
+
+
+def test_a_split_cell_is_read_as_a_count_and_its_gaps_get_no_interval(results):
+    assert is_split_cell(results, "t:abs", RULE) and not is_split_cell(results, "t:rel", RULE)
+    table = accuracy_table(results, "t", ["seen", "unseen"], RULE)
+    abs_line = next(line for line in table.splitlines() if line.startswith("| `abs`"))
+    assert "(split)" in abs_line and "6 of 10" in abs_line
+    lines = gaps_lines(results, [("t:rel", "t:abs"), ("t:rel", "t:none")], "seen", RULE)
+    assert "rel − abs" in lines and "a split cell: read the counts" in lines
+    assert "over the 1 intervals printed" in lines.splitlines()[0]
+
+
+def test_every_interval_stays_inside_the_attainable_range(results):
+    for row in split_rows(results, "t", "unseen"):
+        assert 0.0 <= row["low"] <= row["mean"] <= row["high"] <= 1.0
+        assert len(row["values"]) == row["n"] == len(row["seeds"])
+
+
+def test_a_variant_is_compared_on_the_seeds_it_has(results):
+    lines = gaps_lines(results, [("t:none:pool-merge", "t:none")], "seen", RULE)
+    line = next(x for x in lines.splitlines() if x.startswith("none:pool-merge − none"))
+    low, high = (float(v) for v in line.split("[")[1].split("]")[0].split(","))
+    assert low <= 0.0 <= high  # both score the same rate on the same seeds
+
+
+def test_lift_lines_read_each_split_against_its_own_constant_answer(results):
+    text = lift_lines(results, "t", "seen", "unseen", ["t:rel", "t:abs"])
+    rel, abs_ = text.splitlines()[1:]
+    assert rel.startswith("rel") and abs_.startswith("abs")
+    change = float(abs_.split("change")[1].split("[")[0])
+    assert change < -30  # abs loses what it had on the seen split
+
+
+def test_seed_dots_draw_the_rows_own_interval_and_name_the_level(results):
+    rows = split_rows(results, "t", "seen") + split_rows(results, "t", "unseen")
+    fig = plot_seed_dots(rows, {"seen": 0.4, "unseen": 0.4}, level="constant answer",
+                         panel="split")  # fmt: skip
+    assert [ax.get_title() for ax in fig.axes[:2]] == [
+        "seen (dotted: constant answer)", "unseen (dotted: constant answer)"]  # fmt: skip
