@@ -10,6 +10,7 @@ from companion.experiments.evaluation import labels_text, pack_bits
 from companion.experiments.predictions import (
     check_prediction,
     load_predictions,
+    predictions_list,
     predictions_table,
 )
 
@@ -107,3 +108,16 @@ def test_predictions_are_read_from_the_one_json_block_of_the_file(tmp_path):
     (tmp_path / "predictions.md").write_text(f"```json\n{json.dumps(block)}\n```")
     with pytest.raises(ValueError, match="kind must be one of"):
         load_predictions(tmp_path)
+
+
+def test_a_chapter_shows_the_predictions_it_names_before_and_after_the_run():
+    block = {"solved": SOLVED, "predictions": [
+        {"id": "P1", "text": "rel solves", "kind": "count", "cell": "task:rel", "expect": [1, 2]},
+        {"id": "P2", "text": "none fails", "kind": "count", "cell": "task:none", "expect": [0, 0]},
+    ]}  # fmt: skip
+    assert predictions_list(block, ["P2"]).splitlines()[2] == "| P2 | none fails | 0-0 seeds |"
+    found = results(run("rel", 0, 0.99), run("none", 0, 0.3))
+    table = predictions_table(found, block, ["P2"])
+    assert "P1" not in table and "| P2 | none fails | 0-0 seeds | solved 0 of 1" in table
+    with pytest.raises(ValueError, match=r"ids: \['P9'\] are not predictions"):
+        predictions_list(block, ["P9"])

@@ -27,3 +27,13 @@ def test_describe_run_adds_the_budget_only_when_asked() -> None:
     results = load_results(find_results("cpu-ablation"))
     assert "budget  : 20 epochs" in describe_run(results)
     assert "budget" not in describe_run(results, budget=False)
+
+
+def test_describe_run_names_the_variants_seeds_and_a_curriculum() -> None:
+    results = load_results(find_results("cpu-ablation"))
+    plan = {**results["plan"], "extra_seeds": [0, 1]}
+    plan["train"] = {**plan["train"], "curriculum_epochs": 5}
+    text = describe_run({**results, "plan": plan})
+    assert "| variants on seeds [0, 1]" in text
+    assert "schedule: the first 5 epochs on the distance-1 training images only" in text
+    assert all(len(line) <= LINE for line in text.splitlines())

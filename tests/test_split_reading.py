@@ -7,11 +7,13 @@ import torch
 from companion.experiments.evaluation import labels_text, pack_bits
 from companion.experiments.split_reading import (
     accuracy_table,
+    beside_their_swin,
     cells_of,
     gaps_lines,
     is_split_cell,
     lift_lines,
     split_rows,
+    variant_pairs,
 )
 from companion.figures.training import plot_seed_dots
 
@@ -43,6 +45,12 @@ def results():
 
 def test_cells_come_main_grid_first_then_variants(results):
     assert cells_of(results, "t") == ["t:rel", "t:abs", "t:none", "t:none:pool-merge"]
+    assert cells_of(results, "t", variants=False) == ["t:rel", "t:abs", "t:none"]
+
+
+def test_each_variant_stands_beside_the_swin_it_changes(results):
+    assert variant_pairs(results, "t") == [("t:none:pool-merge", "t:none")]
+    assert beside_their_swin(results, "t") == ["t:none", "t:none:pool-merge"]
 
 
 def test_a_split_cell_is_read_as_a_count_and_its_gaps_get_no_interval(results):

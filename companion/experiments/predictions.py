@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -145,13 +146,38 @@ def check_prediction(
     return f"{interval} (p = {interval.p:.2g})", _meets(interval, prediction["expect"])
 
 
-def predictions_table(results: dict[str, Any], predictions: dict[str, Any]) -> str:
-    """A Markdown table: every prediction, what it expected, what was measured, whether it held."""
+def _expected(prediction: dict[str, Any]) -> str:
+    expect = prediction["expect"]
+    return expect if isinstance(expect, str) else "{}-{} seeds".format(*expect)
+
+
+def _chosen(predictions: dict[str, Any], ids: Sequence[str] | None) -> list[dict[str, Any]]:
+    if ids is None:
+        return list(predictions["predictions"])
+    known = {p["id"]: p for p in predictions["predictions"]}
+    unknown = [i for i in ids if i not in known]
+    if unknown:
+        raise ValueError(f"ids: {unknown} are not predictions; allowed: {sorted(known)}")
+    return [known[i] for i in ids]
+
+
+def predictions_list(predictions: dict[str, Any], ids: Sequence[str] | None = None) -> str:
+    """A Markdown table of the predictions as written (before any result): id, text, expected."""
+    lines = ["| id | prediction | expected |", "|---|---|---|"]
+    lines += [f"| {p['id']} | {p['text']} | {_expected(p)} |" for p in _chosen(predictions, ids)]
+    return "\n".join(lines)
+
+
+def predictions_table(
+    results: dict[str, Any], predictions: dict[str, Any], ids: Sequence[str] | None = None
+) -> str:
+    """A Markdown table: every prediction (or those in ``ids``), what it expected, what was
+    measured, whether it held."""
     lines = ["| id | prediction | expected | measured | held |", "|---|---|---|---|---|"]
-    for p in predictions["predictions"]:
+    for p in _chosen(predictions, ids):
         measured, held = check_prediction(results, p, predictions["solved"])
-        expect = p["expect"] if isinstance(p["expect"], str) else "{}-{} seeds".format(*p["expect"])
         lines.append(
-            f"| {p['id']} | {p['text']} | {expect} | {measured} | {'yes' if held else '**no**'} |"
+            f"| {p['id']} | {p['text']} | {_expected(p)} | {measured} | "
+            f"{'yes' if held else '**no**'} |"
         )
     return "\n".join(lines)

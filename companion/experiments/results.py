@@ -366,9 +366,13 @@ def describe_run(record: dict[str, Any], budget: bool = True) -> str:
     ]
     if budget and "train" in record.get("plan", {}):
         plan, train = record["plan"], record["plan"]["train"]
+        extra = f" | variants on seeds {plan['extra_seeds']}" if plan.get("extra_seeds") else ""
         lines += [
-            f"model   : {train['config']} | seeds {plan['seeds']}",
+            f"model   : {train['config']} | seeds {plan['seeds']}{extra}",
             f"budget  : {train['epochs']} epochs of {train['train_size']} images, batch "
             f"{train['batch_size']}, lr {train['lr']}, test on {train['test_size']} images",
         ]
+        if train.get("curriculum_epochs"):
+            lines.append(f"schedule: the first {train['curriculum_epochs']} epochs on the "
+                         "distance-1 training images only")  # fmt: skip
     return "\n".join(lines)

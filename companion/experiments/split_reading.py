@@ -20,8 +20,9 @@ from companion.experiments.reading import binomial_interval
 from companion.experiments.stats import holm
 
 
-def cells_of(results: dict[str, Any], dataset: str) -> list[str]:
-    """The cells of ``dataset`` as ``"dataset:pos[:variant]"``: the main grid, then variants."""
+def cells_of(results: dict[str, Any], dataset: str, variants: bool = True) -> list[str]:
+    """The cells of ``dataset`` as ``"dataset:pos[:variant]"``: the main grid, then (unless
+    ``variants`` is False) the controlled variants."""
     found = []
     for r in results["runs"]:
         if r["dataset"] == dataset:
@@ -29,7 +30,21 @@ def cells_of(results: dict[str, Any], dataset: str) -> list[str]:
             suffix = "" if variant == "swin" else f":{variant}"
             found.append(f"{dataset}:{r['pos']}{suffix}")
     unique = list(dict.fromkeys(found))
-    return [c for c in unique if c.count(":") == 1] + [c for c in unique if c.count(":") == 2]
+    main = [c for c in unique if c.count(":") == 1]
+    return main + [c for c in unique if c.count(":") == 2] if variants else main
+
+
+def variant_pairs(results: dict[str, Any], dataset: str) -> list[tuple[str, str]]:
+    """``(variant cell, the Swin cell it changes)`` for every controlled variant of ``dataset``."""
+    return [(c, c.rsplit(":", 1)[0]) for c in cells_of(results, dataset) if c.count(":") == 2]
+
+
+def beside_their_swin(results: dict[str, Any], dataset: str) -> list[str]:
+    """The cells with a controlled variant, each Swin cell followed by its variants."""
+    order: dict[str, list[str]] = {}
+    for variant, swin in variant_pairs(results, dataset):
+        order.setdefault(swin, []).append(variant)
+    return [c for swin, variants in order.items() for c in (swin, *variants)]
 
 
 def _label(cell: str) -> str:

@@ -133,9 +133,11 @@ def plot_ablation_curves(
     chance: Mapping[str, float],
     metric: str = "test_acc",
     title: str = "",
+    level: str = "chance",
 ) -> Figure:
     """One panel per dataset: every run's ``metric`` per epoch (thin, one per seed) and the mean
-    over seeds (thick), coloured by position encoding; dotted line: chance level.
+    over seeds (thick), coloured by position encoding; dotted line: ``chance[dataset]``, named
+    ``level`` in the legend (e.g. "constant answer").
 
     ``curves`` maps ``(dataset, pos, seed)`` to that run's per-epoch records. Two panels to a
     row; one legend below them all, where it hides no curve.
@@ -160,7 +162,7 @@ def plot_ablation_curves(
             mean = np.mean([[r[metric] for r in h[:length]] for h in runs], axis=0)
             ax.plot(range(1, length + 1), mean, color=color, lw=2.2, label=f"{pos} (mean)")
         if "acc" in metric:
-            ax.axhline(chance[dataset], color="k", ls=":", lw=1, label="chance")
+            ax.axhline(chance[dataset], color="k", ls=":", lw=1, label=level)
         ax.set_title(dataset, fontsize=11)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("epoch", fontsize=10)
