@@ -83,3 +83,11 @@ def test_fisher_exact_matches_textbook_values():
     assert fisher_exact(0, 10, 0, 10) == 1.0
     with pytest.raises(ValueError, match="k1 must be an integer in"):
         fisher_exact(11, 10, 0, 10)
+
+
+def test_an_interval_is_the_same_when_its_resampling_draws_are_reused():
+    rng = np.random.default_rng(3)
+    a, b = rng.random((4, 50)) < 0.8, rng.random((4, 50)) < 0.6
+    first = gap_interval(a, b, replicates=200)
+    gap_interval(b, replicates=200)  # another interval of the same shape in between
+    assert gap_interval(a, b, replicates=200) == first

@@ -90,3 +90,11 @@ def test_seed_dots_draw_the_rows_own_interval_and_name_the_level(results):
                          panel="split")  # fmt: skip
     assert [ax.get_title() for ax in fig.axes[:2]] == [
         "seen (dotted: constant answer)", "unseen (dotted: constant answer)"]  # fmt: skip
+
+
+def test_gaps_from_several_datasets_name_their_dataset(results):
+    other = [{**r, "dataset": "u"} for r in results["runs"]]
+    both = {"runs": results["runs"] + other,
+            "test_sets": {**results["test_sets"], "u": results["test_sets"]["t"]}}  # fmt: skip
+    lines = gaps_lines(both, [("t:rel", "t:none"), ("u:rel", "u:none")], "seen", RULE)
+    assert "t: rel − none" in lines and "u: rel − none" in lines

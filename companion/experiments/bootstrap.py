@@ -15,6 +15,7 @@ recomputed on each replicate's images (the most frequent label's share among the
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -38,12 +39,17 @@ class Interval:
         return f"{self.estimate:+.3f} [{self.low:+.3f}, {self.high:+.3f}]"
 
 
+@lru_cache(maxsize=8)
 def _weights(seeds: int, images: int, replicates: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(replicates, seeds)`` and ``(replicates, images)`` resampling counts."""
+    """``(replicates, seeds)`` and ``(replicates, images)`` resampling counts (read-only).
+
+    Kept for the next interval of the same shape: drawing them is most of an interval's cost, and
+    a chapter reads dozens of cells of one shape (the same draws, as the seed asks, every time)."""
     rng = np.random.default_rng(seed)
-    on_seeds = rng.multinomial(seeds, np.full(seeds, 1 / seeds), size=replicates)
-    on_images = rng.multinomial(images, np.full(images, 1 / images), size=replicates)
-    return on_seeds.astype(float), on_images.astype(float)
+    on_seeds = rng.multinomial(seeds, np.full(seeds, 1 / seeds), size=replicates).astype(float)
+    on_images = rng.multinomial(images, np.full(images, 1 / images), size=replicates).astype(float)
+    on_seeds.flags.writeable = on_images.flags.writeable = False
+    return on_seeds, on_images
 
 
 def _check(correct: np.ndarray, name: str) -> np.ndarray:
@@ -122,14 +128,14 @@ def lift_gap_interval(
             f"a_first and a_second must hold the same seeds, got {first.shape[0]} and "
             f"{second.shape[0]} rows"
         )
-    rng = np.random.default_rng(seed)
     seeds = first.shape[0]
-    on_seeds = rng.multinomial(seeds, np.full(seeds, 1 / seeds), size=replicates).astype(float)
+    on_seeds, _ = _weights(seeds, first.shape[1], replicates, seed)
     lifts = []
-    for correct, labels in ((first, labels_first), (second, labels_second)):
+    # The second set's images get their own draws (stream seed + 1), independent of the first's.
+    for offset, (correct, labels) in enumerate(((first, labels_first), (second, labels_second))):
         labels = np.asarray(labels, dtype=np.int64)
         n = correct.shape[1]
-        on_images = rng.multinomial(n, np.full(n, 1 / n), size=replicates).astype(float)
+        _, on_images = _weights(seeds, n, replicates, seed + offset)
         values = _replicates(correct, on_seeds, on_images) - _constant_answer(labels, on_images)
         lifts.append((values, correct.mean() - np.bincount(labels).max() / n))
     (v1, e1), (v2, e2) = lifts

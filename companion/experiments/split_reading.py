@@ -151,8 +151,10 @@ def gaps_lines(
     the exploratory comparisons: the planned ones are the predictions'). A gap with a split cell
     gets no interval: the counts say more than a mean of two groups."""
     found: list[tuple[str, Interval | None]] = []
+    several = len({a.split(":")[0] for a, _ in pairs}) > 1  # then each line names its dataset
     for a, b in pairs:
         name = f"{_label(a)} − {'constant answer' if b == 'constant' else _label(b)}"
+        name = f"{a.split(':')[0]}: {name}" if several else name
         involved = [a] + ([] if b == "constant" else [b])
         if any(is_split_cell(results, c, rule) for c in involved):
             found.append((name, None))
@@ -162,14 +164,15 @@ def gaps_lines(
     adjusted = iter(holm(tested)) if tested else iter(())
     lines = [f"gaps on `{split}` in points [95 % bootstrap interval], p Holm-adjusted over "
              f"the {len(tested)} intervals printed"]  # fmt: skip
+    width = max(len(name) for name, _ in found)
     for name, interval in found:
         if interval is None:
-            lines.append(f"{name:34} a split cell: read the counts")
+            lines.append(f"{name:{width}} a split cell: read the counts")
             continue
         p = next(adjusted)
         mark = " *" if p < 0.05 else ""
         lines.append(
-            f"{name:34} {100 * interval.estimate:+6.1f} [{100 * interval.low:+6.1f}, "
+            f"{name:{width}} {100 * interval.estimate:+6.1f} [{100 * interval.low:+6.1f}, "
             f"{100 * interval.high:+6.1f}]  p_Holm = {p:.2g}{mark}"
         )
     return "\n".join(lines)
