@@ -214,20 +214,6 @@ def test_bias_table_figure_has_a_panel_per_head_and_block(mini):
     assert len(heat_maps) == 2 + 2 + 4 + 4
 
 
-def test_gaps_table_of_rows_without_seeds_pairs_them_in_plan_order():
-    """Results written before rows listed their seeds still read (values are seed-major)."""
-    from companion.experiments.results import gaps_table
-
-    summary = [
-        {"dataset": "grid-cell", "pos": "none", "mean": 0.25, "values": [0.2, 0.3]},
-        {"dataset": "grid-cell", "pos": "rel", "mean": 0.5, "values": [0.45, 0.55]},
-    ]
-    lines = gaps_table(summary, {"grid-cell": 0.0625}).splitlines()
-    assert lines[1].split()[:4] == ["grid-cell", "none", "-", "chance"]
-    assert lines[-1].split()[:5] == ["grid-cell", "rel", "-", "none", "+25.0"]
-    assert lines[-1].endswith("*")  # both seeds differ by exactly 25 points
-
-
 def test_old_run_keys_are_unchanged_and_variants_get_their_own():
     assert run_key("grid-cell", "rel", 3) == "grid-cell__rel__seed3"
     assert run_key("grid-cell", "rel", 3, "torus") == "grid-cell__rel__torus__seed3"

@@ -5,7 +5,7 @@ import statistics
 
 import pytest
 
-from companion.experiments.results import gaps_table, paired_gap
+from companion.experiments.results import paired_gap
 from companion.experiments.stats import holm, paired_interval, paired_t_test, t_cdf, t_quantile
 
 #: t_{0.975, df} for df = 1..30, as printed in every statistics table (3 decimals).
@@ -61,23 +61,6 @@ def test_paired_gap_pairs_values_by_seed_not_by_position():
     assert gap["excludes_zero"]
     with pytest.raises(ValueError, match="no cell 'abs'"):
         paired_gap(summary, "relation", "abs", "rel")
-
-
-def test_gaps_table_marks_only_intervals_that_exclude_zero():
-    summary = [
-        row("none", [0.25, 0.35, 0.30]),
-        row("rel", [0.90, 0.92, 0.94]),
-        row("rel", [0.95, 0.88, 0.96], variant="torus"),
-    ]
-    lines = gaps_table(summary, {"relation": 0.25}).splitlines()
-    assert lines[0].startswith("gaps in percentage points")
-    by_label = {line[11:45].strip(): line for line in lines[1:]}
-    assert set(by_label) == {
-        "none - chance", "rel - chance", "rel:torus - chance", "rel - none", "rel:torus - rel",
-    }  # fmt: skip
-    assert by_label["rel - none"].endswith("*")
-    assert "+62.0" in by_label["rel - none"]
-    assert not by_label["rel:torus - rel"].endswith("*")  # +1.0 with a spread of 6 points
 
 
 @pytest.mark.parametrize("t", [-7.5, -1.0, -0.3, 0.0, 0.4, 1.0, 2.5, 40.0])

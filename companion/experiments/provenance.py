@@ -41,7 +41,12 @@ def git_state(repo: Path = PACKAGE_DIR.parent) -> dict[str, Any]:
 
     commit = git("rev-parse", "HEAD")
     status = git("status", "--porcelain") if commit else None
-    return {"commit": commit, "dirty": None if status is None else bool(status)}
+    if status is None:
+        return {"commit": commit, "dirty": None}
+    # Untracked files under results/ are what runs write (a script's first experiment, before
+    # its second starts); any other change, tracked or not, makes the tree dirty.
+    changes = [line for line in status.splitlines() if not line.startswith("?? results/")]
+    return {"commit": commit, "dirty": bool(changes)}
 
 
 def source_digest(package: Path = PACKAGE_DIR) -> str:

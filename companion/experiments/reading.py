@@ -1,14 +1,12 @@
-"""Reading an ablation honestly where a mean and a t interval would mislead: the right zero, cells
-whose seeds split, and a null for patterns read in learned bias tables.
+"""Reading an ablation honestly where a mean and a t interval would mislead: counts of solved
+seeds, and a null for patterns read in learned bias tables.
 
-- **The right zero.** A model that learned nothing answers (nearly) the same class for every image
-  and scores that class's share of the test set. On a fixed, unbalanced test set that share is a
-  range (:func:`constant_answer_range`), not ``1 / K``: a cell is read against that range.
 - **Split cells.** When some seeds solve a task and others stall, the seeds are two groups, not
   one noisy number: a t interval over them can run past the attainable 0-100 %. Such a cell is
-  reported as a count, solved ``k`` of ``n`` (:func:`solved_count`), with an exact binomial
-  interval on the rate (:func:`binomial_interval`, Clopper-Pearson); two such counts are compared
-  with Fisher's exact test (:func:`fisher_exact`).
+  reported as a count, solved ``k`` of ``n`` (``companion.experiments.split_reading``), with an
+  exact binomial interval on the rate (:func:`binomial_interval`, Clopper-Pearson); two such
+  counts are compared with Fisher's exact test (:func:`fisher_exact`). The right zero, the
+  constant answer on the same test images, is ``companion.experiments.split_reading``'s too.
 - **A null for table patterns.** The arg-max of a table of exchangeable random numbers lands on
   every offset with the same probability, so "most favourites lie at distance 2 or 3" has to be
   set against the share of offsets at that distance (:func:`ring_probability`).
@@ -17,38 +15,10 @@ whose seeds split, and a null for patterns read in learned bias tables.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from companion._checks import check_positive_int
-
-
-def constant_answer_range(labels: Iterable[int]) -> tuple[float, float]:
-    """``(lowest, highest)`` accuracy of a constant answer on a test set with these labels: the
-    smallest and the largest share of one class among them (classes that never occur score 0 and
-    are not counted, since the number of classes is not known here)."""
-    counts: dict[int, int] = {}
-    for label in labels:
-        counts[int(label)] = counts.get(int(label), 0) + 1
-    if not counts:
-        raise ValueError("labels must hold at least one label, got none")
-    total = sum(counts.values())
-    return min(counts.values()) / total, max(counts.values()) / total
-
-
-def solved_count(row: dict[str, Any], threshold: float) -> tuple[int, int]:
-    """``(k, n)``: how many of the ``n`` seeds of a summary row (``row["values"]``, accuracies as
-    fractions) reached ``threshold`` (a fraction in (0, 1])."""
-    if not 0.0 < threshold <= 1.0:
-        raise ValueError(f"threshold must be a fraction in (0, 1], got {threshold!r}")
-    values = row["values"]
-    return sum(v >= threshold for v in values), len(values)
-
-
-def is_split(row: dict[str, Any], threshold: float) -> bool:
-    """Whether a row's seeds fall on both sides of ``threshold``: some solved, some not."""
-    k, n = solved_count(row, threshold)
-    return 0 < k < n
 
 
 def _binomial_cdf(k: int, n: int, p: float) -> float:

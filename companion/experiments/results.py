@@ -17,7 +17,6 @@ from typing import Any
 
 import torch
 
-from companion.experiments.reading import binomial_interval, is_split, solved_count
 from companion.experiments.stats import paired_interval
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the companion package
@@ -119,107 +118,6 @@ def paired_gap(
         "dataset": dataset, "a": a, "b": b, "seeds": seeds, "differences": diffs,
         "n": len(diffs), "mean": mean, "low": low, "high": high, "excludes_zero": excludes,
     }  # fmt: skip
-
-
-def beside_baselines(summary: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The controlled-variant rows of ``summary``, each group after the Swin row it changes
-    (same dataset and ``pos``): ``none``, ``none:torus``, ``rel``, ``rel:torus``, ... in the
-    summary's order of datasets and ``pos``."""
-    changed = {(r["dataset"], r["pos"]) for r in summary if r.get("variant", "swin") != "swin"}
-    rows = [r for r in summary if (r["dataset"], r["pos"]) in changed]
-    datasets = list(dict.fromkeys(r["dataset"] for r in summary))
-    pos_order = list(dict.fromkeys(r["pos"] for r in summary))
-    return sorted(
-        rows,
-        key=lambda r: (
-            datasets.index(r["dataset"]),
-            pos_order.index(r["pos"]),
-            r.get("variant", "swin") != "swin",
-        ),
-    )
-
-
-#: The differences chapter 5 discusses: ``(a, b)`` reads "cell a - cell b" (cell labels as
-#: :func:`cell_label` writes them); a pair whose cells a results folder lacks is skipped.
-DISCUSSED_GAPS: tuple[tuple[str, str], ...] = (
-    ("abs", "rel"),
-    ("abs+rel", "abs"),
-    ("rel", "none"),
-    ("none:torus", "none"),
-    ("rel:torus", "rel"),
-    ("rel:no-shift", "rel"),
-    ("rel:abs-offset-bias", "rel"),
-    ("none:pool-merge", "none"),
-    ("rel:pool-merge", "rel"),
-)
-
-
-def gaps_table(
-    summary: Sequence[dict[str, Any]],
-    chance: dict[str, float] | None = None,
-    pairs: Sequence[tuple[str, str]] = DISCUSSED_GAPS,
-    confidence: float = 0.95,
-    solved: float | None = None,
-) -> str:
-    """The gaps the text reads, in percentage points, each with its paired t interval over seeds
-    (see :func:`paired_gap`) and ``*`` when the interval excludes 0: first, when ``chance`` is
-    given, every cell above chance (a one-sample interval), then each pair ``(a, b)`` of ``pairs``
-    present in a dataset. With ``solved`` (a fraction), a gap that involves a cell whose seeds
-    split at that threshold (:func:`companion.experiments.reading.is_split`) gets no interval:
-    a t interval over two groups of seeds can run past the attainable range."""
-    cells = _cells(summary)
-    datasets = list(dict.fromkeys(r["dataset"] for r in summary))
-    level = f"{100 * confidence:g}%"
-    lines = [f"gaps in percentage points, mean [{level} paired t interval over seeds]; "
-             "* = the interval excludes 0"]  # fmt: skip
-
-    def split(d: str, *names: str) -> bool:
-        return solved is not None and any(is_split(cells[d, n], solved) for n in names)
-
-    def line(dataset: str, label: str, diffs: Sequence[float], no_interval: bool) -> str:
-        if no_interval:
-            mean = statistics.fmean(diffs)
-            return f"{dataset:9}  {label:34} {mean:+6.1f}  (split seeds: no interval)"
-        if len(diffs) > 1:
-            mean, low, high = paired_interval(diffs, confidence)
-            mark = " *" if low > 0 or high < 0 else ""
-            return f"{dataset:9}  {label:34} {mean:+6.1f}  [{low:+6.1f}, {high:+6.1f}]{mark}"
-        return f"{dataset:9}  {label:34} {diffs[0]:+6.1f}  (1 seed: no interval)"
-
-    if chance is not None:
-        for d in datasets:
-            for (dd, name), row in cells.items():
-                if dd == d:
-                    diffs = [100 * (v - chance[d]) for v in row["values"]]
-                    lines.append(line(d, f"{name} - chance", diffs, split(d, name)))
-    for d in datasets:
-        for a, b in pairs:
-            if (d, a) in cells and (d, b) in cells:
-                gap = paired_gap(summary, d, a, b, confidence)
-                lines.append(line(d, f"{a} - {b}", gap["differences"], split(d, a, b)))
-    return "\n".join(lines)
-
-
-def seed_counts(
-    summary: Sequence[dict[str, Any]], threshold: float, confidence: float = 0.95
-) -> str:
-    """One line per cell: its accuracy per seed (%), and solved ``k`` of ``n`` at ``threshold``
-    with the exact binomial interval on the rate; ``split`` marks a cell whose seeds fall on both
-    sides of the threshold (read as a count, not as a mean)."""
-    level = f"{100 * confidence:g}%"
-    lines = [f"final test accuracy per seed (%); solved = at least {100 * threshold:g} %, "
-             f"with the exact {level} interval on the rate"]  # fmt: skip
-    for row in summary:
-        label = cell_label(row["pos"], row.get("variant", "swin"))
-        k, n = solved_count(row, threshold)
-        low, high = binomial_interval(k, n, confidence)
-        seeds = " ".join(f"{100 * v:5.1f}" for v in row["values"])
-        mark = "  split" if 0 < k < n else ""
-        lines.append(
-            f"{row['dataset']:9}  {label:20} {seeds}   solved {k}/{n} "
-            f"[{100 * low:3.0f}, {100 * high:3.0f}] %{mark}"
-        )
-    return "\n".join(lines)
 
 
 def results_table(summary: Sequence[dict[str, Any]], chance: dict[str, float]) -> str:

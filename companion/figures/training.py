@@ -261,8 +261,11 @@ def _short(name: str) -> str:
 
 
 def _row_label(row: Mapping[str, Any]) -> str:
-    """``rel`` for the standard Swin, ``rel`` over ``no-shift`` for a controlled variant."""
+    """``rel`` for the standard Swin, ``rel`` over ``no-shift`` for a controlled variant (a long
+    name such as ``abs-offset-bias`` broken after its first hyphen, so neighbours never touch)."""
     variant = row.get("variant", "swin")
+    if len(variant) > 10 and "-" in variant:
+        variant = variant.replace("-", "-\n", 1)
     return row["pos"] if variant == "swin" else f"{row['pos']}\n{variant}"
 
 

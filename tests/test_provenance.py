@@ -1,0 +1,71 @@
+"""Where results come from: a run's tree is dirty for any change but the outputs runs write, and
+every committed result ran the package of the commit its header names."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from pathlib import Path, PurePosixPath
+
+import pytest
+
+from companion.experiments.provenance import git_state
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True,
+                          check=True).stdout  # fmt: skip
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    git(tmp_path, "init", "-q")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+    return tmp_path
+
+
+def test_a_tree_is_clean_with_new_outputs_under_results_only(repo: Path) -> None:
+    (repo / "results" / "first-half").mkdir(parents=True)
+    (repo / "results" / "first-half" / "results.json").write_text("{}")
+    assert git_state(repo)["dirty"] is False
+    (repo / "notes.txt").write_text("an untracked file elsewhere")
+    assert git_state(repo)["dirty"] is True
+
+
+def test_a_tree_with_a_changed_tracked_file_is_dirty(repo: Path) -> None:
+    (repo / "code.py").write_text("x = 2\n")
+    assert git_state(repo) == {"commit": git(repo, "rev-parse", "HEAD").strip(), "dirty": True}
+
+
+def package_digest_at(commit: str) -> str:
+    """The digest ``provenance.source_digest`` computes, of ``companion/`` as committed."""
+    names = git(ROOT, "ls-tree", "-r", "--name-only", commit, "companion").split()
+    files = sorted(PurePosixPath(n) for n in names if n.endswith(".py"))
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.relative_to("companion").as_posix().encode())
+        digest.update(subprocess.run(["git", "show", f"{commit}:{path}"], cwd=ROOT,
+                                     capture_output=True, check=True).stdout)  # fmt: skip
+    return digest.hexdigest()
+
+
+FOLDERS = sorted(p.parent for p in (ROOT / "results").glob("*/results.json"))
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
+def test_every_run_ran_the_package_of_the_commit_its_header_names(folder: Path) -> None:
+    if subprocess.run(["git", "rev-parse", "--is-shallow-repository"], cwd=ROOT,
+                      capture_output=True, text=True).stdout.strip() != "false":  # fmt: skip
+        pytest.skip("not a full git clone: the commits' trees are not here")
+    results = json.loads((folder / "results.json").read_text())
+    header = results["header"]
+    if "companion_sha256" not in header:
+        pytest.skip(f"{folder.name} predates the package digest in its header")
+    expected = package_digest_at(header["git"]["commit"])
+    assert header["companion_sha256"] == expected
+    assert {r["code_sha256"] for r in results["runs"]} == {expected}
