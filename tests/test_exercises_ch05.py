@@ -23,6 +23,7 @@ from companion.experiments.results import (
     load_results,
     paired_gap,
 )
+from companion.experiments.split_reading import beside_their_swin, constant_answer, split_rows
 from companion.figures.training import (
     plot_ablation_curves,
     plot_bias_tables,
@@ -188,8 +189,18 @@ def _book_figures() -> dict:
                 [x for x in r["summary"] if x["variant"] == "swin"], r["chance"], title="t"
             )
         ),
-        "seed dots, variants": committed(
-            lambda f, r: plot_seed_dots(r["summary"], r["chance"], across=1, title="t")
+        "seed dots, variants": committed(  # as the chapter draws it: each beside its Swin
+            lambda f, r: plot_seed_dots(
+                [
+                    row
+                    for d in ("grid-cell", "relation")
+                    for row in split_rows(r, d, "test", beside_their_swin(r, d))
+                ],
+                {d: constant_answer(r, d, "test") for d in ("grid-cell", "relation")},
+                across=1,
+                level="constant answer",
+                title="t",
+            )
         ),
         "ablation curves": committed(
             lambda f, r: plot_ablation_curves(load_curves(f), r["chance"], title="t")

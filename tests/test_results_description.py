@@ -18,7 +18,8 @@ def test_describe_run_wraps_the_command_to_the_book_column_at_spaces_only() -> N
 def test_describe_run_states_hardware_commit_and_wall_time_from_the_header() -> None:
     results = load_results(find_results("cpu-ablation"))
     header, text = results["header"], describe_run(results)
-    assert f"commit {header['git']['commit']} | uncommitted changes: False" in text
+    git = header["git"]
+    assert f"commit {git['commit']} | uncommitted changes: {git['dirty']}" in text
     assert f"wall time {header['wall_s'] / 60:.1f} min" in text
     assert f"GPU: {header['gpu']}" in text and header["cpu"] in text
 
