@@ -181,7 +181,9 @@ def test_a_plain_install_ships_the_books_results(tmp_path):
     shipped = sum(
         f.stat().st_size for f in (site / "companion" / "book_results").rglob("*") if f.is_file()
     )
-    assert shipped < 2_000_000, f"{shipped} bytes of results in the package: keep them small"
+    # About 3 MB today (chapter 5's two folders with ten seeds, chapter 6's): a guard against
+    # checkpoints or datasets slipping into the package, not a budget for the curves.
+    assert shipped < 4_000_000, f"{shipped} bytes of results in the package: keep them small"
 
 
 #: Any heading that names a GPU promises GPU results (the book has none unless results/ holds one).
