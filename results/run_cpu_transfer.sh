@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
-# Chapter 6's resolution-transfer experiment on a CPU, as committed in results/cpu-transfer/:
-# every position code trained at 32 px (chapter 5's per-run settings, 5 seeds), then each run moved
-# to 48 and 64 px with the window kept and grown, and tested on the task rendered at that size,
-# as moved and after a 50-step fine-tune (batch 32) on the training split rendered at that size.
+# Chapter 6's resolution-transfer experiment on a CPU, as committed in results/cpu-transfer/ and the two
+# reference folders: every position code trained at 32 px (chapter 5's per-run settings, seeds 0-2), each run
+# moved to 48 px (window kept and grown) in both renderings (scaled: the 32-px scene with more pixels; world: a
+# larger canvas, objects as at 32 px) and tested as moved and after a 50-step fine-tune (batch 32); then the
+# references, the codes the planned comparisons read trained at 48 px with the same settings and seeds.
+# Predictions: results/cpu-transfer/predictions.md (committed before the run's commit). Measured at about
+# 70 minutes on the project's 2-core machine (the three headers' wall times; results/README.md).
 # Run from a clean checkout, repository root (PYTHON=.venv/bin/python to use the venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python}
 FRESH_FLAG=${FRESH:+--fresh}
-"$PY" -m companion.ablation --name cpu-transfer --results-dir results --config tiny-cpu \
+COMMON=(--results-dir results --config tiny-cpu --seeds 0 1 2
+    --train-size 2000 --test-size 1000 --epochs 20 --batch-size 16 --lr 1e-3
+    --warmup-epochs 2 --label-smoothing 0 --threads 1 --jobs 2 --device cpu)
+"$PY" -m companion.ablation --name cpu-transfer "${COMMON[@]}" $FRESH_FLAG \
     --datasets grid-cell relation --pos none abs rel abs+rel cpb rope-axial rope-mixed \
-    --seeds 0 1 2 3 4 \
-    --train-size 2000 --test-size 1000 --epochs 20 --batch-size 16 --lr 1e-3 \
-    --warmup-epochs 2 --label-smoothing 0 --threads 1 --jobs 2 --device cpu $FRESH_FLAG \
     --replace-derived  # the experiment below computes transfer.json again from these runs
-"$PY" -m companion.resolution_experiment --name cpu-transfer --finetune-steps 50 \
-    --finetune-batch-size 32 --jobs 2 --threads 1
+"$PY" -m companion.resolution_experiment --name cpu-transfer --sizes 48 --renderings scaled world \
+    --finetune-steps 50 --finetune-batch-size 32 --jobs 2 --threads 1 --replace
+"$PY" -m companion.ablation --name cpu-transfer-48-world "${COMMON[@]}" $FRESH_FLAG \
+    --img-size 48 --rendering world --datasets grid-cell relation --pos abs rel cpb
+"$PY" -m companion.ablation --name cpu-transfer-48-scaled "${COMMON[@]}" $FRESH_FLAG \
+    --img-size 48 --rendering scaled --datasets relation --pos abs rel cpb

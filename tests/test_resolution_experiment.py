@@ -59,14 +59,17 @@ def test_every_run_is_moved_under_every_condition_with_provenance(finished):
     conditions = {(r["pos"], r["size"], r["condition"]) for r in results["rows"]}
     assert ("rel", 64, "window-grown-bicubic") in conditions
     assert ("rope-axial", 48, "window-grown") in conditions and ("rel", 32, "trained") in conditions
-    assert len(results["rows"]) == 2 * (1 + 2 * 3) - 2  # rel: 3 conditions, rope: 2, per size
+    # per run: trained, then 2 renderings x 2 sizes x conditions (rel: 3, rope: 2)
+    assert len(results["rows"]) == (1 + 2 * 2 * 3) + (1 + 2 * 2 * 2)
+    assert {r["rendering"] for r in results["rows"]} == {"scaled", "world"}
     assert all(0 <= r["acc"] <= 1 for r in results["rows"])
     assert all("acc_finetuned" in r for r in results["rows"] if r["size"] != 32)
     assert (
-        "| grid-cell | rel | 64 | window-grown-geometric |"
+        "| grid-cell | rel | world | 64 | window-grown-geometric |"
         in (finished / "transfer.md").read_text()
     )
-    assert results["settings"]["images"].startswith("rendered at each size")
+    assert results["settings"]["images"].startswith("drawn at each size")
+    assert results["settings"]["renderings"] == ["scaled", "world"]
     assert results["header"]["jobs"] == 2
 
 
@@ -191,7 +194,7 @@ def test_load_transfer_reads_a_records_old_condition_names_as_todays(tmp_path):
         "grid": "window-kept",
         "window-geometric": "window-grown-geometric",
     }
-    assert "| d | rel | 48 | window-kept |" in transfer_table(summary)  # rendered as today
+    assert "| d | rel | scaled | 48 | window-kept |" in transfer_table(summary)  # as today
 
 
 def test_the_committed_record_is_read_with_todays_names_only():

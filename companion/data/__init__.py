@@ -21,13 +21,14 @@ from companion.data.dataset import SPLITS, ImageClassificationData
 from companion.data.tasks import (
     CLASSES,
     IMAGE_SIZE,
+    RENDERINGS,
     TASK_SPLITS,
     TASKS,
     check_image_size,
     make_task,
 )
 
-__all__ = ["DATASETS", "TASKS", "dataset_splits", "make_dataset", "num_classes"]
+__all__ = ["DATASETS", "RENDERINGS", "TASKS", "dataset_splits", "make_dataset", "num_classes"]
 
 DATASETS = (*TASKS, "cifar10")
 #: Default number of generated images per split (far-relation-heldout's test splits: as test).
@@ -55,19 +56,22 @@ def make_dataset(
     data_dir: str | os.PathLike[str] = DEFAULT_DATA_DIR,
     download: bool = False,
     size: int = IMAGE_SIZE,
+    rendering: str = "scaled",
 ) -> ImageClassificationData:
     """The one entry point: ``name`` in ``DATASETS``, ``split`` in ``dataset_splits(name)``.
 
     ``n``: number of images (generated tasks: default ``DEFAULT_SIZES[split]``; CIFAR-10: the
     first ``n`` of the split, default all). ``seed`` chooses the generated images; CIFAR-10
-    ignores it. ``size``: the generated tasks' rendering size (:func:`make_task`); CIFAR-10's
-    photographs exist only at 32 px.
+    ignores it. ``size`` and ``rendering``: how the generated tasks are drawn (:func:`make_task`:
+    ``"scaled"``, the 32-px scene with more pixels; ``"world"``, a larger canvas, objects as at
+    32 px); CIFAR-10's photographs exist only at 32 px.
     """
     check_choice("split", split, dataset_splits(name))
     if n is not None:
         check_positive_int("n", n)
     check_image_size(size)
     if name == "cifar10":
+        check_choice("rendering", rendering, RENDERINGS)
         if size != IMAGE_SIZE:
             raise ValueError(
                 f"size must be {IMAGE_SIZE} for cifar10 (its photographs cannot be rendered "
@@ -77,4 +81,5 @@ def make_dataset(
         if n is not None and n < len(data):
             data.images, data.labels = data.images[:n], data.labels[:n]
         return data
-    return make_task(name, split, DEFAULT_SIZES[split] if n is None else n, seed, size)
+    n = DEFAULT_SIZES[split] if n is None else n
+    return make_task(name, split, n, seed, size, rendering)

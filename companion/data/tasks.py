@@ -55,11 +55,24 @@ Every image is drawn from its own random stream ``numpy.random.default_rng([seed
 i])``: the train and test splits never share a stream, and image ``i`` of a split is the same
 whatever ``n`` is.
 
-Both tasks are designed in a 32 x 32 frame and can be *rendered* larger (``size`` 48, 64, ...,
-a multiple of 8): the same scene (label, objects, colours, their places in the frame) drawn
-with ``size / 32`` times as many pixels per side, fresh pixel noise included. Every label keeps
-its meaning, which is what chapter 6's resolution-transfer experiment needs; only at 32 px does
-one object fill exactly one 4 x 4 patch of the small Swin.
+``grid-cell`` and ``relation`` are designed in a 32 x 32 frame and have two ways of being drawn
+larger (``size`` 48, 64, ..., a multiple of 8), chapter 6's two kinds of larger image
+(``RENDERINGS``):
+
+``"scaled"`` (same scene, more pixels): the scene of the 32-px image (label, objects, colours,
+    their places in the frame) drawn with ``size / 32`` times as many pixels per side, fresh pixel
+    noise included. The objects grow with the image: at 48 px a ``relation`` object's cell is
+    6 px, so it no longer fills one 4-px patch.
+``"world"`` (more of the world): every object keeps its 32-px size in pixels, and so in
+    patches, and the canvas grows. ``relation``: the pair is placed on the larger grid of
+    ``size / 4`` patches exactly as on the 8 x 8 one (two neighbouring patches, A's uniform over
+    the patches whose neighbour is in the frame), so every offset and object looks as in
+    training, and pairs appear at positions never seen in training. ``grid-cell``: the label
+    still names one of the frame's 4 x 4 cells, now ``size / 4`` px wide (the label is a place in
+    the *frame*, so its cells must grow with it), and the object keeps its 32-px size, placed
+    uniformly where it fits in its cell.
+
+At 32 px the two renderings are the same images, bit for bit.
 """
 
 from __future__ import annotations
@@ -91,6 +104,8 @@ FAR_TRAIN_MIX = ((1, 0.5), (2, 0.5))
 FAR_TEST_DISTANCE = 2
 #: far-relation-heldout: training and ``seen`` pairs lie in the first HELDOUT_COLUMNS columns.
 HELDOUT_COLUMNS = 6
+#: The two ways to draw grid-cell and relation larger than 32 px (see the module docstring).
+RENDERINGS = ("scaled", "world")
 #: Appended, never reordered: a task's index seeds its images (:func:`example_rng`).
 TASKS = ("grid-cell", "relation", "far-relation", "far-relation-heldout")
 FAR_TASKS = TASKS[2:]
@@ -132,6 +147,18 @@ def check_image_size(size: object) -> int:
     return size
 
 
+def check_rendering(rendering: object, task: str) -> str:
+    """``rendering`` must be one of ``RENDERINGS``; ``"world"`` exists for grid-cell and relation
+    only (the far-relation tasks' splits are defined on the 8 x 8 grid)."""
+    check_choice("rendering", rendering, RENDERINGS)
+    if rendering == "world" and task not in _DRAW:
+        raise ValueError(
+            f"rendering 'world' is defined for {', '.join(_DRAW)} only (the far-relation tasks' "
+            f"splits are defined on the 8 x 8 patch grid), got task={task!r}"
+        )
+    return str(rendering)
+
+
 def _rendered(y: float, x: float, size: int) -> tuple[float, float]:
     """A point of the 32-px design frame in the pixels of a ``size``-px rendering.
 
@@ -160,32 +187,37 @@ def _to_uint8(image: np.ndarray) -> np.ndarray:
 
 
 def draw_grid_cell(
-    rng: np.random.Generator, size: int = IMAGE_SIZE
+    rng: np.random.Generator, size: int = IMAGE_SIZE, rendering: str = "scaled"
 ) -> tuple[np.ndarray, int, np.ndarray]:
     """One ``grid-cell`` example: ``(image (3, size, size) uint8, label, centre (2,) float)``.
 
     The label ``4 * row + col`` is drawn first; the object (shape, radius 1.5-2.5 px, a bright
-    random colour) is then placed at a random point of that cell where it fits entirely. The
-    scene is designed in the 32-px frame and rendered at ``size`` px (the centre is returned in
-    the rendered pixels).
+    random colour) is then placed at a random point of that cell where it fits entirely.
+    ``"scaled"``: the scene is designed in the 32-px frame and drawn at ``size`` px (the centre is
+    returned in the drawn pixels). ``"world"``: the cell is ``size / 4`` px and the object keeps
+    its radius in pixels.
     """
+    world = rendering == "world"
+    cell = size // GRID if world else CELL
     label = int(rng.integers(GRID * GRID))
     row, col = divmod(label, GRID)
     r = rng.uniform(1.5, 2.5)
-    # The centre keeps the whole object (radius r) inside the cell's CELL x CELL pixels.
-    cy = row * CELL + rng.uniform(r, CELL - 1 - r)
-    cx = col * CELL + rng.uniform(r, CELL - 1 - r)
+    # The centre keeps the whole object (radius r) inside the cell's pixels.
+    cy = row * cell + rng.uniform(r, cell - 1 - r)
+    cx = col * cell + rng.uniform(r, cell - 1 - r)
     shape = SHAPES[int(rng.integers(len(SHAPES)))]
     color = rng.uniform(0.45, 1.0, size=3)
     color[rng.integers(3)] = 1.0  # at least one bright channel: always visible on the dark ground
     image = _background(rng, size)
-    cy, cx = _rendered(cy, cx, size)
-    image[shape_mask(shape, cy, cx, r * size / IMAGE_SIZE, size)] = color
+    if not world:
+        cy, cx = _rendered(cy, cx, size)
+        r *= size / IMAGE_SIZE
+    image[shape_mask(shape, cy, cx, r, size)] = color
     return _to_uint8(image), label, np.array([cy, cx])
 
 
 def draw_relation(
-    rng: np.random.Generator, size: int = IMAGE_SIZE
+    rng: np.random.Generator, size: int = IMAGE_SIZE, rendering: str = "scaled"
 ) -> tuple[np.ndarray, int, np.ndarray]:
     """One ``relation`` example: ``(image (3, size, size) uint8, label, centres (2, 2) float)``.
 
@@ -194,18 +226,23 @@ def draw_relation(
     the label's direction is inside the ``PATCHES x PATCHES`` grid; B takes that neighbour. Each
     object (a random shape of radius 1-1.5 px, placed at a random point of its patch where it
     fits) is clipped to its patch, so no patch holds parts of both objects. Rendered at ``size``
-    px, a "patch" is the cell of ``size / 8`` px that holds the 4-px patch of the 32-px design.
+    px ``"scaled"``, a "patch" is the cell of ``size / 8`` px that holds the 4-px patch of the
+    32-px design; ``"world"``, it is a 4-px patch of the grid of ``size / 4`` patches.
     """
-    label, patch_a, patch_b = place_pair(rng, distance=1)
-    image, centres = draw_pair(rng, patch_a, patch_b, size)
+    world = rendering == "world"
+    patches = size // PATCH if world else PATCHES
+    label, patch_a, patch_b = place_pair(rng, distance=1, patches=patches)
+    image, centres = draw_pair(rng, patch_a, patch_b, size, world)
     return image, label, centres
 
 
-def a_patch_range(label: int, distance: int) -> tuple[np.ndarray, np.ndarray]:
+def a_patch_range(
+    label: int, distance: int, patches: int = PATCHES
+) -> tuple[np.ndarray, np.ndarray]:
     """``(lo, hi)``: A's patches ``lo <= (row, col) < hi`` from which B, ``distance`` patches
-    away in the label's direction, is still inside the grid."""
+    away in the label's direction, is still inside the ``patches x patches`` grid."""
     step = distance * np.array(RELATION_STEPS[label])
-    return np.maximum(0, -step), PATCHES - np.maximum(0, step)
+    return np.maximum(0, -step), patches - np.maximum(0, step)
 
 
 def in_seen_region(
@@ -216,15 +253,16 @@ def in_seen_region(
 
 
 def place_pair(
-    rng: np.random.Generator, distance: int, inside: bool | None = None
+    rng: np.random.Generator, distance: int, inside: bool | None = None, patches: int = PATCHES
 ) -> tuple[int, np.ndarray, np.ndarray]:
     """``(label, A's patch (2,), B's patch (2,))``, placed label first: the label uniform, then
-    A's patch uniform over :func:`a_patch_range`, and B's patch ``distance`` steps away in the
-    label's direction. ``inside`` True (False) redraws until the pair lies inside (reaches out
-    of) the seen region (:func:`in_seen_region`); ``None`` keeps every pair."""
+    A's patch uniform over :func:`a_patch_range` of a ``patches x patches`` grid, and B's patch
+    ``distance`` steps away in the label's direction. ``inside`` True (False) redraws until the
+    pair lies inside (reaches out of) the seen region (:func:`in_seen_region`); ``None`` keeps
+    every pair."""
     while True:
         label = int(rng.integers(len(RELATIONS)))
-        lo, hi = a_patch_range(label, distance)
+        lo, hi = a_patch_range(label, distance, patches)
         patch_a = lo + rng.integers(hi - lo)
         patch_b = patch_a + distance * np.array(RELATION_STEPS[label])
         if inside is None or in_seen_region(patch_a, patch_b) == inside:
@@ -232,15 +270,22 @@ def place_pair(
 
 
 def draw_pair(
-    rng: np.random.Generator, patch_a: np.ndarray, patch_b: np.ndarray, size: int
+    rng: np.random.Generator,
+    patch_a: np.ndarray,
+    patch_b: np.ndarray,
+    size: int,
+    world: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """A red object in ``patch_a`` and a blue one in ``patch_b`` on a fresh background:
     ``(image (3, size, size) uint8, centres (2, 2) float)``, each object clipped to its patch.
 
     Each object is a random shape of radius 1-1.5 px, placed at a random point of its patch
-    where it fits, and clipped to its patch, so no patch holds parts of both objects."""
+    where it fits, and clipped to its patch, so no patch holds parts of both objects. The
+    patches are the 8 x 8 design's drawn at ``size`` px, or with ``world`` the 4-px patches of
+    the ``size``-px canvas (objects keep their 32-px size)."""
     image = _background(rng, size)
-    cell, scale = size // PATCHES, size / IMAGE_SIZE  # a patch's side in the rendered pixels
+    # A patch's side and the objects' scale in the drawn pixels.
+    cell, scale = (PATCH, 1.0) if world else (size // PATCHES, size / IMAGE_SIZE)
     red = np.array([rng.uniform(0.75, 1.0), rng.uniform(0.0, 0.3), rng.uniform(0.0, 0.3)])
     blue = np.array([rng.uniform(0.0, 0.3), rng.uniform(0.2, 0.5), rng.uniform(0.8, 1.0)])
     centres = []
@@ -248,7 +293,7 @@ def draw_pair(
         r = rng.uniform(1.0, 1.5)
         # Inside the patch's pixels [p * PATCH, p * PATCH + PATCH - 1] with room for radius r.
         y, x = patch * PATCH + rng.uniform(r, PATCH - 1 - r, size=2)
-        cy, cx = _rendered(y, x, size)
+        cy, cx = (y, x) if world else _rendered(y, x, size)
         shape = SHAPES[int(rng.integers(len(SHAPES)))]
         box = np.zeros((size, size), dtype=bool)
         (y0, x0), (y1, x1) = patch * cell, (patch + 1) * cell
@@ -291,7 +336,7 @@ def draw_far_relation(
     return image, label, centres, distance
 
 
-_DRAW: dict[str, Callable[[np.random.Generator, int], tuple[np.ndarray, int, np.ndarray]]] = {
+_DRAW: dict[str, Callable[[np.random.Generator, int, str], tuple[np.ndarray, int, np.ndarray]]] = {
     "grid-cell": draw_grid_cell,
     "relation": draw_relation,
 }
@@ -311,10 +356,17 @@ def example_rng(task: str, split: str, seed: int, index: int) -> np.random.Gener
 
 
 def make_task(
-    task: str, split: str, n: int, seed: int = 0, size: int = IMAGE_SIZE
+    task: str,
+    split: str,
+    n: int,
+    seed: int = 0,
+    size: int = IMAGE_SIZE,
+    rendering: str = "scaled",
 ) -> ImageClassificationData:
     """Generate ``n`` images of a task in ``TASKS`` for ``split`` (one of ``TASK_SPLITS[task]``),
-    rendered at ``size`` x ``size`` px (image ``i`` shows the same scene at every size).
+    drawn at ``size`` x ``size`` px. ``rendering`` (``RENDERINGS``) says how a size above 32 px
+    is drawn: ``"scaled"``, image ``i`` shows the same scene at every size; ``"world"``
+    (grid-cell and relation only), the objects keep their 32-px size on a larger canvas.
 
     ``meta["centres"]`` holds the objects' centres in pixels: ``(n, 2)`` for grid-cell,
     ``(n, 2, 2)`` (A then B, each ``(y, x)``) for the others. The far-relation tasks add
@@ -324,6 +376,7 @@ def make_task(
     check_choice("split", split, TASK_SPLITS[task])
     check_positive_int("n", n)
     check_image_size(size)
+    check_rendering(rendering, task)
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed must be an int >= 0, got {seed!r}")
     rngs = [example_rng(task, split, seed, i) for i in range(n)]
@@ -334,7 +387,7 @@ def make_task(
         draws = [d[:3] for d in far]
         distances = torch.tensor([d[3] for d in far], dtype=torch.long)
     else:
-        draws = [_DRAW[task](rng, size) for rng in rngs]
+        draws = [_DRAW[task](rng, size, rendering) for rng in rngs]
     images = torch.from_numpy(np.stack([d[0] for d in draws]))
     labels = torch.tensor([d[1] for d in draws], dtype=torch.long)
     meta = {"centres": torch.from_numpy(np.stack([d[2] for d in draws])).float()}

@@ -49,6 +49,7 @@ from companion._io import (
     json_sha256,
 )
 from companion.data import num_classes
+from companion.data.tasks import IMAGE_SIZE
 from companion.experiments.evaluation import evaluation_splits, labels_record, split_results
 from companion.experiments.pool import run_all
 from companion.experiments.provenance import hardware, provenance, source_digest
@@ -80,6 +81,7 @@ from companion.train.config import (
     check_variant_pos,
     config_fields,
     config_from_args,
+    data_size,
     recorded_settings,
     setting,
     validate_config,
@@ -349,7 +351,9 @@ def _run_one(
         "epochs": history,
         "checkpoint_sha256": file_sha256(out / CHECKPOINT),
         # every test split, image by image (for bootstrap intervals over the test images)
-        "splits": split_results(result.model, dataset, cfg.test_size, cfg.data_seed),
+        "splits": split_results(
+            result.model, dataset, cfg.test_size, cfg.data_seed, data_size(cfg), cfg.rendering
+        ),
     }
     tables = bias_tables(result.model)
     if tables:
@@ -386,9 +390,16 @@ def _results(plan: AblationPlan, records: list[dict[str, Any]], header: dict[str
     chance = {d: 1 / num_classes(d) for d in datasets}
     runs = [{k: v for k, v in r.items() if k != "epochs"} for r in records]
     summary = summarize(runs)
+    # Records written before img_size and rendering were settings drew 32-px scaled images.
+    drawn = (
+        train_settings.get("img_size") or IMAGE_SIZE,
+        train_settings.get("rendering", "scaled"),
+    )
     test_sets = {
         d: {
-            split: labels_record(d, split, train_settings["test_size"], train_settings["data_seed"])
+            split: labels_record(
+                d, split, train_settings["test_size"], train_settings["data_seed"], *drawn
+            )
             for split in evaluation_splits(d)
         }
         for d in datasets

@@ -140,3 +140,52 @@ def lift_gap_interval(
         lifts.append((values, correct.mean() - np.bincount(labels).max() / n))
     (v1, e1), (v2, e2) = lifts
     return _interval(e2 - e1, v2 - v1)
+
+
+def kept_replicates(
+    moved: np.ndarray,
+    reference: np.ndarray,
+    labels: np.ndarray,
+    replicates: int = REPLICATES,
+    seed: int = 0,
+) -> tuple[float, np.ndarray]:
+    """How much of a reference's lift a moved model keeps, on the same test images:
+    ``(acc_moved - const) / (acc_reference - const)``, 1 = as good as a model trained at that
+    size, 0 = the constant answer. Returns ``(estimate, (replicates,) values)``.
+
+    ``moved`` and ``reference`` are ``(seeds, images)`` of *different* runs (a model moved to the
+    size, and one trained at it), so their seeds are drawn independently (streams ``seed`` and
+    ``seed + 1``); the images, shared, are drawn once per replicate and the constant answer is
+    recomputed on them."""
+    check_int_in_range("replicates", replicates, 100, 1_000_000)
+    moved, reference = _check(moved, "moved"), _check(reference, "reference")
+    labels = np.asarray(labels, dtype=np.int64)
+    images = moved.shape[1]
+    if reference.shape[1] != images or labels.shape != (images,):
+        raise ValueError(
+            f"moved, reference and labels must cover the same {images} images, got "
+            f"{reference.shape[1]} and {labels.shape}"
+        )
+    on_moved, on_images = _weights(moved.shape[0], images, replicates, seed)
+    on_reference, _ = _weights(reference.shape[0], images, replicates, seed + 1)
+    const = _constant_answer(labels, on_images)
+    lift = _replicates(reference, on_reference, on_images) - const
+    values = (_replicates(moved, on_moved, on_images) - const) / np.where(lift > 0, lift, np.nan)
+    const0 = np.bincount(labels).max() / images
+    estimate = (moved.mean() - const0) / (reference.mean() - const0)
+    return float(estimate), values
+
+
+def kept_interval(values: np.ndarray, estimate: float, against: float = 0.0) -> Interval:
+    """The 95 % interval of :func:`kept_replicates`' ``values`` and the two-sided p-value of "the
+    statistic is ``against``". Replicates whose reference did not beat the constant answer
+    (``nan``: nothing to keep) are left out; ``ValueError`` if more than 1 % are."""
+    values = np.asarray(values, dtype=float)
+    undefined = np.isnan(values).mean()
+    if undefined > 0.01:
+        raise ValueError(
+            f"values: the reference beat the constant answer in only {1 - undefined:.1%} of the "
+            f"replicates; a share of its lift is not defined (read the accuracies instead)"
+        )
+    shifted = _interval(estimate - against, values[~np.isnan(values)] - against)
+    return Interval(estimate, shifted.low + against, shifted.high + against, shifted.p)

@@ -22,6 +22,7 @@ from torch import Tensor, nn
 
 from companion.data import dataset_splits, make_dataset
 from companion.data.dataset import ImageClassificationData
+from companion.data.tasks import IMAGE_SIZE
 
 
 def evaluation_splits(dataset: str) -> tuple[str, ...]:
@@ -29,9 +30,17 @@ def evaluation_splits(dataset: str) -> tuple[str, ...]:
     return tuple(s for s in dataset_splits(dataset) if s != "train")
 
 
-def load_split(dataset: str, split: str, n: int | None, data_seed: int) -> ImageClassificationData:
-    """The test images a run is measured on (the same for every run of ``dataset``)."""
-    return make_dataset(dataset, split, n, seed=data_seed)
+def load_split(
+    dataset: str,
+    split: str,
+    n: int | None,
+    data_seed: int,
+    size: int = IMAGE_SIZE,
+    rendering: str = "scaled",
+) -> ImageClassificationData:
+    """The test images a run is measured on (the same for every run of ``dataset`` drawn at
+    ``size`` px in ``rendering``)."""
+    return make_dataset(dataset, split, n, seed=data_seed, size=size, rendering=rendering)
 
 
 def pack_bits(flags: Tensor) -> str:
@@ -69,12 +78,17 @@ def predictions(model: nn.Module, data: ImageClassificationData, batch: int = 50
 
 
 def split_results(
-    model: nn.Module, dataset: str, test_size: int | None, data_seed: int
+    model: nn.Module,
+    dataset: str,
+    test_size: int | None,
+    data_seed: int,
+    size: int = IMAGE_SIZE,
+    rendering: str = "scaled",
 ) -> dict[str, dict[str, Any]]:
     """``{split: {"n", "accuracy", "correct", "labels_sha256"}}`` for every test split."""
     found = {}
     for split in evaluation_splits(dataset):
-        data = load_split(dataset, split, test_size, data_seed)
+        data = load_split(dataset, split, test_size, data_seed, size, rendering)
         hits = predictions(model, data) == data.labels
         found[split] = {
             "n": len(data),
@@ -85,10 +99,17 @@ def split_results(
     return found
 
 
-def labels_record(dataset: str, split: str, n: int | None, data_seed: int) -> dict[str, Any]:
+def labels_record(
+    dataset: str,
+    split: str,
+    n: int | None,
+    data_seed: int,
+    size: int = IMAGE_SIZE,
+    rendering: str = "scaled",
+) -> dict[str, Any]:
     """A test split's labels (hex digits), their hash and the constant answer's accuracy on
     them: the share of the most frequent label, the best any input-blind rule can score."""
-    labels = load_split(dataset, split, n, data_seed).labels
+    labels = load_split(dataset, split, n, data_seed, size, rendering).labels
     text = labels_text(labels)
     return {
         "n": len(labels),

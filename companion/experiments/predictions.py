@@ -37,17 +37,18 @@ PREDICTIONS = "predictions.md"
 _BLOCK = re.compile(r"```json\n(.*?)\n```", re.DOTALL)
 
 
-def load_predictions(folder: str | Path) -> dict[str, Any]:
-    """The ``json`` block of ``folder/predictions.md``: ``{"solved", "predictions"}``."""
+def load_predictions(folder: str | Path, kinds: Sequence[str] = KINDS) -> dict[str, Any]:
+    """The ``json`` block of ``folder/predictions.md``: ``{"solved", "predictions"}`` (chapter
+    6's transfer predictions have kinds of their own, ``transfer_reading.KINDS``)."""
     path = Path(folder) / PREDICTIONS
     blocks = _BLOCK.findall(path.read_text())
     if len(blocks) != 1:
         raise ValueError(f"{path} must hold exactly one ```json block, found {len(blocks)}")
     found = json.loads(blocks[0])
     for p in found["predictions"]:
-        if p["kind"] not in KINDS:
+        if p["kind"] not in kinds:
             raise ValueError(
-                f"prediction {p['id']}: kind must be one of {KINDS}, got {p['kind']!r}"
+                f"prediction {p['id']}: kind must be one of {tuple(kinds)}, got {p['kind']!r}"
             )
     return found
 
@@ -94,7 +95,7 @@ def _paired(a: dict[int, np.ndarray], b: dict[int, np.ndarray]) -> tuple[np.ndar
     return np.stack([a[s] for s in seeds]), np.stack([b[s] for s in seeds])
 
 
-def _meets(interval: Interval, expect: str) -> bool:
+def meets(interval: Interval, expect: str) -> bool:
     word, value = expect.split()
     x = float(value)
     if word == "above":
@@ -143,15 +144,15 @@ def check_prediction(
         interval = lift_gap_interval(
             a, test_labels(results, dataset, first), b, test_labels(results, dataset, second)
         )
-    return f"{interval} (p = {interval.p:.2g})", _meets(interval, prediction["expect"])
+    return f"{interval} (p = {interval.p:.2g})", meets(interval, prediction["expect"])
 
 
-def _expected(prediction: dict[str, Any]) -> str:
+def expected_text(prediction: dict[str, Any]) -> str:
     expect = prediction["expect"]
     return expect if isinstance(expect, str) else "{}-{} seeds".format(*expect)
 
 
-def _chosen(predictions: dict[str, Any], ids: Sequence[str] | None) -> list[dict[str, Any]]:
+def chosen(predictions: dict[str, Any], ids: Sequence[str] | None) -> list[dict[str, Any]]:
     if ids is None:
         return list(predictions["predictions"])
     known = {p["id"]: p for p in predictions["predictions"]}
@@ -164,7 +165,7 @@ def _chosen(predictions: dict[str, Any], ids: Sequence[str] | None) -> list[dict
 def predictions_list(predictions: dict[str, Any], ids: Sequence[str] | None = None) -> str:
     """A Markdown table of the predictions as written (before any result): id, text, expected."""
     lines = ["| id | prediction | expected |", "|---|---|---|"]
-    lines += [f"| {p['id']} | {p['text']} | {_expected(p)} |" for p in _chosen(predictions, ids)]
+    lines += [f"| {p['id']} | {p['text']} | {expected_text(p)} |" for p in chosen(predictions, ids)]
     return "\n".join(lines)
 
 
@@ -174,10 +175,10 @@ def predictions_table(
     """A Markdown table: every prediction (or those in ``ids``), what it expected, what was
     measured, whether it held."""
     lines = ["| id | prediction | expected | measured | held |", "|---|---|---|---|---|"]
-    for p in _chosen(predictions, ids):
+    for p in chosen(predictions, ids):
         measured, held = check_prediction(results, p, predictions["solved"])
         lines.append(
-            f"| {p['id']} | {p['text']} | {_expected(p)} | {measured} | "
+            f"| {p['id']} | {p['text']} | {expected_text(p)} | {measured} | "
             f"{'yes' if held else '**no**'} |"
         )
     return "\n".join(lines)

@@ -1,21 +1,25 @@
-"""The resolution-transfer experiment: a finished 32-px ablation, every run moved to 48 and 64 px.
+"""The resolution-transfer experiment: a finished 32-px ablation, every run moved to larger images.
 
 Two steps. The ablation runner trains every position code at 32 px and publishes ``results/<name>/``
 (chapter 5's provenance); this module then takes each of its runs from the work folder's checkpoint,
 moves it to every size under every condition of ``companion.experiments.resolution_transfer`` and
-measures the test accuracy on the task *rendered* at that size (``companion.data.make_dataset(...,
-size=S)``: the same test scenes, more pixels), as moved and after a short fine-tune on the training
-split rendered at that size::
+measures the test accuracy on the task drawn at that size in each rendering
+(``companion.data.make_dataset(..., size=S, rendering=R)``: ``"scaled"``, the same test scenes with
+more pixels; ``"world"``, a larger canvas with objects as at 32 px), as moved and after a short
+fine-tune on the training split drawn the same way::
 
-    python -m companion.ablation --name cpu-transfer --config tiny-cpu --seeds 0 1 2 3 4 ...
-    python -m companion.resolution_experiment --name cpu-transfer --finetune-steps 50 --jobs 2
+    python -m companion.ablation --name cpu-transfer --config tiny-cpu --seeds 0 1 2 ...
+    python -m companion.resolution_experiment --name cpu-transfer --sizes 48 --jobs 2
 
-(``results/run_cpu_transfer.sh`` holds the full commands of the published run.)
+The references, models trained at the larger size itself, are ordinary ablations with
+``--img-size`` and ``--rendering`` (``results/run_cpu_transfer.sh`` holds the full commands of
+the published run; :mod:`companion.experiments.transfer_reading` reads them together).
 
 It writes ``results/<name>/transfer.json`` (a provenance header, the settings, one row per run x
-size x condition, and the content hashes of the runs it was computed from) and ``transfer.md``
-(mean ± std over seeds), atomically, after checking every checkpoint against the hash the
-ablation published for it. :mod:`companion.experiments.transfer_results` reads the record back.
+rendering x size x condition, and the content hashes of the runs it was computed from) and
+``transfer.md`` (mean ± std over seeds), atomically, after checking every checkpoint against the
+hash the ablation published for it. :mod:`companion.experiments.transfer_results` reads the
+record back.
 """
 
 from __future__ import annotations
@@ -34,14 +38,15 @@ from typing import Any, cast
 import torch
 
 from companion._io import atomic_write_json, atomic_write_text, file_sha256
-from companion.data import ImageClassificationData, make_dataset, num_classes
+from companion.data import RENDERINGS, ImageClassificationData, make_dataset, num_classes
+from companion.experiments.evaluation import pack_bits
 from companion.experiments.pool import run_all
 from companion.experiments.provenance import provenance
 from companion.experiments.resolution_transfer import (
     EVAL_SIZES,
     MAX_SIZE,
     TRAIN_SIZE,
-    accuracy,
+    hits,
     moved_model,
     transfer_conditions,
 )
@@ -107,10 +112,12 @@ def check_checkpoint(path: Path, sha256: str) -> None:
 
 
 @functools.lru_cache(maxsize=16)
-def rendered(dataset: str, split: str, n: int, seed: int, size: int) -> ImageClassificationData:
-    """``make_dataset`` at ``size`` px, kept for the process: every run of a dataset is moved to
-    the same rendered images, so they are drawn once per process (treat them as read-only)."""
-    return make_dataset(dataset, split, n, seed=seed, size=size)
+def rendered(
+    dataset: str, split: str, n: int, seed: int, size: int, rendering: str = "scaled"
+) -> ImageClassificationData:
+    """``make_dataset`` at ``size`` px in ``rendering``, kept for the process: every run of a
+    dataset is moved to the same images, so they are drawn once per process (read-only)."""
+    return make_dataset(dataset, split, n, seed=seed, size=size, rendering=rendering)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,6 +129,10 @@ class MoveSettings:
     sizes: tuple[int, ...] = setting(
         EVAL_SIZES, "image sizes (px) every run is moved to", kind="result", low=1, high=MAX_SIZE
     )
+    renderings: tuple[str, ...] = setting(
+        RENDERINGS, "how the larger images are drawn: scaled (the 32-px scene, more pixels), "
+        "world (a larger canvas, objects as at 32 px)", kind="result", choices=RENDERINGS,
+    )  # fmt: skip
     finetune_steps: int = setting(
         50, "fine-tune steps after each move; 0: none", kind="result", low=0, high=MAX_STEPS
     )
@@ -134,7 +145,13 @@ class MoveSettings:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sizes", tuple(self.sizes))
+        object.__setattr__(self, "renderings", tuple(self.renderings))
         check_fields(self)
+        if not self.renderings or len(set(self.renderings)) < len(self.renderings):
+            raise ValueError(
+                f"renderings must name each of {list(RENDERINGS)} at most once, and at least "
+                f"one, got {list(self.renderings)}"
+            )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,31 +190,37 @@ def finetune_config(cfg: TrainConfig, settings: MoveSettings) -> TrainConfig:
 def transfer_rows(
     cfg: TrainConfig, model: SwinTransformer, settings: MoveSettings = MoveSettings()
 ) -> list[dict[str, Any]]:
-    """One row per size x condition: test accuracy as moved and after the fine-tune, on the
-    run's task rendered at that size (the run's own data seed and split sizes)."""
+    """One row per rendering x size x condition: test accuracy as moved and after the fine-tune,
+    on the run's task drawn at that size in that rendering (the run's own data seed and split
+    sizes), with which test images it got right (``correct``, ``correct_finetuned``: hex bits,
+    ``companion.experiments.evaluation.pack_bits``)."""
 
-    def data(split: str, size: int) -> ImageClassificationData:
+    def data(split: str, size: int, rendering: str) -> ImageClassificationData:
         n = cfg.test_size if split == "test" else cfg.train_size
-        return rendered(cfg.dataset, split, n, cfg.data_seed, size)
+        return rendered(cfg.dataset, split, n, cfg.data_seed, size, rendering)
 
-    rows = [
-        {
-            "size": TRAIN_SIZE,
-            "condition": "trained",
-            "acc": accuracy(model, data("test", TRAIN_SIZE)),
-        }
-    ]
-    for size in settings.sizes:
-        test, train = data("test", size), data("train", size)
-        for condition in transfer_conditions(cfg.pos):
-            moved = moved_model(model, size, condition)
-            row = {"size": size, "condition": condition.name, "acc": accuracy(moved, test)}
-            if settings.finetune_steps:
-                start = time.perf_counter()
-                train_steps(moved, train, finetune_config(cfg, settings), settings.finetune_steps)
-                row["acc_finetuned"] = accuracy(moved, test)
-                row["finetune_s"] = time.perf_counter() - start
-            rows.append(row)
+    def measured(moved: SwinTransformer, test: ImageClassificationData, suffix: str = "") -> dict:
+        right = hits(moved, test)
+        return {f"acc{suffix}": float(right.float().mean()), f"correct{suffix}": pack_bits(right)}
+
+    # At 32 px both renderings draw the same images: the trained model is measured once.
+    trained = data("test", TRAIN_SIZE, "scaled")
+    rows = [{"size": TRAIN_SIZE, "rendering": "scaled", "condition": "trained",
+             **measured(model, trained)}]  # fmt: skip
+    for rendering in settings.renderings:
+        for size in settings.sizes:
+            test, train = data("test", size, rendering), data("train", size, rendering)
+            for condition in transfer_conditions(cfg.pos):
+                moved = moved_model(model, size, condition)
+                row = {"size": size, "rendering": rendering, "condition": condition.name,
+                       **measured(moved, test)}  # fmt: skip
+                if settings.finetune_steps:
+                    start = time.perf_counter()
+                    tune = finetune_config(cfg, settings)
+                    train_steps(moved, train, tune, settings.finetune_steps)
+                    row |= measured(moved, test, "_finetuned")
+                    row["finetune_s"] = time.perf_counter() - start
+                rows.append(row)
     run = {"dataset": cfg.dataset, "pos": cfg.pos, "variant": cfg.variant, "seed": cfg.seed}
     return [{**run, **r} for r in rows]
 
@@ -263,7 +286,8 @@ def run_transfer(
     recorded = {
         **dataclasses.asdict(settings),
         "sizes": list(settings.sizes),
-        "images": "rendered at each size by the task's generator (companion.data, size=S)",
+        "renderings": list(settings.renderings),
+        "images": "drawn at each size by the task's generator (companion.data, size, rendering)",
     }
     _check_previous(results_dir, recorded, replace)
     task = functools.partial(_moved_run, work, threads, settings)

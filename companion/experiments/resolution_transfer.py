@@ -16,9 +16,11 @@ they were (``results/cpu-transfer``) call the conditions ``"grid"``, ``"window"`
 ``"window-bicubic"`` and ``"window-geometric"``; records are never edited, so
 :data:`RECORDED_NAMES` maps those names to today's when a record is read.
 
-Images at the larger size are *rendered* at that size by the task's own generator
-(``companion.data.make_dataset(..., size=S)``): the same scenes drawn with more pixels, every
-object at its place in the frame, so every label keeps its meaning. The short fine-tune after a
+Images at the larger size are drawn at that size by the task's own generator
+(``companion.data.make_dataset(..., size=S, rendering=R)``) in one of two ways
+(``companion.data.RENDERINGS``): ``"scaled"``, the same scenes drawn with more pixels (objects
+grow with the image), or ``"world"``, a larger canvas on which every object keeps its 32-px size.
+Every label keeps its meaning in both. The short fine-tune after a
 move is ``companion.train.train_steps`` (the trainer's own loop).
 """
 
@@ -118,14 +120,22 @@ def _check_input_size(model: SwinTransformer, data: ImageClassificationData) -> 
 
 
 @torch.no_grad()
-def accuracy(model: SwinTransformer, data: ImageClassificationData, batch_size: int = 256) -> float:
-    """Top-1 accuracy of ``model`` on ``data``, whose images have the model's input size."""
+def hits(
+    model: SwinTransformer, data: ImageClassificationData, batch_size: int = 256
+) -> torch.Tensor:
+    """``(len(data),)`` bool: which images of ``data`` (of the model's input size) ``model``
+    classifies right."""
     _check_input_size(model, data)
     model.eval()
     device = next(model.parameters()).device
-    correct = 0
+    found = []
     for start in range(0, len(data), batch_size):
         images, labels = data[list(range(start, min(start + batch_size, len(data))))]
         logits = model(data.normalize(images.to(device, non_blocking=True)))
-        correct += int((logits.argmax(-1) == labels.to(device, non_blocking=True)).sum())
-    return correct / len(data)
+        found.append((logits.argmax(-1) == labels.to(device, non_blocking=True)).cpu())
+    return torch.cat(found)
+
+
+def accuracy(model: SwinTransformer, data: ImageClassificationData, batch_size: int = 256) -> float:
+    """Top-1 accuracy of ``model`` on ``data``, whose images have the model's input size."""
+    return float(hits(model, data, batch_size).float().mean())

@@ -29,9 +29,10 @@ from companion.experiments.stats import holm, paired_interval, paired_t_test
 
 
 def transfer_summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Mean and std over seeds per dataset x pos x size x condition (as moved, and fine-tuned),
-    by ``companion.experiments.results.summarize`` with ``(pos, size, condition)`` in the place
-    of ``pos``."""
+    """Mean and std over seeds per dataset x pos x rendering x size x condition (as moved, and
+    fine-tuned), by ``companion.experiments.results.summarize`` with ``(pos, size, condition,
+    rendering)`` in the place of ``pos`` (a row without a rendering, from a record written before
+    there were two, is ``"scaled"``)."""
     out = []
     for metric in ("acc", "acc_finetuned"):
         records = [
@@ -39,30 +40,37 @@ def transfer_summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 "dataset": r["dataset"],
                 "variant": r.get("variant", "swin"),
                 "seed": r["seed"],
-                "pos": (r["pos"], r["size"], r["condition"]),
+                "pos": (r["pos"], r["size"], r["condition"], r.get("rendering", "scaled")),
                 "final": {metric: r[metric]},
             }
             for r in rows
             if metric in r
         ]
         for s in summarize(records, metric=metric):
-            pos, size, condition = s["pos"]
-            out.append({**s, "pos": pos, "size": size, "condition": condition, "metric": metric})
+            pos, size, condition, rendering = s["pos"]
+            out.append({**s, "pos": pos, "size": size, "condition": condition,
+                        "rendering": rendering, "metric": metric})  # fmt: skip
     return out
 
 
 def transfer_table(summary: Sequence[dict[str, Any]]) -> str:
     """``transfer_summary`` as Markdown: one line per dataset x pos x size x condition (named as
     today, ``condition_name``, also when the summary comes from an older record)."""
-    lines = ["| dataset | pos | size | condition | accuracy | after fine-tune |", "|---" * 6 + "|"]
+    lines = [
+        "| dataset | pos | rendering | size | condition | accuracy | after fine-tune |",
+        "|---" * 7 + "|",
+    ]
     cells: dict[tuple, dict[str, str]] = {}
     for s in summary:
         condition = condition_name(s["condition"])
-        key = (s["dataset"], cell_label(s["pos"], s["variant"]), s["size"], condition)
+        rendering = s.get("rendering", "scaled")
+        key = (s["dataset"], cell_label(s["pos"], s["variant"]), rendering, s["size"], condition)
         cells.setdefault(key, {})[s["metric"]] = f"{mean_std(s)} (n={s['n']})"
-    for (dataset, pos, size, condition), v in cells.items():
+    for (dataset, pos, rendering, size, condition), v in cells.items():
         after = v.get("acc_finetuned", "")
-        lines.append(f"| {dataset} | {pos} | {size} | {condition} | {v['acc']} | {after} |")
+        lines.append(
+            f"| {dataset} | {pos} | {rendering} | {size} | {condition} | {v['acc']} | {after} |"
+        )
     return "\n".join(lines)
 
 
@@ -89,8 +97,10 @@ def transfer_gap(
     b: tuple[str, str],
     metric: str = "acc",
     confidence: float = 0.95,
+    rendering: str = "scaled",
 ) -> dict[str, Any]:
-    """Paired difference ``a - b`` in percentage points at ``size``, seed by seed.
+    """Paired difference ``a - b`` in percentage points at ``size`` in ``rendering``, seed by
+    seed.
 
     ``a`` and ``b`` are ``(pos, condition)`` cells of the rows of
     ``resolution_experiment.transfer_rows``; only seeds that both have are paired. Returns
@@ -100,11 +110,12 @@ def transfer_gap(
     """
 
     def by_seed(cell: tuple[str, str]) -> dict[int, float]:
-        wanted = (dataset, *cell, size)
+        wanted = (dataset, *cell, size, rendering)
         return {
             r["seed"]: 100.0 * r[metric]
             for r in rows
-            if (r["dataset"], r["pos"], r["condition"], r["size"]) == wanted
+            if (r["dataset"], r["pos"], r["condition"], r["size"], r.get("rendering", "scaled"))
+            == wanted
         }
 
     left, right = by_seed(a), by_seed(b)

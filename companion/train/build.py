@@ -20,7 +20,7 @@ from torch.utils.data import (
 from companion.data import make_dataset
 from companion.data.dataset import ImageClassificationData
 from companion.data.loaders import batch_loader
-from companion.train.config import TrainConfig, model_options
+from companion.train.config import TrainConfig, data_size, model_options
 from companion.train.runtime import DistInfo
 
 #: ``factory(num_classes, pos)`` -> a classifier; the default builds ``companion.swin``'s Swin.
@@ -54,8 +54,9 @@ def load_data(
 
     def load(split: str, n: int | None) -> ImageClassificationData:
         return make_dataset(
-            cfg.dataset, split, n, seed=cfg.data_seed, data_dir=cfg.data_dir, download=cfg.download
-        )
+            cfg.dataset, split, n, seed=cfg.data_seed, data_dir=cfg.data_dir,
+            download=cfg.download, size=data_size(cfg), rendering=cfg.rendering,
+        )  # fmt: skip
 
     wait = info.enabled and cfg.dataset == "cifar10"
     if wait and not info.is_main:

@@ -34,7 +34,13 @@ from typing import Any
 
 from companion.data import DATASETS
 from companion.data.cifar import DEFAULT_DATA_DIR
-from companion.data.tasks import FAR_TASKS
+from companion.data.tasks import (
+    FAR_TASKS,
+    IMAGE_SIZE,
+    RENDERINGS,
+    check_image_size,
+    check_rendering,
+)
 from companion.swin_configs import CONFIGS, POS_CHOICES, TORUS_POS, VARIANTS, variant_overrides
 
 KINDS = ("result", "hardware", "speed", "process")
@@ -142,6 +148,15 @@ class TrainConfig:
     test_size: int | None = setting(
         None, "test images (default: all of CIFAR-10, 1000 generated)", kind="result", low=1,
         high=MAX_IMAGES,
+    )  # fmt: skip
+    img_size: int | None = setting(
+        None, "input side in px, a multiple of 8 (default: the model config's); the generated "
+        "tasks are drawn at that size", kind="result", low=IMAGE_SIZE, high=512, model=True,
+    )  # fmt: skip
+    rendering: str = setting(
+        "scaled", "how a generated task is drawn above 32 px: scaled (the 32-px scene, more "
+        "pixels) or world (a larger canvas, objects as at 32 px)", kind="result",
+        choices=RENDERINGS,
     )  # fmt: skip
     device: str = setting(
         "auto", "auto (CUDA, else MPS, else CPU), cpu, mps, cuda or cuda:N", kind="hardware",
@@ -273,6 +288,17 @@ def validate_config(cfg: TrainConfig) -> None:
             f"curriculum_epochs must be an int in [0, epochs={cfg.epochs}], "
             f"got {cfg.curriculum_epochs}"
         )
+    if cfg.dataset == "cifar10":
+        if cfg.img_size not in (None, IMAGE_SIZE) or cfg.rendering != "scaled":
+            raise ValueError(
+                f"img_size and rendering must keep their defaults for cifar10 (its photographs "
+                f"exist at {IMAGE_SIZE} px only), got img_size={cfg.img_size!r}, "
+                f"rendering={cfg.rendering!r}"
+            )
+    else:
+        if cfg.img_size is not None:
+            check_image_size(cfg.img_size)
+        check_rendering(cfg.rendering, cfg.dataset)
     if cfg.curriculum_epochs and cfg.dataset not in FAR_TASKS:
         raise ValueError(
             f"curriculum_epochs needs a dataset whose images carry their distance "
@@ -300,6 +326,11 @@ def check_variant_pos(variant: str, pos: str) -> None:
 def recorded_settings(cfg: TrainConfig, kinds: Iterable[str] = KINDS[:3]) -> dict[str, Any]:
     """The settings a run records (by default all but the ``process`` ones), as plain values."""
     return {f.name: getattr(cfg, f.name) for f in config_fields(*kinds)}
+
+
+def data_size(cfg: TrainConfig) -> int:
+    """The side (px) the run's images are drawn at: ``img_size``, 32 px by default."""
+    return cfg.img_size or IMAGE_SIZE
 
 
 def model_options(cfg: TrainConfig) -> dict[str, Any]:
