@@ -115,6 +115,67 @@ def test_rendering_at_32_px_is_the_default():
         assert torch.equal(a.images, b.images) and torch.equal(a.meta["centres"], b.meta["centres"])
 
 
+@pytest.mark.parametrize("name", ["grid-cell", "relation"])
+def test_both_renderings_draw_the_same_images_at_32_px(name):
+    scaled = make_dataset(name, "test", 40)
+    world = make_dataset(name, "test", 40, rendering="world")
+    assert torch.equal(scaled.images, world.images) and torch.equal(scaled.labels, world.labels)
+
+
+def _object_pixels(ds, name):
+    img = ds.images.int()
+    if name == "grid-cell":
+        return (img.max(1).values == 255).flatten(1).sum(1)
+    return ((img[:, 0] > 180) & (img[:, 1] < 100) & (img[:, 2] < 100)).flatten(1).sum(1)
+
+
+@pytest.mark.parametrize("name", ["grid-cell", "relation"])
+def test_the_world_rendering_keeps_each_objects_size_and_the_scaled_one_grows_it(name):
+    small = _object_pixels(make_dataset(name, "test", 300), name).float().mean()
+    world = _object_pixels(make_dataset(name, "test", 300, size=64, rendering="world"), name)
+    scaled = _object_pixels(make_dataset(name, "test", 300, size=64), name)
+    assert abs(world.float().mean() - small) < 0.15 * small  # the same size, in pixels
+    assert scaled.float().mean() > 3 * small  # (64 / 32)^2 = 4 times the area
+
+
+@pytest.mark.parametrize("size", [48, 64])
+def test_world_relation_places_neighbouring_4px_patches_anywhere_on_the_larger_grid(size):
+    ds = make_dataset("relation", "train", 400, size=size, rendering="world")
+    patches = size // PATCH
+    seen = set()
+    for image, label, centres in zip(ds.images, ds.labels, ds.meta["centres"], strict=True):
+        assert ((centres // PATCH) < patches).all()
+        img = image.int()
+        red = (img[0] > 180) & (img[1] < 100) & (img[2] < 100)
+        blue = (img[2] > 190) & (img[0] < 100)
+        found = []
+        for mask in (red, blue):
+            ys, xs = torch.nonzero(mask, as_tuple=True)
+            assert len(set((ys // PATCH).tolist())) == 1 and len(set((xs // PATCH).tolist())) == 1
+            found.append((int(ys[0]) // PATCH, int(xs[0]) // PATCH))
+        (ay, ax), (by, bx) = found
+        assert (by - ay, bx - ax) == RELATION_STEPS[int(label)]
+        assert max(ay, ax, by, bx) < patches
+        seen.update(found)
+    assert max(max(p) for p in seen) == patches - 1  # out to the far border, beyond 32 px
+
+
+@pytest.mark.parametrize("size", [48, 64])
+def test_world_grid_cell_label_is_the_frames_cell_now_size_over_4_wide(size):
+    ds = make_dataset("grid-cell", "train", 200, size=size, rendering="world")
+    cell = size // 4
+    for image, label in zip(ds.images, ds.labels, strict=True):
+        ys, xs = np.nonzero((image.max(0).values == 255).numpy())
+        assert (ys // cell == int(label) // 4).all() and (xs // cell == int(label) % 4).all()
+
+
+def test_a_rendering_is_named_and_world_is_refused_for_the_far_relation_tasks():
+    with pytest.raises(ValueError, match=r"rendering must be one of \['scaled', 'world'\]"):
+        make_dataset("relation", "test", 2, rendering="big")
+    with pytest.raises(ValueError, match=r"rendering 'world' is defined for grid-cell, relation"):
+        make_dataset("far-relation", "test", 2, rendering="world")
+
+
 @pytest.mark.parametrize("size", [24, 36, 50])
 def test_a_size_below_32_or_not_a_multiple_of_8_is_refused(size):
     with pytest.raises(ValueError, match=rf"size must be a multiple of 8 and >= 32.*got {size}"):

@@ -1,58 +1,56 @@
-"""Chapter 6's experiment figure: one line per position code, on the book's column."""
+"""Chapter 6's experiment figures: the two renderings, and every code moved beside its reference."""
 
 import pytest
 from book_figures import assert_fits_the_page
 
-from companion.experiments.transfer_results import transfer_summary
-from companion.figures.resolution import plot_renderings, plot_transfer
+from companion.figures.resolution import plot_moved, plot_renderings
 
 
 def _rows():
     rows = []
     for seed in (0, 1):
-        for pos, conditions in (
-            ("rel", ("window-kept", "window-grown-geometric")),
-            ("cpb", ("window-kept", "window-grown")),
-        ):
+        for pos, grown in (("rel", "window-grown-geometric"), ("cpb", "window-grown")):
             rows.append({"dataset": "d", "pos": pos, "seed": seed, "size": 32,
-                         "condition": "trained", "acc": 0.9})  # fmt: skip
-            for size in (48, 64):
-                for cond in conditions:
-                    rows.append({"dataset": "d", "pos": pos, "seed": seed, "size": size,
-                                 "condition": cond, "acc": 0.5 + 0.1 * seed,
-                                 "acc_finetuned": 0.8})  # fmt: skip
+                         "rendering": "scaled", "condition": "trained", "acc": 0.9})  # fmt: skip
+            for rendering in ("scaled", "world"):
+                for cond in ("window-kept", grown):
+                    rows.append({"dataset": "d", "pos": pos, "seed": seed, "size": 48,
+                                 "rendering": rendering, "condition": cond,
+                                 "acc": 0.5 + 0.1 * seed, "acc_finetuned": 0.8})  # fmt: skip
     return rows
 
 
-@pytest.mark.parametrize("metric", ["acc", "acc_finetuned"])
-def test_transfer_figure_draws_every_code_in_both_columns_and_fits_the_page(metric):
-    fig = plot_transfer(transfer_summary(_rows()), ["d"], metric=metric)
+def _reference(accuracy):
+    runs = [{"dataset": "d", "pos": "rel", "seed": s, "final": {"test_acc": accuracy}}
+            for s in (0, 1)]  # fmt: skip
+    return {"runs": runs}
+
+
+def test_moved_figure_draws_each_cell_of_every_code_and_the_reference_where_there_is_one():
+    fig = plot_moved(_rows(), {"world": _reference(0.7)}, ["d"], ["scaled", "world"], 48)
     assert_fits_the_page(fig)
-    for ax in fig.axes:
-        # one error-bar line per code (rel and cpb), each at 32, 48 and 64 px
-        assert [list(c.lines[0].get_xdata()) for c in ax.containers] == [[32, 48, 64]] * 2
-        assert ax.get_ylim() == (0, 100)
+    scaled, world = fig.axes
+    assert [ax.get_title() for ax in fig.axes] == ["d, scaled: 48 px", "d, world: 48 px"]
+    # per code: trained, kept, grown, fine-tuned, reference (NaN where there is none)
+    heights = [float(line.get_ydata()[0]) for line in world.lines]
+    assert heights[:5] == pytest.approx([90.0, 55.0, 55.0, 80.0, 70.0])
+    assert heights[9] != heights[9]  # cpb has no reference: NaN
+    assert all(line.get_ydata()[0] != line.get_ydata()[0] for line in scaled.lines[4::5])
+    assert [t.get_text() for t in scaled.get_xticklabels()] == ["rel", "cpb"]
 
 
-def test_transfer_figure_titles_its_columns_with_the_condition_names_and_reads_old_records():
-    old = [{**r, "condition": {"window-kept": "grid", "window-grown": "window",
-                               "window-grown-geometric": "window-geometric"}.get(r["condition"],
-                                                                                r["condition"])}
-           for r in _rows()]  # fmt: skip
-    for rows in (_rows(), old):
-        fig = plot_transfer(transfer_summary(rows), ["d"])
-        assert [ax.get_title() for ax in fig.axes[:2]] == [
-            "d: window-kept",
-            "d: window-grown (tables: geometric)",
-        ]
-        assert all(len(ax.containers) == 2 for ax in fig.axes[:2])
-
-
-def test_renderings_figure_shows_each_task_at_each_size_with_its_label_and_fits_the_page():
-    fig = plot_renderings(["grid-cell", "relation"], [32, 48, 64], index=1)
+def test_renderings_figure_shows_each_task_at_32_px_once_then_each_rendering_and_fits_the_page():
+    fig = plot_renderings(["grid-cell", "relation"], [32, 48], ["scaled", "world"], index=1)
     assert_fits_the_page(fig)
     shapes = [ax.images[0].get_array().shape[:2] for ax in fig.axes]
-    assert shapes == [(32, 32), (48, 48), (64, 64)] * 2
+    assert shapes == [(32, 32), (48, 48), (48, 48)] * 2
     assert fig.axes[0].get_ylabel().startswith("grid-cell\ncell (")
     assert fig.axes[3].get_ylabel().startswith("relation\nA ")
-    assert fig.axes[2].get_title() == "64 px: 16x16 patches"
+    assert [ax.get_title() for ax in fig.axes[:3]] == [
+        "32 px\n8x8 patches",
+        "48 px, scaled\n12x12 patches",
+        "48 px, world\n12x12 patches",
+    ]
+    # The world rendering keeps the object's size: fewer bright pixels than the scaled one.
+    scaled, world = (fig.axes[i].images[0].get_array().max(-1) > 150 for i in (1, 2))
+    assert 0 < world.sum() < scaled.sum()

@@ -15,11 +15,9 @@ from companion.experiments.resolution_transfer import (
 from companion.experiments.results import find_results
 from companion.experiments.stats import holm
 from companion.experiments.transfer_results import (
-    code_comparisons,
     family_note,
     holm_family,
     load_transfer,
-    moved_accuracy_table,
     transfer_gap,
     transfer_gaps_table,
     transfer_summary,
@@ -127,7 +125,8 @@ def test_transfer_gap_uses_only_shared_seeds_and_refuses_fewer_than_two():
 
 def test_transfer_gaps_table_marks_intervals_that_exclude_zero():
     rows = _rows({("rel", "window-kept"): [0.9, 0.8, 0.7], ("abs", "window-kept"): [0.9, 0.7, 0.8]})
-    table = transfer_gaps_table(rows, [("d", 48, ("rel", "window-kept"), ("abs", "window-kept"))])
+    pair = ("d", "scaled", 48, ("rel", "window-kept"), ("abs", "window-kept"))
+    table = transfer_gaps_table(rows, [pair])
     assert (
         "rel:window-kept" in table
         and "abs:window-kept" in table
@@ -146,7 +145,7 @@ def test_window_gain_table_pairs_each_codes_grown_window_with_its_kept_one_in_bo
     rows = [{**r, "acc_finetuned": r["acc"]} for r in _rows(cells)]
     table = window_gain_table(rows, ["d"], [48], ["rel", "cpb"]).splitlines()
     assert table[0] == "window-grown - window-kept"
-    assert table[2] == "d at 48 px"
+    assert table[2] == "d, scaled, at 48 px"
     assert table[3].startswith("  rel        +40.0 [") and table[3].count("*") == 2
     assert table[4].startswith("  cpb         +0.0 [") and "*" not in table[4]
     assert grown_condition("rel", "bicubic") == "window-grown-bicubic"
@@ -162,17 +161,18 @@ def test_holm_family_adjusts_every_gap_of_every_metric_as_one_family():
     }
     rows = [{**r, "acc_finetuned": r["acc"]} for r in _rows(cells)]
     pairs = window_gain_pairs(["d"], [48], ["rel", "cpb"])
-    assert pairs[0] == ("d", 48, ("rel", "window-grown-geometric"), ("rel", "window-kept"))
+    grown = ("rel", "window-grown-geometric")
+    assert pairs[0] == ("d", "scaled", 48, grown, ("rel", "window-kept"))
     family = holm_family(rows, pairs)
     assert len(family) == 4  # 2 gaps x 2 metrics
-    raw = [transfer_gap(rows, d, s, a, b, m)["p"] for d, s, a, b, m in family]
+    raw = [transfer_gap(rows, d, s, a, b, m, rendering=r)["p"] for d, r, s, a, b, m in family]
     assert list(family.values()) == pytest.approx(holm(raw))
     assert "family of 4 gaps" in " ".join(family_note(family).split())
     table = window_gain_table(rows, ["d"], [48], ["rel", "cpb"], family=family).splitlines()
     assert table[3].count("p_Holm") == 2 and table[3].rstrip().endswith("H")
     line = transfer_gaps_table(rows, pairs[1:], "acc", family)
     assert "p_Holm 1.000" in line and not line.rstrip().endswith("H")
-    outside = [("d", 48, ("cpb", "window-grown"), ("rel", "window-kept"))]
+    outside = [("d", "scaled", 48, ("cpb", "window-grown"), ("rel", "window-kept"))]
     with pytest.raises(ValueError, match="family: holds no gap"):
         transfer_gaps_table(rows, outside, "acc", family)
 
@@ -204,23 +204,11 @@ def test_the_committed_record_is_read_with_todays_names_only():
     assert set(loaded["renamed"]) <= set(RECORDED_NAMES)
 
 
-def test_code_comparisons_pair_grown_windows_and_both_table_resizings():
-    codes = ("none", "abs", "rel", "abs+rel", "cpb", "rope-axial", "rope-mixed")
-    pairs = code_comparisons(codes)
-    assert len(pairs) == 32 and len(set(pairs)) == 32
-    assert ("grid-cell", 48, ("cpb", "window-grown"), ("rel", "window-grown-geometric")) in pairs
-    rope = ("relation", 48, ("rope-mixed", "window-grown"), ("none", "window-grown"))
-    assert rope in pairs
-    resize = ("relation", 64, ("rel", "window-grown-geometric"), ("rel", "window-grown-bicubic"))
-    assert resize in pairs
-    assert all("window-kept" not in (a[1], b[1]) for *_, a, b in pairs)
-
-
-def test_moved_accuracy_table_prints_trained_and_moved_means_in_percent():
-    rows = _rows({("rel", "trained"): [0.9, 0.7], ("rel", "window-kept"): [0.5, 0.3]})
-    rows = [{**r, "size": 32 if r["condition"] == "trained" else 48} for r in rows]
-    text = moved_accuracy_table(transfer_summary(rows), ["d"], [("rel", "window-kept")])
-    assert text.splitlines()[1].split() == ["d", "rel:window-kept", "80.0", "±", "14.1", "40.0",
-                                            "±", "14.1"]  # fmt: skip
-    with pytest.raises(ValueError, match="summary has no cell rel:window-grown on d at 48 px"):
-        moved_accuracy_table(transfer_summary(rows), ["d"], [("rel", "window-grown")])
+def test_transfer_gap_reads_only_the_rows_of_its_rendering():
+    rows = _rows({("rel", "window-kept"): [0.9, 0.8, 0.7], ("abs", "window-kept"): [0.5, 0.5, 0.4]})
+    world = [{**r, "rendering": "world", "acc": 1.0 - r["acc"]} for r in rows]
+    args = ("d", 48, ("rel", "window-kept"), ("abs", "window-kept"))
+    assert transfer_gap(rows + world, *args)["mean"] == pytest.approx(100 / 3)
+    assert transfer_gap(rows + world, *args, rendering="world")["mean"] == pytest.approx(-100 / 3)
+    pairs = window_gain_pairs(["d"], [48], ["cpb"], renderings=("scaled", "world"))
+    assert [p[1] for p in pairs] == ["scaled", "world"]

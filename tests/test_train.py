@@ -369,3 +369,36 @@ def test_variant_is_a_flag_recorded_in_the_checkpoint_and_resume_must_match_it(t
     assert saved["config"]["variant"] == "pool-merge"
     with pytest.raises(ValueError, match="variant: saved 'pool-merge', now 'swin'"):
         train(tiny_run(tmp_path, resume=True, epochs=2, train_size=32, test_size=16))
+
+
+def test_img_size_and_rendering_draw_the_data_and_size_the_model(tmp_path):
+    from companion.train.build import build_model, load_data
+    from companion.train.runtime import DistInfo
+
+    cfg = TrainConfig(dataset="relation", img_size=48, rendering="world", train_size=8,
+                      test_size=4)  # fmt: skip
+    train_data, test_data = load_data(cfg, DistInfo())
+    assert train_data.images.shape[-2:] == test_data.images.shape[-2:] == (48, 48)
+    model = build_model(cfg, 4, None)
+    assert tuple(model.img_size) == (48, 48)
+    assert model(train_data.normalize(train_data.images[:2])).shape == (2, 4)
+    flags = ["--dataset", "relation", "--epochs", "1", "--batch-size", "4", "--train-size", "8",
+             "--test-size", "4", "--device", "cpu", "--no-progress", "--out", str(tmp_path / "r"),
+             "--img-size", "48", "--rendering", "world", "--warmup-epochs", "0"]  # fmt: skip
+    assert main(flags) == 0
+    saved = torch.load(tmp_path / "r" / CHECKPOINT, weights_only=True)
+    assert (saved["config"]["img_size"], saved["config"]["rendering"]) == (48, "world")
+
+
+def test_img_size_and_rendering_are_checked_against_the_dataset():
+    with pytest.raises(ValueError, match=r"img_size and rendering must keep their defaults for "
+                                         r"cifar10.*img_size=48"):  # fmt: skip
+        validate_config(TrainConfig(dataset="cifar10", img_size=48))
+    with pytest.raises(ValueError, match=r"img_size must be a multiple of 8 .*got 44"):
+        validate_config(TrainConfig(dataset="relation", img_size=44))
+    with pytest.raises(ValueError, match=r"img_size must be an int in \[32, 512\], got 24"):
+        validate_config(TrainConfig(dataset="relation", img_size=24))
+    with pytest.raises(ValueError, match=r"rendering 'world' is defined for grid-cell, relation"):
+        validate_config(TrainConfig(dataset="far-relation", rendering="world"))
+    with pytest.raises(ValueError, match=r"rendering must be one of"):
+        validate_config(TrainConfig(rendering="stretched"))

@@ -172,7 +172,8 @@ def kept_replicates(
     lift = _replicates(reference, on_reference, on_images) - const
     values = (_replicates(moved, on_moved, on_images) - const) / np.where(lift > 0, lift, np.nan)
     const0 = np.bincount(labels).max() / images
-    estimate = (moved.mean() - const0) / (reference.mean() - const0)
+    lift0 = reference.mean() - const0
+    estimate = (moved.mean() - const0) / lift0 if lift0 > 0 else np.nan
     return float(estimate), values
 
 

@@ -1,9 +1,9 @@
 """Reading a resolution-transfer record back, and the tables and gaps chapter 6 prints from it.
 
 ``results/<name>/transfer.json`` is written by :mod:`companion.experiments.resolution_experiment`
-(one row per run x size x condition); read here: its mean ± std over seeds
-(:func:`transfer_summary`, :func:`transfer_table`, :func:`moved_accuracy_table`), the paired gaps
-between cells with their intervals (:func:`transfer_gap`, :func:`transfer_gaps_table`,
+(one row per run x rendering x size x condition); read here: its mean ± std over seeds
+(:func:`transfer_summary`, :func:`transfer_table`), the paired gaps between cells with their
+intervals (:func:`transfer_gap`, :func:`transfer_gaps_table`,
 :func:`window_gain_table`) and Holm's correction over the family of gaps a reader is shown
 (:func:`holm_family`). :mod:`companion.experiments.results` reads the ablation's own records.
 """
@@ -17,8 +17,6 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from companion.experiments.resolution_transfer import (
-    EVAL_SIZES,
-    TRAIN_SIZE,
     WINDOW_GROWN,
     WINDOW_KEPT,
     condition_name,
@@ -132,10 +130,10 @@ def transfer_gap(
             "excludes_zero": excludes, "p": paired_t_test(differences)[1]}  # fmt: skip
 
 
-#: One gap: ``(dataset, size, a, b)`` with ``a`` and ``b`` ``(pos, condition)`` cells.
-Pair: TypeAlias = tuple[str, int, tuple[str, str], tuple[str, str]]
+#: One gap: ``(dataset, rendering, size, a, b)`` with ``a`` and ``b`` ``(pos, condition)`` cells.
+Pair: TypeAlias = tuple[str, str, int, tuple[str, str], tuple[str, str]]
 #: Holm-adjusted p-values of a family of gaps, keyed by ``(*pair, metric)``.
-HolmFamily: TypeAlias = dict[tuple[str, int, tuple[str, str], tuple[str, str], str], float]
+HolmFamily: TypeAlias = dict[tuple[str, str, int, tuple[str, str], tuple[str, str], str], float]
 #: Below this Holm-adjusted p, a gap is marked ``H``: readable after the family's correction.
 FAMILY_ALPHA = 0.05
 
@@ -147,9 +145,15 @@ def holm_family(
 ) -> HolmFamily:
     """The Holm-adjusted p-value (``companion.experiments.stats.holm``) of every gap of ``pairs``
     under every metric, all of them one family: the gaps a reader is shown, none planned."""
-    keys = [(dataset, size, a, b, metric) for metric in metrics for dataset, size, a, b in pairs]
-    p = [transfer_gap(rows, d, s, a, b, m)["p"] for d, s, a, b, m in keys]
+    keys = [(*pair, metric) for metric in metrics for pair in pairs]
+    p = [_gap(rows, key[:5], key[5])["p"] for key in keys]
     return dict(zip(keys, holm(p), strict=True))
+
+
+def _gap(rows: Sequence[dict[str, Any]], pair: Pair, metric: str) -> dict[str, Any]:
+    """:func:`transfer_gap` of one :data:`Pair`."""
+    dataset, rendering, size, a, b = pair
+    return transfer_gap(rows, dataset, size, a, b, metric, rendering=rendering)
 
 
 def family_note(family: HolmFamily) -> str:
@@ -187,93 +191,38 @@ def transfer_gaps_table(
     metric: str = "acc",
     family: HolmFamily | None = None,
 ) -> str:
-    """One line per ``(dataset, size, a, b)``: the paired gap ``a - b`` and its 95% interval,
-    with ``*`` when the interval excludes 0, and, given a ``family`` (:func:`holm_family`) that
-    holds these gaps, each gap's Holm-adjusted p."""
-    # One heading per (dataset, size), so that a line holds only the comparison and its gap.
-    named = {pair: f"{':'.join(pair[2])} - {':'.join(pair[3])}" for pair in pairs}
+    """One line per ``(dataset, rendering, size, a, b)``: the paired gap ``a - b`` and its 95%
+    interval, with ``*`` when the interval excludes 0, and, given a ``family``
+    (:func:`holm_family`) that holds these gaps, each gap's Holm-adjusted p."""
+    # One heading per (dataset, rendering, size), so that a line holds the comparison and its gap.
+    named = {pair: f"{':'.join(pair[3])} - {':'.join(pair[4])}" for pair in pairs}
     width = max(map(len, named.values()), default=0)
     lines, heading = [], None
-    for (dataset, size, a, b), name in named.items():
-        if (dataset, size) != heading:
-            heading = (dataset, size)
-            lines.append(f"{dataset} at {size} px")
-        g = transfer_gap(rows, dataset, size, a, b, metric)
-        adjusted = _adjusted(family, (dataset, size, a, b), metric)
-        lines.append(f"  {name:<{width}} {_gap_cell(g, adjusted)}")
+    for pair, name in named.items():
+        if pair[:3] != heading:
+            heading = pair[:3]
+            lines.append(f"{pair[0]}, {pair[1]}, at {pair[2]} px")
+        g = _gap(rows, pair, metric)
+        lines.append(f"  {name:<{width}} {_gap_cell(g, _adjusted(family, pair, metric))}")
     return "\n".join(lines)
 
 
 def window_gain_pairs(
-    datasets: Sequence[str], sizes: Sequence[int], codes: Sequence[str], method: str = "geometric"
+    datasets: Sequence[str],
+    sizes: Sequence[int],
+    codes: Sequence[str],
+    method: str = "geometric",
+    renderings: Sequence[str] = ("scaled",),
 ) -> list[Pair]:
-    """*Window grown − window kept* for every dataset x size x code, as :data:`Pair` gaps (codes
-    with a table: the window grown with ``method``'s resizing)."""
+    """*Window grown − window kept* for every dataset x rendering x size x code, as :data:`Pair`
+    gaps (codes with a table: the window grown with ``method``'s resizing)."""
     return [
-        (dataset, size, (pos, grown_condition(pos, method)), (pos, WINDOW_KEPT))
+        (dataset, rendering, size, (pos, grown_condition(pos, method)), (pos, WINDOW_KEPT))
         for dataset in datasets
+        for rendering in renderings
         for size in sizes
         for pos in codes
     ]
-
-
-def code_comparisons(codes: Sequence[str]) -> list[Pair]:
-    """The codes against each other, each with its window grown, that chapter 6 prints: the
-    continuous bias against every other code on ``grid-cell`` (``none`` aside), ``abs+rel``
-    against ``abs`` and both RoPEs, the two RoPEs, every code against ``none`` on ``relation`` at
-    48 px, and the two table resizings of ``rel`` and ``abs+rel`` on both tasks and sizes."""
-    grown = {pos: grown_condition(pos) for pos in codes}
-    sizes = EVAL_SIZES
-    resized = {method: grown_condition("rel", method) for method in ("geometric", "bicubic")}
-
-    def vs(dataset: str, size: int, a: str, b: str) -> Pair:
-        return dataset, size, (a, grown[a]), (b, grown[b])
-
-    return [
-        *(vs("grid-cell", s, "cpb", pos) for s in sizes for pos in codes
-          if pos not in ("cpb", "none")),
-        *(vs("grid-cell", s, "abs+rel", pos) for s in sizes
-          for pos in ("abs", "rope-axial", "rope-mixed")),
-        *(vs("grid-cell", s, "rope-mixed", "rope-axial") for s in sizes),
-        *(vs("relation", 48, pos, "none") for pos in codes if pos != "none"),
-        *((task, s, (pos, resized["geometric"]), (pos, resized["bicubic"]))
-          for task in ("grid-cell", "relation") for s in sizes for pos in ("rel", "abs+rel")),
-    ]  # fmt: skip
-
-
-def moved_accuracy_table(
-    summary: Sequence[dict[str, Any]],
-    datasets: Sequence[str],
-    cells: Sequence[tuple[str, str]],
-    metric: str = "acc",
-) -> str:
-    """Mean ± std test accuracy (%) over seeds of each ``(pos, condition)`` cell: trained at
-    32 px, then at every size it was moved to (``metric``: as moved, or ``acc_finetuned``)."""
-
-    def value(dataset: str, pos: str, size: int, condition: str, wanted: str) -> str:
-        for s in summary:
-            key = (s["dataset"], s["pos"], s["size"], s["condition"], s["metric"])
-            if key == (dataset, pos, size, condition, wanted):
-                return f"{100 * s['mean']:5.1f} ± {100 * (s['std'] or 0.0):4.1f}"
-        raise ValueError(f"summary has no cell {pos}:{condition} on {dataset} at {size} px")
-
-    sizes = sorted({s["size"] for s in summary if s["size"] != TRAIN_SIZE})
-    width = max(len(":".join(c)) for c in cells)
-    lines = [
-        f"{'':<{10 + width}} {TRAIN_SIZE} px (trained)  "
-        + "  ".join(
-            f"{size} px {'as moved' if metric == 'acc' else 'fine-tuned':<6}" for size in sizes
-        )
-    ]
-    for dataset in datasets:
-        for pos, condition in cells:
-            moved = [value(dataset, pos, size, condition, metric) for size in sizes]
-            trained = value(dataset, pos, TRAIN_SIZE, "trained", "acc")
-            lines.append(
-                f"{dataset:<9} {pos + ':' + condition:<{width}} {trained:>16}  "
-                + "  ".join(f"{m:>18}" for m in moved)
-            )
-    return "\n".join(lines)  # fmt: skip
 
 
 def window_gain_table(
@@ -283,23 +232,21 @@ def window_gain_table(
     codes: Sequence[str],
     method: str = "geometric",
     family: HolmFamily | None = None,
+    renderings: Sequence[str] = ("scaled",),
 ) -> str:
     """*Window grown − window kept* (:func:`window_gain_pairs`), as moved and after the
     fine-tune: paired gaps in points with their 95% intervals (``*``: the interval excludes 0),
     and their Holm-adjusted p when a ``family`` holding them is given."""
 
     def cell(pair: Pair, metric: str) -> str:
-        dataset, size, a, b = pair
-        g = transfer_gap(rows, dataset, size, a, b, metric)
-        return _gap_cell(g, _adjusted(family, pair, metric))
+        return _gap_cell(_gap(rows, pair, metric), _adjusted(family, pair, metric))
 
     after = 27 if family is None else 45
     lines = [f"{WINDOW_GROWN} - {WINDOW_KEPT}", f"{'':<12}{'as moved':<{after}}after the fine-tune"]
-    pairs = window_gain_pairs(datasets, sizes, codes, method)
-    for dataset in datasets:
-        for size in sizes:
-            lines.append(f"{dataset} at {size} px")
-            for pair in (p for p in pairs if p[:2] == (dataset, size)):
-                moved, tuned = (cell(pair, m) for m in ("acc", "acc_finetuned"))
-                lines.append(f"  {pair[2][0]:<10}{moved}   {tuned}")
+    pairs = window_gain_pairs(datasets, sizes, codes, method, renderings)
+    for heading in dict.fromkeys(pair[:3] for pair in pairs):
+        lines.append(f"{heading[0]}, {heading[1]}, at {heading[2]} px")
+        for pair in (p for p in pairs if p[:3] == heading):
+            moved, tuned = (cell(pair, m) for m in ("acc", "acc_finetuned"))
+            lines.append(f"  {pair[3][0]:<10}{moved}   {tuned}")
     return "\n".join(lines)

@@ -22,9 +22,9 @@ from companion.cpb import log_space, normalise_offsets
 from companion.data import make_dataset
 from companion.data.tasks import PATCH
 from companion.experiments.resolution_transfer import (
+    TRAIN_SIZE,
     WINDOW_GROWN,
     WINDOW_KEPT,
-    condition_name,
     grown_condition,
 )
 from companion.relative import WindowSize
@@ -223,71 +223,114 @@ def resize_figure(old: int, new: int, method: ResizeMethod, head: int) -> Figure
     return fig
 
 
-#: The conditions drawn for the window grown: tables resized geometrically, others as they are.
-_GROWN = {WINDOW_GROWN, grown_condition("rel", "geometric")}
+#: How each cell of chapter 6's experiment is drawn: (label, marker, colour).
+_MOVED_MARKS = (
+    ("trained at 32 px", "s", "0.55"),
+    (f"moved, {WINDOW_KEPT}", "o", "tab:blue"),
+    (f"moved, {WINDOW_GROWN}", "^", "tab:orange"),
+    (f"{WINDOW_KEPT}, fine-tuned", "o", "tab:green"),
+    ("trained at the new size", "_", "black"),
+)
 
 
-def plot_transfer(summary: Sequence[dict], datasets: Sequence[str], metric: str = "acc") -> Figure:
-    """Test accuracy against image size, one line per position code (mean ± std over seeds).
+def _mean_acc(rows: Sequence[dict], wanted: tuple, metric: str = "acc") -> float:
+    """Mean over seeds of ``metric`` in the rows of ``wanted``: ``(dataset, pos, rendering,
+    size, condition)``."""
+    values = [
+        r[metric]
+        for r in rows
+        if (r["dataset"], r["pos"], r.get("rendering", "scaled"), r["size"], r["condition"])
+        == wanted
+    ]
+    return float(np.mean(values)) if values else np.nan
 
-    ``summary`` is ``companion.experiments.transfer_results.transfer_summary``'s output. Rows:
-    datasets; left column: ``window-kept`` (the token grid grows), right: ``window-grown`` with the
-    image (tables resized geometrically), titled with those condition names; older records'
-    names are read as today's (``condition_name``). 32 px is the trained model, the same point
-    in both columns.
+
+def plot_moved(
+    rows: Sequence[dict],
+    references: dict[str, dict],
+    datasets: Sequence[str],
+    renderings: Sequence[str],
+    size: int,
+) -> Figure:
+    """Chapter 6's experiment at ``size`` px, one panel per dataset x rendering: for every code,
+    the mean test accuracy over seeds trained at 32 px, as moved with the window kept and grown
+    (tables resized geometrically), after the fine-tune (window kept), and, where there is one,
+    the reference trained at ``size`` px in that rendering (a black bar).
+
+    ``rows``: ``transfer.json``'s rows; ``references``: rendering -> a reference ablation's
+    ``results.json`` (``transfer_reading.load_references``).
     """
     fig, axes = plt.subplots(
-        len(datasets), 2, figsize=(WIDTH, 2.6 * len(datasets)), sharex=True, sharey=True,
+        len(datasets), len(renderings), figsize=(WIDTH, 2.4 * len(datasets) + 0.6), sharey=True,
         squeeze=False, constrained_layout=True,
     )  # fmt: skip
-    pos_order = list(dict.fromkeys(s["pos"] for s in summary))
-    for row, dataset in enumerate(datasets):
-        for col, (title, conditions) in enumerate(
-            ((WINDOW_KEPT, {WINDOW_KEPT}), (f"{WINDOW_GROWN} (tables: geometric)", _GROWN))
-        ):
-            ax = axes[row, col]
-            for pos in pos_order:
-                points = sorted(
-                    (s["size"], s["mean"], np.nan if s["std"] is None else s["std"])
-                    for s in summary
-                    if s["dataset"] == dataset and s["pos"] == pos
-                    and (condition_name(s["condition"]) in conditions
-                         or s["condition"] == "trained")
-                    and s["metric"] == ("acc" if s["condition"] == "trained" else metric)
-                )  # fmt: skip
-                if len(points) < 2:
-                    continue
-                x, y, e = (np.array(v) for v in zip(*points, strict=True))
-                ax.errorbar(x, 100 * y, yerr=100 * e, marker="o", ms=3, capsize=2, label=pos)
-            ax.set_title(f"{dataset}: {title}", fontsize=FONT)
-            ax.set_ylim(0, 100)
-            ax.set_xticks([32, 48, 64])
+    codes = list(dict.fromkeys(r["pos"] for r in rows))
+    for i, dataset in enumerate(datasets):
+        for j, rendering in enumerate(renderings):
+            ax = axes[i, j]
+            reference = references.get(rendering)
+            for x, pos in enumerate(codes):
+                cells = (
+                    _mean_acc(rows, (dataset, pos, "scaled", TRAIN_SIZE, "trained")),
+                    _mean_acc(rows, (dataset, pos, rendering, size, WINDOW_KEPT)),
+                    _mean_acc(rows, (dataset, pos, rendering, size, grown_condition(pos))),
+                    _mean_acc(rows, (dataset, pos, rendering, size, WINDOW_KEPT), "acc_finetuned"),
+                    np.nan,
+                )
+                if reference is not None:
+                    accs = [
+                        r["final"]["test_acc"]
+                        for r in reference["runs"]
+                        if (r["dataset"], r["pos"]) == (dataset, pos)
+                    ]
+                    cells = (*cells[:4], float(np.mean(accs)) if accs else np.nan)
+                for k, ((label, marker, colour), y) in enumerate(
+                    zip(_MOVED_MARKS, cells, strict=True)
+                ):
+                    offset = 0.0 if marker == "_" else (k - 1.5) * 0.14
+                    bar = marker == "_"
+                    first = (x, i, j) == (0, 0, 0)
+                    ax.plot(
+                        x + offset, 100 * y, marker, color=colour, ms=14 if bar else 4,
+                        mew=2 if bar else 1, label=label if first else None,
+                    )  # fmt: skip
+            ax.set_xticks(range(len(codes)), codes, rotation=45, ha="right", fontsize=FONT)
+            ax.set_title(f"{dataset}, {rendering}: {size} px", fontsize=FONT)
+            ax.set_ylim(0, 102)
             ax.tick_params(labelsize=FONT)
-            ax.grid(alpha=0.3)
-            if col == 0:
+            ax.grid(alpha=0.3, axis="y")
+            if j == 0:
                 ax.set_ylabel("test accuracy (%)", fontsize=FONT)
-            if row == len(datasets) - 1:
-                ax.set_xlabel("image size (px)", fontsize=FONT)
-    axes[-1, -1].legend(fontsize=FONT, loc="upper right", ncol=2)
+    fig.legend(loc="outside lower center", ncol=3, fontsize=FONT, frameon=False)
     return fig
 
 
 def plot_renderings(
-    tasks: Sequence[str], sizes: Sequence[int], index: int = 0, seed: int = 0
+    tasks: Sequence[str],
+    sizes: Sequence[int],
+    renderings: Sequence[str] = ("scaled",),
+    index: int = 0,
+    seed: int = 0,
 ) -> Figure:
-    """Test image ``index`` of each task rendered at each size (``companion.data``'s ``size``),
-    with the 4-px patches the small Swin cuts it into drawn as a faint grid.
+    """Test image ``index`` of each task drawn at each size in each rendering
+    (``companion.data``'s ``size`` and ``rendering``), with the 4-px patches the small Swin cuts
+    it into drawn as a faint grid.
 
-    Rows: tasks; columns: sizes. The same scene at every size, so the label is the same; at 32 px
-    an object fills part of one patch, at 64 px it spans about 2 x 2 patches.
+    Rows: tasks; columns: 32 px once (both renderings draw the same image there), then every
+    larger size in every rendering. ``scaled`` draws the same scene with more pixels (an object
+    grows past its patch); ``world`` keeps every object's 32-px size on a larger canvas.
     """
+    columns = [(size, r) for size in sizes for r in (renderings if size != TRAIN_SIZE else ("",))]
     fig, axes = plt.subplots(
-        len(tasks), len(sizes), figsize=(WIDTH * 0.8, 2.0 * len(tasks) + 0.2), squeeze=False,
-        constrained_layout=True,
+        len(tasks), len(columns), figsize=(WIDTH * min(1.0, 0.27 * len(columns)),
+                                           2.0 * len(tasks) + 0.2),
+        squeeze=False, constrained_layout=True,
     )  # fmt: skip
     for row, task in enumerate(tasks):
-        for col, size in enumerate(sizes):
-            data = make_dataset(task, "test", index + 1, seed=seed, size=size)
+        for col, (size, rendering) in enumerate(columns):
+            data = make_dataset(
+                task, "test", index + 1, seed=seed, size=size, rendering=rendering or "scaled"
+            )
             image, label = data[index]
             ax = axes[row, col]
             ax.imshow(image.permute(1, 2, 0).numpy(), interpolation="nearest")
@@ -297,7 +340,8 @@ def plot_renderings(
                 ax.axvline(edge, color="white", lw=0.3, alpha=0.25)
             ax.set_xticks([])
             ax.set_yticks([])
-            ax.set_title(f"{size} px: {size // PATCH}x{size // PATCH} patches", fontsize=FONT)
+            title = f"{size} px" + (f", {rendering}" if rendering else "")
+            ax.set_title(f"{title}\n{size // PATCH}x{size // PATCH} patches", fontsize=FONT)
             if col == 0:
                 ax.set_ylabel(f"{task}\n{data.classes[int(label)]}", fontsize=FONT)
     return fig

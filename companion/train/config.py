@@ -38,7 +38,6 @@ from companion.data.tasks import (
     FAR_TASKS,
     IMAGE_SIZE,
     RENDERINGS,
-    check_image_size,
     check_rendering,
 )
 from companion.swin_configs import CONFIGS, POS_CHOICES, TORUS_POS, VARIANTS, variant_overrides
@@ -296,8 +295,11 @@ def validate_config(cfg: TrainConfig) -> None:
                 f"rendering={cfg.rendering!r}"
             )
     else:
-        if cfg.img_size is not None:
-            check_image_size(cfg.img_size)
+        if cfg.img_size is not None and cfg.img_size % 8:
+            raise ValueError(
+                f"img_size must be a multiple of 8 (every grid-cell cell and relation patch whole "
+                f"pixels), got {cfg.img_size}"
+            )
         check_rendering(cfg.rendering, cfg.dataset)
     if cfg.curriculum_epochs and cfg.dataset not in FAR_TASKS:
         raise ValueError(
