@@ -3,9 +3,10 @@
 # reference folders: every position code trained at 32 px (chapter 5's per-run settings, seeds 0-2), each run
 # moved to 48 px (window kept and grown) in both renderings (scaled: the 32-px scene with more pixels; world: a
 # larger canvas, objects as at 32 px) and tested as moved and after a 50-step fine-tune (batch 32); then the
-# references, the codes the planned comparisons read trained at 48 px with the same settings and seeds.
-# Predictions: results/cpu-transfer/predictions.md (committed before the run's commit). Measured at about
-# 70 minutes on the project's 2-core machine (the three headers' wall times; results/README.md).
+# references, the codes the planned comparisons read trained at 48 px with the same settings and seeds; last,
+# an exploratory follow-up decided after the planned references were seen: the same references with the
+# window grown to 6 (the 32-px model's layout). Predictions: results/<name>/predictions.md, each committed
+# before its run's commit. The measured wall times are in the five headers (results/README.md adds them up).
 # Run from a clean checkout, repository root (PYTHON=.venv/bin/python to use the venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,3 +24,5 @@ COMMON=(--results-dir results --config tiny-cpu --seeds 0 1 2
     --img-size 48 --rendering world --datasets grid-cell relation --pos abs rel cpb
 "$PY" -m companion.ablation --name cpu-transfer-48-scaled "${COMMON[@]}" $FRESH_FLAG \
     --img-size 48 --rendering scaled --datasets relation --pos abs rel cpb
+"$PY" -m companion.ablation --name cpu-transfer-48-world-w6 "${COMMON[@]}" $FRESH_FLAG \
+    --img-size 48 --window-size 6 --rendering world --datasets grid-cell relation --pos abs rel cpb

@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from companion.cpb import log_spaced_coordinates
-from companion.exercises.ch06 import cpb_reach, logit_from_offset, peak_after_resize
+from companion.exercises.ch06 import (
+    cpb_reach,
+    logit_from_offset,
+    measured_unseen_share,
+    peak_after_resize,
+    unseen_pair_share,
+)
 from companion.figures.resize_explorer import resize_explorer
 from companion.figures.resolution import (
     bump_table,
@@ -107,3 +113,10 @@ def test_rope_vit_table_lists_our_pos_names_and_the_drops():
     text = rope_vit_swin_markdown()
     assert "| `rel` | 81.2 | 78.9 | -2.3 |" in text
     assert "| `rope-mixed` | 81.4 | 79.5 | -1.9 |" in text
+
+
+def test_the_unseen_pair_share_is_predicted_exactly_and_matches_the_generated_pairs():
+    assert unseen_pair_share(32) == 0.0
+    assert unseen_pair_share(48) == pytest.approx(1 - 56 / 132)
+    for size in (48, 64):
+        assert abs(measured_unseen_share(size, n=2000) - unseen_pair_share(size)) < 0.03

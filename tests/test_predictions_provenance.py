@@ -36,17 +36,20 @@ def history() -> None:
 def test_predictions_were_committed_before_the_run_and_not_edited_after(
     history: None, folder: Path
 ) -> None:
-    run = json.loads((folder / "results.json").read_text())["header"]["git"]["commit"]
+    # The runs, and what was computed from them (chapter 6's moves, transfer.json), if any.
+    records = [r for r in ("results.json", "transfer.json") if (folder / r).is_file()]
     path = (folder / "predictions.md").relative_to(ROOT).as_posix()
     last = git("log", "-1", "--format=%H", "--", path).stdout.strip()
     assert last, f"{path} is not committed"
-    assert last != run, f"{path} was changed in the run's own commit {run}"
-    assert git("merge-base", "--is-ancestor", last, run).returncode == 0, (
-        f"{path} was last changed in {last}, which is not before the run's commit {run}"
-    )
-    assert git("show", f"{run}:{path}").stdout == (folder / "predictions.md").read_text()
+    for record in records:
+        run = json.loads((folder / record).read_text())["header"]["git"]["commit"]
+        assert last != run, f"{path} was changed in the run's own commit {run} ({record})"
+        assert git("merge-base", "--is-ancestor", last, run).returncode == 0, (
+            f"{path} was last changed in {last}, which is not before the commit {run} of {record}"
+        )
+        assert git("show", f"{run}:{path}").stdout == (folder / "predictions.md").read_text()
 
 
 def test_the_book_s_experiments_have_their_predictions() -> None:
     names = {p.name for p in FOLDERS}
-    assert {"cpu-ablation", "cpu-far-relation"} <= names
+    assert {"cpu-ablation", "cpu-far-relation", "cpu-transfer"} <= names

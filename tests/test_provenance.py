@@ -1,4 +1,5 @@
-"""Where results come from: a run's tree is dirty for any change but the outputs runs write, and
+"""Where results come from: a run's tree is dirty for any change but the outputs runs write (under
+``results/``, but not its run scripts and predictions), and
 every committed result ran the package of the commit its header names."""
 
 from __future__ import annotations
@@ -37,6 +38,23 @@ def test_a_tree_is_clean_with_new_outputs_under_results_only(repo: Path) -> None
     assert git_state(repo)["dirty"] is True
 
 
+def test_replaced_outputs_under_results_are_clean_but_a_run_script_or_prediction_is_not(
+    repo: Path,
+) -> None:
+    folder = repo / "results" / "exp"
+    folder.mkdir(parents=True)
+    for name in ("results.json", "predictions.md", "run.sh"):
+        (folder / name).write_text("old\n")
+    git(repo, "add", ".")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "results")
+    (folder / "results.json").write_text("new\n")  # a script's first step republished it
+    assert git_state(repo)["dirty"] is False
+    for name in ("predictions.md", "run.sh"):
+        (folder / name).write_text("edited\n")
+        assert git_state(repo)["dirty"] is True, name
+        git(repo, "checkout", "--", f"results/exp/{name}")
+
+
 def test_a_tree_with_a_changed_tracked_file_is_dirty(repo: Path) -> None:
     (repo / "code.py").write_text("x = 2\n")
     assert git_state(repo) == {"commit": git(repo, "rev-parse", "HEAD").strip(), "dirty": True}
@@ -69,3 +87,22 @@ def test_every_run_ran_the_package_of_the_commit_its_header_names(folder: Path) 
     expected = package_digest_at(header["git"]["commit"])
     assert header["companion_sha256"] == expected
     assert {r["code_sha256"] for r in results["runs"]} == {expected}
+
+
+def test_results_readme_gives_the_transfer_experiments_measured_wall_times() -> None:
+    # results/README.md states how long chapter 6's experiment took to regenerate; the numbers
+    # must be the headers' (each record's own wall time, in minutes to one decimal).
+    readme = (ROOT / "results" / "README.md").read_text()
+    records = [
+        ("cpu-transfer", "results.json"),
+        ("cpu-transfer", "transfer.json"),
+        ("cpu-transfer-48-world", "results.json"),
+        ("cpu-transfer-48-scaled", "results.json"),
+    ]
+    minutes = [
+        json.loads((ROOT / "results" / name / record).read_text())["header"]["wall_s"] / 60
+        for name, record in records
+    ]
+    for value in minutes:
+        assert f"{value:.1f} min" in readme
+    assert f"{sum(minutes):.1f} min in all" in readme

@@ -1,5 +1,6 @@
 """Chapter 6 exercises: where a preferred offset goes when a table is resized, how far the
-continuous bias must extrapolate, and RoPE's logit as a function of the offset alone."""
+continuous bias must extrapolate, RoPE's logit as a function of the offset alone, and how many
+of the world rendering's relation pairs lie where no training pair did."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from torch import Tensor
 
 from companion._checks import check_positive_int
 from companion.cpb import NORM_RANGE, log_space
+from companion.data import make_dataset
+from companion.data.tasks import PATCH, PATCHES
 from companion.figures.resolution import bump_table
 from companion.rope import rotate_pairs
 from companion.transfer import ResizeMethod, resize_bias_table, table_as_images
@@ -50,3 +53,23 @@ def logit_from_offset(q: Tensor, k: Tensor, offset: Tensor, freqs: Tensor) -> Te
     """
     angles = offset[0] * freqs[0] + offset[1] * freqs[1]  # (d/2,)
     return q @ rotate_pairs(k[None, None, :], angles[None, None, :])[0, 0]
+
+
+def unseen_pair_share(size: int) -> float:
+    """Exercise 4, the prediction: the share of the world rendering's ``relation`` pairs at
+    ``size`` px with at least one object outside the 8 x 8 patches of the 32-px training frame.
+
+    A pair is two neighbouring patches of the ``P x P`` grid, ``P = size / 4``; each of the four
+    labels puts A uniformly on the ``P (P - 1)`` patches whose neighbour fits, so a pair lies
+    inside the training frame with probability ``8 * 7 / (P (P - 1))``."""
+    patches = check_positive_int("size", size) // PATCH
+    return 1 - PATCHES * (PATCHES - 1) / (patches * (patches - 1))
+
+
+def measured_unseen_share(size: int, n: int = 1000, seed: int = 0) -> float:
+    """Exercise 4, the check: the same share among ``n`` test images of the world rendering at
+    ``size`` px, read from the objects' centres (``meta["centres"]``, pixels)."""
+    data = make_dataset("relation", "test", n, seed=seed, size=size, rendering="world")
+    patches = data.meta["centres"] // PATCH  # (n, 2 objects, 2 coordinates)
+    outside = (patches >= PATCHES).flatten(1).any(1)
+    return float(outside.float().mean())

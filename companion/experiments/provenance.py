@@ -37,16 +37,27 @@ def git_state(repo: Path = PACKAGE_DIR.parent) -> dict[str, Any]:
             )
         except (OSError, subprocess.SubprocessError):
             return None
-        return done.stdout.strip()
+        return done.stdout
 
     commit = git("rev-parse", "HEAD")
+    commit = commit.strip() if commit else commit
+    # Not stripped: each porcelain line starts with its two status columns, a space included.
     status = git("status", "--porcelain") if commit else None
     if status is None:
         return {"commit": commit, "dirty": None}
-    # Untracked files under results/ are what runs write (a script's first experiment, before
-    # its second starts); any other change, tracked or not, makes the tree dirty.
-    changes = [line for line in status.splitlines() if not line.startswith("?? results/")]
+    # Files under results/ are what runs write (a script's first experiment, before its second
+    # starts, replaces the folder git holds): they are outputs, not the code that ran, whose
+    # digest every run records. The run scripts and the predictions there are not outputs: a
+    # change to one of them, or anything outside results/, makes the tree dirty.
+    changes = [line for line in status.splitlines() if not _is_output(line[3:])]
     return {"commit": commit, "dirty": bool(changes)}
+
+
+def _is_output(path: str) -> bool:
+    """Whether a ``git status --porcelain`` path is a run's output under ``results/``."""
+    path = path.split(" -> ")[-1].strip('"')  # a rename's new name
+    name = path.rsplit("/", 1)[-1]
+    return path.startswith("results/") and not (name.endswith(".sh") or name == "predictions.md")
 
 
 def source_digest(package: Path = PACKAGE_DIR) -> str:

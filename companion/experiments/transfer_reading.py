@@ -18,7 +18,9 @@ kinds (``KINDS``):
 * ``kept``: one cell's kept share, ``expect`` ``"above X"`` / ``"below X"`` / ``"within X"`` read
   from its interval as chapter 5's predictions are (``predictions.meets``);
 * ``kept-gap``: cell ``a``'s kept share minus cell ``b``'s (the two cells' images drawn
-  independently in each replicate), ``expect`` as for ``kept``.
+  independently in each replicate), ``expect`` as for ``kept``;
+* ``reference``: the test accuracy of a cell's reference itself (a model trained at the new
+  size), ``expect`` as for ``kept``.
 
 A cell is ``{"dataset", "pos", "rendering", "condition", "metric"}`` at the predictions' ``size``;
 ``metric`` is ``"acc"`` (as moved) or ``"acc_finetuned"``.
@@ -32,7 +34,12 @@ from typing import Any
 
 import numpy as np
 
-from companion.experiments.bootstrap import Interval, kept_interval, kept_replicates
+from companion.experiments.bootstrap import (
+    Interval,
+    gap_interval,
+    kept_interval,
+    kept_replicates,
+)
 from companion.experiments.evaluation import unpack_bits
 from companion.experiments.predictions import (
     chosen,
@@ -44,7 +51,7 @@ from companion.experiments.predictions import (
 )
 from companion.experiments.results import load_results
 
-KINDS = ("kept", "kept-gap")
+KINDS = ("kept", "kept-gap", "reference")
 METRICS = ("acc", "acc_finetuned")
 
 
@@ -159,13 +166,50 @@ def kept_gap(
     return kept_interval(difference, ea - eb)
 
 
+def reference_lift(references: Mapping[str, dict[str, Any]], cell: Mapping[str, str]) -> Interval:
+    """A cell's reference accuracy minus the constant answer on the same images, with its 95 %
+    two-stage bootstrap interval (:func:`~companion.experiments.bootstrap.gap_interval`)."""
+    reference = references[cell["rendering"]]
+    labels = test_labels(reference, cell["dataset"], "test")
+    ref = correct_by_seed(reference, f"{cell['dataset']}:{cell['pos']}", "test")
+    return gap_interval(_stack(ref, len(labels)), labels=labels)
+
+
+def unlearned(references: Mapping[str, dict[str, Any]], cells: Sequence[Mapping[str, str]]) -> str:
+    """Why no kept share can be read for ``cells``: each of their references whose lift over the
+    constant answer is not above 0 (its interval reaches 0), with that lift (``""`` when every
+    reference's lift is)."""
+    notes = []
+    for cell in cells:
+        lift = reference_lift(references, cell)
+        if lift.low <= 0:
+            notes.append(
+                f"{cell['dataset']}:{cell['pos']} ({cell['rendering']}) trained at the new size "
+                f"is {100 * lift.estimate:+.1f} [{100 * lift.low:+.1f}, {100 * lift.high:+.1f}] "
+                f"points from the constant answer"
+            )
+    return "; ".join(notes)
+
+
 def check_transfer_prediction(
     rows: Sequence[dict[str, Any]],
     references: Mapping[str, dict[str, Any]],
     prediction: dict[str, Any],
     size: int,
-) -> tuple[str, bool]:
-    """``(what was measured, whether the prediction held)`` for one planned comparison."""
+) -> tuple[str, bool | None]:
+    """``(what was measured, whether the prediction held)`` for one planned comparison; held is
+    ``None`` (not readable) when a reference it needs did not beat the constant answer: there is
+    no lift to keep a share of, and the text says which."""
+    if prediction["kind"] == "reference":
+        cell = prediction["cell"]
+        reference = references[cell["rendering"]]
+        ref = correct_by_seed(reference, f"{cell['dataset']}:{cell['pos']}", "test")
+        interval = gap_interval(_stack(ref, min(len(c) for c in ref.values())))
+        return f"{interval} (accuracy)", meets(interval, prediction["expect"])
+    cells = [prediction["cell"]] if prediction["kind"] == "kept" else [prediction[k] for k in "ab"]
+    why = unlearned(references, cells)
+    if why:
+        return f"no reference lift: {why}", None
     if prediction["kind"] == "kept":
         interval = kept_share(rows, references, prediction["cell"], size)
     else:
@@ -180,14 +224,13 @@ def transfer_predictions_table(
     ids: Sequence[str] | None = None,
 ) -> str:
     """A Markdown table: every planned comparison (or those in ``ids``), what it expected, what
-    was measured (kept share, or a gap of kept shares, with its 95 % interval), whether it held."""
+    was measured (kept share, or a gap of kept shares, with its 95 % interval), whether it held
+    ("not readable" where a reference it needs learned nothing)."""
     lines = ["| id | prediction | expected | measured | held |", "|---|---|---|---|---|"]
     for p in chosen(predictions, ids):
         measured, held = check_transfer_prediction(rows, references, p, predictions["size"])
-        lines.append(
-            f"| {p['id']} | {p['text']} | {expected_text(p)} | {measured} | "
-            f"{'yes' if held else '**no**'} |"
-        )
+        verdict = "not readable" if held is None else "yes" if held else "**no**"
+        lines.append(f"| {p['id']} | {p['text']} | {expected_text(p)} | {measured} | {verdict} |")
     return "\n".join(lines)
 
 

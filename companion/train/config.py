@@ -152,6 +152,10 @@ class TrainConfig:
         None, "input side in px, a multiple of 8 (default: the model config's); the generated "
         "tasks are drawn at that size", kind="result", low=IMAGE_SIZE, high=512, model=True,
     )  # fmt: skip
+    window_size: int | None = setting(
+        None, "attention window side in tokens (default: the model config's)", kind="result",
+        low=1, high=512, model=True,
+    )  # fmt: skip
     rendering: str = setting(
         "scaled", "how a generated task is drawn above 32 px: scaled (the 32-px scene, more "
         "pixels) or world (a larger canvas, objects as at 32 px)", kind="result",
