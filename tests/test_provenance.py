@@ -98,6 +98,7 @@ def test_results_readme_gives_the_transfer_experiments_measured_wall_times() -> 
         ("cpu-transfer", "transfer.json"),
         ("cpu-transfer-48-world", "results.json"),
         ("cpu-transfer-48-scaled", "results.json"),
+        ("cpu-transfer-48-world-w6", "results.json"),
     ]
     minutes = [
         json.loads((ROOT / "results" / name / record).read_text())["header"]["wall_s"] / 60

@@ -107,7 +107,7 @@ def test_kept_share_reads_a_moved_cell_against_the_reference_of_its_rendering():
     assert transfer_predictions_table(rows, references, predictions).endswith("| **no** |")
     table = kept_table(rows, references, "d", [("rel", "window-kept"), ("cpb", "window-kept")], 48)
     lines = table.splitlines()
-    assert lines[1:3] == ["  world", lines[2]] and lines[2].split()[:4] == [
+    assert lines[2] == "  world" and lines[3].split()[:4] == [
         "rel:window-kept",
         "80.0",
         "90.0",
@@ -155,3 +155,22 @@ def test_the_committed_transfer_predictions_name_cells_the_run_produces():
                 "grid-cell",
                 "relation",
             )
+
+
+def test_a_reference_that_learned_nothing_makes_a_planned_reading_not_readable():
+    # The reference answers like the constant answer (label 0 on half the images): no lift.
+    references = {"world": _reference({"rel": 0.5, "cpb": 0.9})}
+    rows = _rows({("rel", "world", "window-kept"): (0.8, 0.9),
+                  ("cpb", "world", "window-kept"): (0.8, 0.9)})  # fmt: skip
+    prediction = {"id": "X", "text": "t", "kind": "kept-gap", "expect": "above 0",
+                  "a": _cell(pos="cpb"), "b": _cell()}  # fmt: skip
+    text, held = check_transfer_prediction(rows, references, prediction, 48)
+    assert held is None and text.startswith("no reference lift: d:rel (world) trained at the new")
+    table = transfer_predictions_table(rows, references, {"size": 48, "predictions": [prediction]})
+    assert table.endswith("| not readable |")
+    lines = kept_table(rows, references, "d", [("rel", "window-kept"), ("cpb", "window-kept")], 48)
+    assert lines.splitlines()[3].endswith("no reference lift to keep a share of")
+    reached = {"id": "R", "text": "t", "kind": "reference", "expect": "above 0.8",
+               "cell": _cell(pos="cpb")}  # fmt: skip
+    text, held = check_transfer_prediction(rows, references, reached, 48)
+    assert held and text.startswith("+0.900 [")

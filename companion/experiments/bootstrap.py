@@ -180,10 +180,11 @@ def kept_replicates(
 def kept_interval(values: np.ndarray, estimate: float, against: float = 0.0) -> Interval:
     """The 95 % interval of :func:`kept_replicates`' ``values`` and the two-sided p-value of "the
     statistic is ``against``". Replicates whose reference did not beat the constant answer
-    (``nan``: nothing to keep) are left out; ``ValueError`` if more than 1 % are."""
+    (``nan``: nothing to keep) are left out; ``ValueError`` if more than 2.5 % are (the 95 %
+    interval of the reference's lift would then reach 0)."""
     values = np.asarray(values, dtype=float)
     undefined = np.isnan(values).mean()
-    if undefined > 0.01:
+    if undefined > 0.025:
         raise ValueError(
             f"values: the reference beat the constant answer in only {1 - undefined:.1%} of the "
             f"replicates; a share of its lift is not defined (read the accuracies instead)"

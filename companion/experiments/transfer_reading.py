@@ -210,10 +210,13 @@ def check_transfer_prediction(
     why = unlearned(references, cells)
     if why:
         return f"no reference lift: {why}", None
-    if prediction["kind"] == "kept":
-        interval = kept_share(rows, references, prediction["cell"], size)
-    else:
-        interval = kept_gap(rows, references, prediction["a"], prediction["b"], size)
+    try:
+        if prediction["kind"] == "kept":
+            interval = kept_share(rows, references, prediction["cell"], size)
+        else:
+            interval = kept_gap(rows, references, prediction["a"], prediction["b"], size)
+    except ValueError as exc:  # the lift reaches 0 in too many of the kept share's replicates
+        return f"no reference lift: {exc}", None
     return f"{interval} (p = {interval.p:.2g})", meets(interval, prediction["expect"])
 
 
@@ -251,34 +254,36 @@ def kept_table(
     """One line per ``(pos, condition)`` and rendering: the accuracy (%) as moved and after the
     fine-tune, the reference's, and the kept share with its 95 % interval, both metrics."""
     lines = [
-        f"{dataset} at {size} px: accuracy (%) moved / fine-tuned / reference; kept share [95 %]",
+        f"{dataset} at {size} px: accuracy (%) as moved, fine-tuned, of the reference;",
+        "  kept share [95 %] as moved, fine-tuned",
     ]
     width = max(len(f"{p}:{c}") for p, c in cells)
     for rendering, reference in references.items():
+        trained = {f"{r['dataset']}:{r['pos']}" for r in reference["runs"]}
+        if not any(f"{dataset}:{pos}" in trained for pos, _ in cells):
+            continue  # no reference of this rendering for this dataset
         lines.append(f"  {rendering}")
         for pos, condition in cells:
-            if f"{dataset}:{pos}" not in {f"{r['dataset']}:{r['pos']}" for r in reference["runs"]}:
+            if f"{dataset}:{pos}" not in trained:
                 continue
             cell = {"dataset": dataset, "pos": pos, "rendering": rendering, "condition": condition}
+            where = (dataset, pos, rendering, size)
             accs = [
-                np.mean(
-                    [
-                        c.mean()
-                        for c in moved_correct(
-                            rows, dataset, pos, rendering, size, condition, m
-                        ).values()
-                    ]
-                )
+                np.mean([c.mean() for c in moved_correct(rows, *where, condition, m).values()])
                 for m in METRICS
             ]
             ref = reference_accuracy(reference, dataset, pos)
-            try:
-                shares = [
-                    kept_share(rows, references, {**cell, "metric": m}, size) for m in METRICS
-                ]
-                text = "  ".join(f"{s.estimate:5.2f} [{s.low:5.2f}, {s.high:5.2f}]" for s in shares)
-            except ValueError:  # the reference learned nothing: there is no lift to keep
-                text = "(the reference is at the constant answer)"
+            text = "no reference lift to keep a share of"
+            if not unlearned(references, [cell]):  # else its lift's interval reaches 0
+                try:
+                    shares = [
+                        kept_share(rows, references, {**cell, "metric": m}, size) for m in METRICS
+                    ]
+                    text = "  ".join(
+                        f"{s.estimate:5.2f} [{s.low:5.2f}, {s.high:5.2f}]" for s in shares
+                    )
+                except ValueError:  # ... in too many of the kept share's own replicates
+                    pass
             lines.append(
                 f"    {pos + ':' + condition:<{width}} {100 * accs[0]:5.1f} {100 * accs[1]:5.1f} "
                 f"{100 * ref:5.1f}   {text}"
