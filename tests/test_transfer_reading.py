@@ -15,7 +15,6 @@ from companion.experiments.transfer_reading import (
     load_references,
     load_transfer_predictions,
     moved_correct,
-    reference_size,
     transfer_predictions_table,
 )
 
@@ -130,7 +129,7 @@ def test_a_reference_must_be_drawn_in_the_rendering_it_is_read_for(tmp_path, mon
     import companion.experiments.transfer_reading as reading
 
     monkeypatch.setattr(reading, "load_results", lambda folder: _reference({"rel": 0.9}))
-    assert reference_size(load_references(tmp_path, {"world": "w"})["world"]) == 48
+    assert load_references(tmp_path, {"world": "w"})["world"]["runs"][0]["pos"] == "rel"
     with pytest.raises(ValueError, match=r"its runs were drawn in \['world'\], not in 'scaled'"):
         load_references(tmp_path, {"scaled": "w"})
 

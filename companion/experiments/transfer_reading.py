@@ -77,16 +77,6 @@ def load_references(results_dir: str | Path, names: Mapping[str, str]) -> dict[s
     return found
 
 
-def reference_size(reference: dict[str, Any]) -> int:
-    """The image side (px) a reference ablation was trained at."""
-    sizes = {r["settings"].get("img_size") for r in reference["runs"]}
-    if len(sizes) != 1 or None in sizes:
-        raise ValueError(
-            f"a reference must be trained at one img_size, got {sorted(sizes, key=str)}"
-        )
-    return int(sizes.pop())
-
-
 def moved_correct(
     rows: Sequence[dict[str, Any]],
     dataset: str,
@@ -146,7 +136,8 @@ def kept_share(
     size: int,
 ) -> Interval:
     """A cell's kept share with its 95 % interval."""
-    return kept_interval(*reversed(kept_cell(rows, references, cell, size)))
+    estimate, values = kept_cell(rows, references, cell, size)
+    return kept_interval(values, estimate)
 
 
 def kept_gap(
