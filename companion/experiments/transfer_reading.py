@@ -86,7 +86,8 @@ def moved_correct(
     condition: str,
     metric: str = "acc",
 ) -> dict[int, np.ndarray]:
-    """``{seed: (images,) bool}``: which test images each moved run of the cell got right."""
+    """``{seed: (bits,) bool}``: which test images each moved run of the cell got right (the
+    first ``images`` of the ``bits``, a multiple of 8)."""
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
     bits = "correct" + metric[3:]
@@ -101,8 +102,9 @@ def moved_correct(
         raise ValueError(
             f"rows hold no cell {pos}:{condition} on {dataset}/{rendering} at {size} px"
         )
-    n = len(unpack_bits(next(iter(found.values()))[bits], 10**9))
-    return {seed: unpack_bits(r[bits], n) for seed, r in sorted(found.items())}
+    # The bits are packed in whole bytes (hex): the last byte may carry up to 7 padding bits,
+    # which the callers cut off at the test set's length (``_stack``).
+    return {seed: unpack_bits(r[bits], 4 * len(r[bits])) for seed, r in sorted(found.items())}
 
 
 def _stack(by_seed: dict[int, np.ndarray], images: int) -> np.ndarray:
@@ -258,9 +260,11 @@ def kept_table(
             if f"{dataset}:{pos}" not in trained:
                 continue
             cell = {"dataset": dataset, "pos": pos, "rendering": rendering, "condition": condition}
-            where = (dataset, pos, rendering, size)
+            images = len(test_labels(reference, dataset, "test"))
             accs = [
-                np.mean([c.mean() for c in moved_correct(rows, *where, condition, m).values()])
+                _stack(
+                    moved_correct(rows, dataset, pos, rendering, size, condition, m), images
+                ).mean()
                 for m in METRICS
             ]
             ref = reference_accuracy(reference, dataset, pos)
