@@ -173,3 +173,30 @@ def test_a_reference_that_learned_nothing_makes_a_planned_reading_not_readable()
                "cell": _cell(pos="cpb")}  # fmt: skip
     text, held = check_transfer_prediction(rows, references, reached, 48)
     assert held and text.startswith("+0.900 [")
+
+
+def test_accuracies_ignore_the_padding_bits_of_a_test_set_not_a_multiple_of_8():
+    labels = np.array([0] * 7 + [1] * 6)  # 13 images: the packed bits carry 3 padding bits
+    right = torch.ones(13, dtype=torch.bool)
+    runs = [
+        {
+            "dataset": "d",
+            "pos": "rel",
+            "seed": s,
+            "variant": "swin",
+            "settings": {"rendering": "world"},
+            "final": {"test_acc": 1.0},
+            "splits": {"test": {"n": 13, "correct": pack_bits(right)}},
+        }
+        for s in range(3)
+    ]
+    reference = {
+        "runs": runs,
+        "test_sets": {"d": {"test": {"labels": labels_text(torch.from_numpy(labels))}}},
+    }
+    rows = [{"dataset": "d", "pos": "rel", "rendering": "world", "size": 48,
+             "condition": "window-kept", "seed": s, "acc": 1.0, "acc_finetuned": 1.0,
+             "correct": pack_bits(right), "correct_finetuned": pack_bits(right)}
+            for s in range(3)]  # fmt: skip
+    line = kept_table(rows, {"world": reference}, "d", [("rel", "window-kept")], 48).splitlines()[3]
+    assert line.split()[1:4] == ["100.0", "100.0", "100.0"]
