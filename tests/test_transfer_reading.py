@@ -15,6 +15,7 @@ from companion.experiments.transfer_reading import (
     load_references,
     load_transfer_predictions,
     moved_correct,
+    reference_seeds,
     transfer_predictions_table,
 )
 
@@ -200,3 +201,9 @@ def test_accuracies_ignore_the_padding_bits_of_a_test_set_not_a_multiple_of_8():
             for s in range(3)]  # fmt: skip
     line = kept_table(rows, {"world": reference}, "d", [("rel", "window-kept")], 48).splitlines()[3]
     assert line.split()[1:4] == ["100.0", "100.0", "100.0"]
+
+
+def test_reference_seeds_prints_each_codes_accuracy_seed_by_seed():
+    text = reference_seeds(_reference({"rel": 0.9, "cpb": 0.5}), "d").splitlines()
+    assert text == ["  rel  seed 0:  90.0  seed 1:  90.0  seed 2:  90.0",
+                    "  cpb  seed 0:  50.0  seed 1:  50.0  seed 2:  50.0"]  # fmt: skip

@@ -284,3 +284,16 @@ def kept_table(
                 f"{100 * ref:5.1f}   {text}"
             )
     return "\n".join(lines)
+
+
+def reference_seeds(reference: dict[str, Any], dataset: str) -> str:
+    """One line per code of a reference ablation on ``dataset``: its test accuracy (%) per seed,
+    the numbers a mean hides when some seeds learn and others do not."""
+    by_pos: dict[str, list[tuple[int, float]]] = {}
+    for r in reference["runs"]:
+        if r["dataset"] == dataset:
+            by_pos.setdefault(r["pos"], []).append((r["seed"], 100 * r["final"]["test_acc"]))
+    return "\n".join(
+        f"  {pos:<4} " + "  ".join(f"seed {s}: {acc:5.1f}" for s, acc in sorted(seeds))
+        for pos, seeds in by_pos.items()
+    )
