@@ -1,0 +1,108 @@
+"""Did a regenerated ablation folder reproduce an earlier one? Run by run, bit by bit.
+
+    python -m companion.experiments.reproduction OLD_FOLDER NEW_FOLDER
+
+Two folders written by :mod:`companion.experiments.ablation` reproduce each other when they hold
+the same runs and every run has the same per-image test bits, final metrics, best test accuracy
+and per-epoch curve, and every saved bias table is equal, element for element. Timings (epoch
+times, speeds, wall times), headers, code digests and content hashes are not compared: they say
+when and how a run was made, not what it learned. (An earlier folder is at hand with, e.g.,
+``git archive COMMIT results/cpu-ablation | tar -x -C /tmp/old``.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from companion.experiments.results import run_key
+
+#: Per-epoch fields that measure the machine, not the run.
+TIMING = frozenset({"epoch_time_s", "images_per_s"})
+#: A run record's fields that say what the run learned.
+LEARNED = ("splits", "final", "best_test_acc")
+
+
+def _without_timing(epoch: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in epoch.items() if k not in TIMING}
+
+
+def _learned(record: dict[str, Any]) -> dict[str, Any]:
+    out = {k: record.get(k) for k in LEARNED}
+    out["final"] = _without_timing(out["final"] or {})
+    return out
+
+
+def _runs(folder: Path) -> dict[str, dict[str, Any]]:
+    runs = json.loads((folder / "results.json").read_text())["runs"]
+    return {run_key(r["dataset"], r["pos"], r["seed"], r.get("variant", "swin")): r for r in runs}
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """Nested dicts, lists and tensors compared exactly (tensors element for element)."""
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return (
+            isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
+            and a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
+        )  # fmt: skip
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def differences(old: str | Path, new: str | Path) -> list[str]:
+    """What differs between two ablation folders' learned results, one line per difference
+    (an empty list: ``new`` reproduces ``old``)."""
+    old, new = Path(old), Path(new)
+    for folder in (old, new):
+        if not (folder / "results.json").is_file():
+            raise FileNotFoundError(f"no results.json in {folder} (not an ablation folder)")
+    a, b = _runs(old), _runs(new)
+    found = [f"run {k} only in {old}" for k in sorted(a.keys() - b.keys())]
+    found += [f"run {k} only in {new}" for k in sorted(b.keys() - a.keys())]
+    for key in sorted(a.keys() & b.keys()):
+        la, lb = _learned(a[key]), _learned(b[key])
+        found += [
+            f"{key}: {field} differs" for field in LEARNED if not _equal(la[field], lb[field])
+        ]
+        curves = [
+            json.loads((f / "curves" / f"{key}.json").read_text())["epochs"] for f in (old, new)
+        ]
+        if [_without_timing(e) for e in curves[0]] != [_without_timing(e) for e in curves[1]]:
+            found.append(f"{key}: curve differs")
+    tables = [{p.name for p in (f / "bias").glob("*.pt")} for f in (old, new)]
+    found += [f"bias/{n} only in one folder" for n in sorted(tables[0] ^ tables[1])]
+    for name in sorted(tables[0] & tables[1]):
+        pair = [torch.load(f / "bias" / name, weights_only=True) for f in (old, new)]
+        if not _equal(*pair):
+            found.append(f"bias/{name} differs")
+    return found
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m companion.experiments.reproduction",
+        description="Compare two ablation folders run by run (exit status 1 if they differ).",
+    )
+    p.add_argument("old", type=Path)
+    p.add_argument("new", type=Path)
+    args = p.parse_args(argv)
+    found = differences(args.old, args.new)
+    runs = len(_runs(args.new))
+    for line in found:
+        print(line)
+    verdict = "reproduces" if not found else f"does not reproduce ({len(found)} differences)"
+    print(f"{args.new} {verdict} {args.old}: {runs} runs compared")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
