@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Chapter 5's CPU experiments: regenerate results/cpu-far-relation/ and results/cpu-ablation/ on a
-# 2-core CPU (planned at about 65 minutes, measured at about 2 hours: see results/README.md).
+# 2-core CPU (planned at about 65 minutes; the measured times are in the headers and results/README.md).
 #
 # Run from a clean commit (results.json records the commit and whether the tree was dirty), from
 # the repository root, after `pip install -e .`. Each folder's predictions.md was committed before

@@ -107,3 +107,16 @@ def test_results_readme_gives_the_transfer_experiments_measured_wall_times() -> 
     for value in minutes:
         assert f"{value:.1f} min" in readme
     assert f"{sum(minutes):.1f} min in all" in readme
+
+
+def test_results_readme_gives_chapter_5s_measured_regeneration_time() -> None:
+    # results/README.md states how long chapter 5's ablation took to regenerate (issue 18's budget);
+    # the numbers must be the two headers' wall times, in minutes to one decimal, and their sum.
+    readme = (ROOT / "results" / "README.md").read_text()
+    minutes = [
+        json.loads((ROOT / "results" / name / "results.json").read_text())["header"]["wall_s"] / 60
+        for name in ("cpu-far-relation", "cpu-ablation")
+    ]
+    for value in minutes:
+        assert f"{value:.1f} min" in readme
+    assert f"{sum(minutes):.1f} min in all" in readme
