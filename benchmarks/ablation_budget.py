@@ -26,6 +26,7 @@ import statistics
 from pathlib import Path
 
 from companion._io import atomic_write_json
+from companion.experiments.results import load_curves, load_results
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = ("cpu-far-relation", "cpu-ablation")
@@ -33,13 +34,11 @@ FOLDERS = ("cpu-far-relation", "cpu-ablation")
 
 def run_curves(folder: Path) -> list[tuple[dict, list[dict]]]:
     """Every run of ``folder`` with its per-epoch records."""
-    out = []
-    for run in json.loads((folder / "results.json").read_text())["runs"]:
-        variant = run.get("variant", "swin")
-        middle = "" if variant == "swin" else f"__{variant}"
-        name = f"{run['dataset']}__{run['pos']}{middle}__seed{run['seed']}.json"
-        out.append((run, json.loads((folder / "curves" / name).read_text())["epochs"]))
-    return out
+    curves = load_curves(folder, variant=None)
+    return [
+        (r, curves[(r["dataset"], r["pos"], r.get("variant", "swin"), r["seed"])])
+        for r in load_results(folder)["runs"]
+    ]
 
 
 def epochs_to_final(curves: list[list[dict]], within: float = 0.01) -> int:

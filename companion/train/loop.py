@@ -279,7 +279,7 @@ def train_epoch(
         opt.scaler.scale(loss).backward()
         if cfg.clip_grad > 0:
             opt.scaler.unscale_(opt.optimizer)  # clip the true gradients, not scaled ones
-            nn.utils.clip_grad_norm_(opt.model.parameters(), cfg.clip_grad, foreach=True)
+            nn.utils.clip_grad_norm_(opt.model.parameters(), cfg.clip_grad)
         opt.scaler.step(opt.optimizer)
         opt.scaler.update()
         opt.scheduler.step()
