@@ -86,6 +86,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as run_dir:
             atomic_write_json(args.out, worker(args.worker, args.epochs, Path(run_dir) / "run"))
         return
+    # The tree the runs start from (each worker imports companion afresh).
+    report: dict = {"provenance": provenance(" ".join(sys.argv)), "threads_per_run": 1}
     options = [o for o in OPTIONS if o != "jemalloc" or JEMALLOC.exists()]
     runs: dict[str, list[dict]] = {o: [] for o in options}
     for r in range(args.rounds):
@@ -94,8 +96,6 @@ def main() -> None:
             print(option, [round(t, 2) for t in runs[option][-1]["epoch_s"]], flush=True)
     base = runs["eager"][0]
     eager_s = statistics.median(t for run in runs["eager"] for t in run["epoch_s"][1:])
-    # Where, at which commit (and whether the tree was clean), with which command.
-    report: dict = {"provenance": provenance(" ".join(sys.argv)), "threads_per_run": 1}
     report["epochs"] = args.epochs
     report["rounds"], report["options"] = args.rounds, {}
     report["jemalloc"] = str(JEMALLOC) if JEMALLOC.exists() else "not installed"
