@@ -105,6 +105,7 @@ def main() -> None:
             "median_epoch_s": median,
             "speedup_over_eager": eager_s / median,
             "first_epoch_s": statistics.median(run["epoch_s"][0] for run in option_runs),
+            "epoch_s": [run["epoch_s"] for run in option_runs],  # every run, in round order
             "same_weights_as_eager": all(
                 run["weights_sha256"] == base["weights_sha256"] for run in option_runs
             ),
