@@ -48,10 +48,13 @@ lint: setup
 # in one kernel: --dist loadfile); the slow tests start processes of their own and run one by one.
 UNIT_MARKS := not browser and not slow
 XDIST := -n auto
+# One torch (OpenMP) thread per xdist worker and per notebook kernel: with torch's default (every
+# core) in each of them, the workers fight over the cores and a second's computation takes many.
+ONE_THREAD := OMP_NUM_THREADS=1
 
 unit: setup
 	@echo "unit: pytest tests -m '$(UNIT_MARKS)'"
-	@start=$$(date +%s); $(PY) -m pytest tests -q -p no:cacheprovider -m "$(UNIT_MARKS)" \
+	@start=$$(date +%s); $(ONE_THREAD) $(PY) -m pytest tests -q -p no:cacheprovider -m "$(UNIT_MARKS)" \
 		$(XDIST) --durations=5; status=$$?; echo "unit: $$(( $$(date +%s) - start )) s"; exit $$status
 
 slow: setup
@@ -60,7 +63,7 @@ slow: setup
 		--durations=5; status=$$?; echo "slow: $$(( $$(date +%s) - start )) s"; exit $$status
 
 nbval: setup
-	$(PY) -m pytest -q --nbval --nbval-current-env $(XDIST) --dist loadfile \
+	$(ONE_THREAD) $(PY) -m pytest -q --nbval --nbval-current-env $(XDIST) --dist loadfile \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider book
 
 $(NODE_STAMP): package.json package-lock.json | node-deps
@@ -83,8 +86,9 @@ book-check: book
 # Every page of _build/html in headless Chromium, served on 127.0.0.1, no other host reachable;
 # screenshots go to _build/screenshots/. To re-test an existing build without rebuilding:
 #   .venv/bin/python -m pytest tests/browser
+# Each test file runs in one worker (--dist loadfile), with its own Chromium and server.
 browser-test: browser-deps book
-	$(PY) -m pytest -q -p no:cacheprovider tests/browser
+	$(PY) -m pytest -q -p no:cacheprovider $(XDIST) --dist loadfile tests/browser
 
 # The book as one PDF: Sphinx's single-page HTML build of the same sources (committed outputs,
 # MathJax served locally), printed by headless Chromium once MathJax has typeset every formula,

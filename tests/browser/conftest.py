@@ -96,6 +96,12 @@ def browser(base_url: str, chromium: Any) -> Iterator[OfflineBrowser]:
 
 
 @pytest.fixture(scope="session")
-def reports(browser: OfflineBrowser, base_url: str) -> dict[str, PageReport]:
+def pages(book_html: Path) -> list[str]:
+    """Every page of the built book (``book/01_x.html``, ...), as :func:`html_pages` lists them."""
+    return html_pages()
+
+
+@pytest.fixture(scope="session")
+def reports(browser: OfflineBrowser, base_url: str, pages: list[str]) -> dict[str, PageReport]:
     """One visit of every page of the book: ``{"book/01_x.html": PageReport, ...}``."""
-    return {path: visit(browser, base_url, path) for path in html_pages()}
+    return {path: visit(browser, base_url, path) for path in pages}

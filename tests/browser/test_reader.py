@@ -9,11 +9,12 @@ offending page in its failure message.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from book_browser import SCREENSHOTS, OfflineBrowser, PageReport, screenshot_name
+from book_browser import SCREENSHOTS, OfflineBrowser, screenshot_name
 
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1366, "height": 900}
@@ -36,6 +37,22 @@ def _shot(page: Any, prefix: str, path: str, full_page: bool = False) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     target = SCREENSHOTS / f"{prefix}_{screenshot_name(path)}"
     page.screenshot(path=str(target), full_page=full_page)
+
+
+#: True once no animation or transition is running (a drawer has finished sliding, a fold fading).
+_STILL = "() => document.getAnimations().every((a) => a.playState !== 'running')"
+
+
+def _settle(page: Any, predicate: str, arg: Any = None, timeout: float = 2_000) -> None:
+    """Wait until ``predicate(arg)`` holds and nothing is animating, or ``timeout`` ms have
+    passed: the caller then reads the state, so a page that never gets there fails its test
+    (as after a fixed wait) instead of timing out here, and one that gets there at once costs
+    no fixed wait."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout  # (see conftest.chromium)
+
+    condition = f"(arg) => ({predicate})(arg) && ({_STILL})()"
+    with contextlib.suppress(PlaywrightTimeout):
+        page.wait_for_function(condition, arg=arg, timeout=timeout, polling="raf")
 
 
 @pytest.fixture(scope="module")
@@ -164,10 +181,10 @@ _CODE_CONTRAST = """
 
 
 def test_code_listings_are_readable_in_dark_mode(
-    dark: Any, base_url: str, reports: dict[str, PageReport]
+    dark: Any, base_url: str, pages: list[str]
 ) -> None:
     unreadable, listings = {}, 0
-    for path in reports:
+    for path in pages:
         page = _open(dark, base_url, path)
         assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"
         # Open the folds, so that the solutions' listings are checked too.
@@ -227,7 +244,12 @@ def _contents_sweep(page: Any, path: str) -> list[str]:
     stops = [t + 200 for t in targets]  # 200 px into every section
     for y in stops + stops[::-1]:
         page.evaluate(f"() => window.scrollTo(0, {y})")
-        page.wait_for_timeout(150)
+        _settle(
+            page,
+            f"() => {{ const f = ({_ACTIVE})(); "
+            "return f.active.length === 1 && f.active[0] === f.expected; }",
+            timeout=1_000,
+        )
         found = page.evaluate(_ACTIVE)
         if found["active"] != [found["expected"]]:
             wrong.append(f"at y={y:.0f}: {found}")
@@ -236,14 +258,12 @@ def _contents_sweep(page: Any, path: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def desktop(
-    browser: OfflineBrowser, base_url: str, reports: dict[str, PageReport]
-) -> dict[str, dict]:
+def desktop(browser: OfflineBrowser, base_url: str, pages: list[str]) -> dict[str, dict]:
     """Every page at 1366 px: its answers, tables, figures, menu button and contents highlight."""
     context = browser.context.browser.new_context(viewport=DESKTOP)
     context.route("**/*", browser.route)
     visits = {}
-    for path in reports:
+    for path in pages:
         page = _open(context, base_url, path)
         visit: dict[str, Any] = {
             "answers": page.evaluate(_ANSWERS),
@@ -259,7 +279,8 @@ def desktop(
         states = [page.evaluate(_DRAWER, "#pst-primary-sidebar")]
         for _ in range(2):
             page.locator("button.primary-toggle").filter(visible=True).click()
-            page.wait_for_timeout(400)
+            shown = f"(sel) => ({_DRAWER})(sel) !== {'true' if states[-1] else 'false'}"
+            _settle(page, shown, "#pst-primary-sidebar")
             states.append(page.evaluate(_DRAWER, "#pst-primary-sidebar"))
         visit["sidebar"] = states
         visit["contents"] = _contents_sweep(page, path)
@@ -268,7 +289,7 @@ def desktop(
                 summary.click()
             # myst-nb fades an opened fold's content in (its 0.3 s `collapsed-fade-in`), and
             # checkVisibility counts opacity: let the last fold finish before reading.
-            page.wait_for_timeout(600)
+            _settle(page, "() => true", timeout=3_000)
             visit["opened"] = page.evaluate(_ANSWERS)
             _shot(page, "solutions_open", path)
         visits[path] = visit
@@ -291,7 +312,7 @@ def _drawers(page: Any, path: str) -> list[str]:
             problems.append(f"{name}: {button.count()} visible buttons")
             continue
         button.click()
-        page.wait_for_timeout(400)
+        _settle(page, _DRAWER, drawer)
         if not page.evaluate(_DRAWER, drawer):
             problems.append(f"{name}: the drawer does not open")
             continue
@@ -301,17 +322,17 @@ def _drawers(page: Any, path: str) -> list[str]:
                 problems.append(f"☰: the drawer shows {links} chapter links")
             _shot(page, "phone_nav_open", path, full_page=False)
         page.keyboard.press("Escape")
-        page.wait_for_timeout(400)
+        _settle(page, "(sel) => !document.querySelector(sel).open", drawer)
         if page.evaluate(f"() => document.querySelector('{drawer}').open"):
             problems.append(f"{name}: the drawer does not close")
     return problems
 
 
 @pytest.fixture(scope="module")
-def phone_visits(phone: Any, base_url: str, reports: dict[str, PageReport]) -> dict[str, dict]:
+def phone_visits(phone: Any, base_url: str, pages: list[str]) -> dict[str, dict]:
     """Every page on the phone: its width, clipped boxes and navigation drawers."""
     visits = {}
-    for path in reports:
+    for path in pages:
         page = _open(phone, base_url, path)
         visit = page.evaluate(_SCROLL_WIDTH)
         _shot(page, "phone", path)
