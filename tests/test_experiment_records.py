@@ -337,6 +337,10 @@ def _alive(pids: set[int]) -> set[int]:
 
 
 PARENT = (
+    # A terminal's foreground job has Python's own Ctrl-C handling, even when this test runs
+    # where SIGINT is ignored (a background job of a script: `make test &`), which would pass on.
+    "import signal\n"
+    "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
     "import time\n"
     "from companion.experiments.pool import run_all\n"
     "from companion.train.cli import run_reporting_errors\n"
