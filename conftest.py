@@ -2,9 +2,10 @@
 
 ``make nbval`` starts one kernel per chapter in each xdist worker, several at the same moment.
 Over TCP (jupyter_client's default) the parent picks five free ports and releases them before the
-kernel binds them, so two kernels started together can pick the same port, and the loser dies
-before it answers ("Kernel died before replying to kernel_info"). Over IPC each kernel's sockets
-are files in a folder of its own, so no two kernels can collide.
+kernel binds them, so two kernels started together can pick the same port. Once, in ``make test``,
+a chapter's kernel died before it answered ("Kernel died before replying to kernel_info"); such a
+collision is the likeliest cause (36 kernels started three at a time did not reproduce it). Over
+IPC each kernel's sockets are files in a folder of its own, so no two kernels can collide.
 """
 
 from __future__ import annotations
