@@ -1,6 +1,6 @@
 """Can a switch outside the model make chapter 5's CPU runs cheaper without changing them?
 
-    .venv/bin/python benchmarks/bench_cpu_options.py --epochs 4 --rounds 2 --out report.json
+    .venv/bin/python benchmarks/bench_cpu_options.py --epochs 4 --rounds 3 --out report.json
 
 Issue 18 asks for the ablation to regenerate in about 90 minutes without cutting seeds. The
 model, data and schedule fix the arithmetic; this measures the switches that leave them alone,

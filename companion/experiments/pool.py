@@ -15,8 +15,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from multiprocessing import get_context
 from typing import Any, TypeVar
 
@@ -41,36 +40,17 @@ def run_all(
         except KeyboardInterrupt:
             raise Interrupted(_stopped(len(done), len(items), resume_hint)) from None
         return done
-    pool, pending = None, []
+    pool = get_context("spawn").Pool(jobs, initializer=_worker_start, initargs=(os.getpid(),))
     try:
-        with _ctrl_c_held():  # a Ctrl-C now reaches the parent once the workers have started
-            pool = get_context("spawn").Pool(jobs, _worker_start, (os.getpid(),))
         pending = [pool.apply_async(task, (item,)) for item in items]
-        return [result.get() for result in pending]
-    except KeyboardInterrupt:
-        finished = sum(r.ready() and r.successful() for r in pending)
-        raise Interrupted(_stopped(finished, len(items), resume_hint)) from None
+        try:
+            return [result.get() for result in pending]
+        except KeyboardInterrupt:
+            finished = sum(r.ready() and r.successful() for r in pending)
+            raise Interrupted(_stopped(finished, len(items), resume_hint)) from None
     finally:
-        if pool is not None:
-            pool.terminate()  # at once: running runs stop, queued ones never start
-            pool.join()
-
-
-@contextmanager
-def _ctrl_c_held() -> Iterator[None]:
-    """Hold SIGINT back (blocked, not lost) in this thread, and in every process and thread it
-    starts meanwhile: a worker started now begins life with Ctrl-C blocked, so one pressed
-    while it is still importing cannot kill it half-way (its traceback, a replacement worker);
-    :func:`_worker_start` then ignores it for good. Where signals cannot be blocked (Windows),
-    nothing is held."""
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)  # a held Ctrl-C arrives here
+        pool.terminate()  # at once: running runs stop, queued ones never start
+        pool.join()
 
 
 def _stopped(finished: int, total: int, hint: str) -> str:
@@ -80,8 +60,6 @@ def _stopped(finished: int, total: int, hint: str) -> str:
 def _worker_start(parent: int) -> None:
     """In each worker: leave Ctrl-C to the parent, and end when the parent is gone."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if hasattr(signal, "pthread_sigmask"):  # born blocked (see _ctrl_c_held); now ignored
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
 
 
