@@ -359,10 +359,14 @@ def test_sigterm_stops_the_work_as_ctrl_c_does(capsys):
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # restored
 
 
-@pytest.mark.slow  # three parent processes, each importing torch
+@pytest.mark.slow  # four parent processes, each importing torch
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
-@pytest.mark.parametrize("how", ["SIGTERM", "Ctrl-C", "SIGKILL"])
-def test_stopping_the_parent_stops_its_workers_at_once(how):
+@pytest.mark.parametrize(
+    ("how", "wait"),
+    [("SIGTERM", 0.5), ("Ctrl-C", 0.5), ("SIGKILL", 0.5), ("Ctrl-C", 0.0)],
+    ids=["SIGTERM", "Ctrl-C", "SIGKILL", "Ctrl-C-while-the-workers-start"],
+)
+def test_stopping_the_parent_stops_its_workers_at_once(how, wait):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     parent = subprocess.Popen(
         [sys.executable, "-c", PARENT], env=env, stderr=subprocess.PIPE, text=True,
@@ -374,7 +378,9 @@ def test_stopping_the_parent_stops_its_workers_at_once(how):
             time.sleep(0.05)
         workers = _children(parent.pid)
         assert len(workers) >= 2
-        time.sleep(0.5)  # the workers have picked up their tasks
+        # 0.5 s: the workers have (most likely) picked up their tasks; 0: they are still
+        # starting (importing), when a Ctrl-C must neither kill one half-way nor be lost.
+        time.sleep(wait)
         if how == "Ctrl-C":  # the terminal signals the whole group, workers included
             os.killpg(parent.pid, signal.SIGINT)
         else:

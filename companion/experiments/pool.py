@@ -2,10 +2,10 @@
 
 ``python -m companion.ablation --jobs 2`` and the resolution experiment hand their runs to
 :func:`run_all`. The parent alone reacts to Ctrl-C (and to SIGTERM, see
-``companion.train.cli.sigterm_as_interrupt``): the workers ignore SIGINT, and on an interrupt or
-an error the parent terminates them at once instead of waiting for the queued runs. A worker
-whose parent dies (even by SIGKILL, which no handler sees) notices within half a second and
-ends itself. Whatever finished is kept by the caller (the ablation's records, written as each run
+``companion.train.cli.sigterm_as_interrupt``): the workers ignore SIGINT from their first
+instruction (:func:`_start_ignoring_ctrl_c`), and on an interrupt or an error the parent
+terminates them at once instead of waiting for the queued runs. A worker whose parent dies (even
+by SIGKILL, which no handler sees) notices within half a second and ends itself. Whatever finished is kept by the caller (the ablation's records, written as each run
 ends), so the message says how many did and how to go on.
 """
 
@@ -40,10 +40,12 @@ def run_all(
         except KeyboardInterrupt:
             raise Interrupted(_stopped(len(done), len(items), resume_hint)) from None
         return done
-    pool = get_context("spawn").Pool(jobs, initializer=_worker_start, initargs=(os.getpid(),))
+    pool = _start_ignoring_ctrl_c(jobs)
+    pending: list[Any] = []
     try:
-        pending = [pool.apply_async(task, (item,)) for item in items]
         try:
+            _release_ctrl_c()  # a Ctrl-C held while the workers started is raised here
+            pending = [pool.apply_async(task, (item,)) for item in items]
             return [result.get() for result in pending]
         except KeyboardInterrupt:
             finished = sum(r.ready() and r.successful() for r in pending)
@@ -51,6 +53,35 @@ def run_all(
     finally:
         pool.terminate()  # at once: running runs stop, queued ones never start
         pool.join()
+
+
+def _start_ignoring_ctrl_c(jobs: int) -> Any:
+    """A spawn pool of ``jobs`` workers that ignore SIGINT from their first instruction.
+
+    ``SIG_IGN`` survives ``exec`` (a Python handler does not), and Python keeps an inherited
+    ``SIG_IGN``, so a Ctrl-C while a worker still imports can neither kill it half-way nor raise
+    in it. Meanwhile SIGINT is blocked in this thread: one that arrives stays pending (Linux does
+    not discard a blocked signal, even an ignored one) until :func:`_release_ctrl_c`."""
+    previous = signal.getsignal(signal.SIGINT)  # None: set outside Python, left alone
+    swap = previous is not None and threading.current_thread() is threading.main_thread()
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        if swap:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            return get_context("spawn").Pool(
+                jobs, initializer=_worker_start, initargs=(os.getpid(),)
+            )
+        finally:
+            if swap:
+                signal.signal(signal.SIGINT, previous)
+    except BaseException:
+        _release_ctrl_c()
+        raise
+
+
+def _release_ctrl_c() -> None:
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _stopped(finished: int, total: int, hint: str) -> str:
