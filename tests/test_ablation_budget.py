@@ -77,3 +77,32 @@ def test_the_cpu_switch_benchmark_ran_clean_and_the_readme_quotes_it() -> None:
     assert f"Reaching 90 minutes takes {needed:.2f} times the whole plan's speed" in readme
     assert options["compile"]["speedup_over_eager"] < needed
     assert max(options[o]["speedup_over_eager"] for o in ("flush-denormal", "jemalloc")) < needed
+
+
+def test_the_rerun_on_another_host_is_quoted_and_its_projection_follows_from_it() -> None:
+    first = json.loads((ROOT / "benchmarks" / "cpu_options.json").read_text())
+    rerun = json.loads((ROOT / "benchmarks" / "cpu_options_rerun.json").read_text())
+    assert rerun["provenance"]["git"]["dirty"] is False
+    # the same code on another host: the difference in speed is the host's, not the code's
+    assert rerun["provenance"]["companion_sha256"] == first["provenance"]["companion_sha256"]
+    assert rerun["provenance"]["platform"] != first["provenance"]["platform"]
+    options = rerun["options"]
+    old, new = first["options"]["eager"]["median_epoch_s"], options["eager"]["median_epoch_s"]
+    slower = new / old
+    eager = [t for run in options["eager"]["epoch_s"] for t in run[1:]]
+    minutes = json.loads((ROOT / "benchmarks" / "ablation_budget.json").read_text())
+    minutes = minutes["scenarios_min"]
+    readme = " ".join((ROOT / "results" / "README.md").read_text().split())
+    assert f"median epoch took {new:.2f} s, {slower:.2f} times the {old:.2f} s" in readme
+    assert f"ranging from {min(eager):.1f} to {max(eager):.1f} s" in readme
+    assert f"would take about {minutes['as run'] * slower:.0f} minutes" in readme
+    assert f"alone about {minutes['without relation'] * slower:.0f}." in readme
+    ftz = options["flush-denormal"]
+    assert not ftz["same_weights_as_eager"]
+    assert f"subnormals ran at {ftz['speedup_over_eager']:.2f} times eager's speed" in readme
+    compile_ = options["compile"]
+    assert f"`torch.compile` ran at {compile_['speedup_over_eager']:.2f} times" in readme
+    assert f"a first epoch of {compile_['first_epoch_s']:.0f} s" in readme
+    assert f"a plan {minutes['as run'] * slower / 90:.2f} times cheaper" in readme
+    benchmarks = " ".join((ROOT / "benchmarks" / "README.md").read_text().split())
+    assert f"eager epochs took {slower:.2f} times as long" in benchmarks
