@@ -5,8 +5,9 @@
 ``companion.train.cli.sigterm_as_interrupt``): the workers ignore SIGINT from their first
 instruction (:func:`_start_ignoring_ctrl_c`), and on an interrupt or an error the parent
 terminates them at once instead of waiting for the queued runs. A worker whose parent dies (even
-by SIGKILL, which no handler sees) notices within half a second and ends itself. Whatever finished is kept by the caller (the ablation's records, written as each run
-ends), so the message says how many did and how to go on.
+by SIGKILL, which no handler sees) notices within half a second and ends itself. Whatever
+finished is kept by the caller (the ablation's records, written as each run ends), so the message
+says how many did and how to go on.
 """
 
 from __future__ import annotations
@@ -40,11 +41,11 @@ def run_all(
         except KeyboardInterrupt:
             raise Interrupted(_stopped(len(done), len(items), resume_hint)) from None
         return done
-    pool = _start_ignoring_ctrl_c(jobs)
+    pool, mask = _start_ignoring_ctrl_c(jobs)
     pending: list[Any] = []
     try:
         try:
-            _release_ctrl_c()  # a Ctrl-C held while the workers started is raised here
+            _release_ctrl_c(mask)  # a Ctrl-C held while the workers started is raised here
             pending = [pool.apply_async(task, (item,)) for item in items]
             return [result.get() for result in pending]
         except KeyboardInterrupt:
@@ -55,33 +56,40 @@ def run_all(
         pool.join()
 
 
-def _start_ignoring_ctrl_c(jobs: int) -> Any:
-    """A spawn pool of ``jobs`` workers that ignore SIGINT from their first instruction.
+def _start_ignoring_ctrl_c(jobs: int) -> tuple[Any, set[int | signal.Signals] | None]:
+    """A spawn pool of ``jobs`` workers that ignore SIGINT from their first instruction, and
+    this thread's signal mask from before (``None`` where there is no ``pthread_sigmask``).
 
-    ``SIG_IGN`` survives ``exec`` (a Python handler does not), and Python keeps an inherited
-    ``SIG_IGN``, so a Ctrl-C while a worker still imports can neither kill it half-way nor raise
-    in it. Meanwhile SIGINT is blocked in this thread: one that arrives stays pending (Linux does
-    not discard a blocked signal, even an ignored one) until :func:`_release_ctrl_c`."""
+    On POSIX, ``SIG_IGN`` survives ``exec`` (a Python handler does not) and Python keeps an
+    inherited ``SIG_IGN``, so a Ctrl-C while a worker still imports can neither kill it half-way
+    nor raise in it. Meanwhile SIGINT is blocked in this thread: one that arrives stays pending
+    (Linux does not discard a blocked signal, even an ignored one) until
+    :func:`_release_ctrl_c`. Elsewhere the pool starts as it is."""
+    posix = hasattr(signal, "pthread_sigmask")
     previous = signal.getsignal(signal.SIGINT)  # None: set outside Python, left alone
-    swap = previous is not None and threading.current_thread() is threading.main_thread()
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    main = threading.current_thread() is threading.main_thread()  # where signal.signal works
+    swap = posix and main and previous is not None
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if posix else None
     try:
         if swap:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
-            return get_context("spawn").Pool(
+            pool = get_context("spawn").Pool(
                 jobs, initializer=_worker_start, initargs=(os.getpid(),)
             )
         finally:
             if swap:
                 signal.signal(signal.SIGINT, previous)
     except BaseException:
-        _release_ctrl_c()
+        _release_ctrl_c(mask)
         raise
+    return pool, mask
 
 
-def _release_ctrl_c() -> None:
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+def _release_ctrl_c(mask: set[int | signal.Signals] | None) -> None:
+    """Put back the signal mask :func:`_start_ignoring_ctrl_c` found."""
+    if mask is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def _stopped(finished: int, total: int, hint: str) -> str:
