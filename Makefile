@@ -19,6 +19,7 @@ NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 # _config.yml): the built book needs no CDN.
 NODE_STAMP := node_modules/.package-lock.json
 OFFLINE_STAMP := _build/offline.stamp
+STATIC_STAMP := _build/static.stamp
 
 .PHONY: setup test unit slow nbval lint book book-check browser-test notebooks clean \
 	offline-js colab-sync colab-check colab-test linkcheck system-deps browser-deps node-deps pdf
@@ -75,9 +76,15 @@ $(OFFLINE_STAMP): $(NODE_STAMP) tools/vendor_js.py | setup
 
 offline-js: $(OFFLINE_STAMP)
 
+# Sphinx skips a build whose sources are unchanged, and with it the copy of _static/: a change
+# there alone (book.css, toc-highlight.js) starts the HTML over, or the old files would stay.
+$(STATIC_STAMP): $(wildcard _static/*)
+	rm -rf _build/html
+	mkdir -p _build && touch $@
+
 # The build renders the committed outputs (_config.yml: execute_notebooks: off); nbval is what
 # proves them reproduced, so `make test` runs every chapter once, not twice.
-book: node-deps setup $(OFFLINE_STAMP)
+book: node-deps setup $(OFFLINE_STAMP) $(STATIC_STAMP)
 	$(VENV)/bin/jupyter-book build . $(JB_FLAGS)
 	@echo "Book built: _build/html/index.html"
 

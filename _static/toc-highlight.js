@@ -36,6 +36,9 @@
   }
   document.addEventListener("DOMContentLoaded", () => {
     window.addEventListener("scroll", onScroll, { passive: true });
+    // Content drawn after the page loads (saved widgets, typeset formulas) moves the headings
+    // without a scroll: recompute whenever the page's height changes too.
+    if ("ResizeObserver" in window) new ResizeObserver(onScroll).observe(document.body);
     sync();
   });
 })();

@@ -180,7 +180,8 @@ async () => {
 }
 """.replace("WIDGET_VIEW", WIDGET_VIEW)
 
-_WIDGETS_DRAWN = f"""
+#: True once the HTML manager has drawn every saved widget view of the page.
+WIDGETS_DRAWN = f"""
 () => Array.from(document.querySelectorAll('script[type="{WIDGET_VIEW}"]'))
   .every((s) => s.parentElement.querySelector(".jupyter-widgets"))
 """
@@ -220,7 +221,7 @@ def visit(browser: OfflineBrowser, base_url: str, path: str) -> PageReport:
         # The HTML manager draws saved widgets asynchronously after the page has loaded; on a
         # timeout the report shows which ones are missing.
         with contextlib.suppress(Exception):
-            page.wait_for_function(_WIDGETS_DRAWN, timeout=15_000)
+            page.wait_for_function(WIDGETS_DRAWN, timeout=15_000)
     data = page.evaluate(_COLLECT)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / screenshot_name(path)), full_page=True)

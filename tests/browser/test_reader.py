@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from book_browser import SCREENSHOTS, OfflineBrowser, screenshot_name
+from book_browser import SCREENSHOTS, WIDGETS_DRAWN, OfflineBrowser, screenshot_name
 
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1366, "height": 900}
@@ -23,11 +23,14 @@ MIN_CONTRAST = 4.5
 
 
 def _open(context: Any, base_url: str, path: str) -> Any:
+    """``path`` loaded, its formulas typeset and its saved widgets drawn (both change the
+    layout after the load event: a test that scrolled before them would read stale positions)."""
     page = context.new_page()
     page.goto(base_url + path, wait_until="load")
     page.evaluate(
         "async () => { if (window.MathJax && MathJax.startup) await MathJax.startup.promise; }"
     )
+    _settle(page, WIDGETS_DRAWN, timeout=15_000)
     return page
 
 
