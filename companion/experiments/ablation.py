@@ -51,7 +51,7 @@ from companion._io import (
 from companion.data import num_classes
 from companion.data.tasks import IMAGE_SIZE
 from companion.experiments.evaluation import evaluation_splits, labels_record, split_results
-from companion.experiments.pool import run_all
+from companion.experiments.pool import run_all, threads_per_worker
 from companion.experiments.provenance import hardware, provenance, source_digest
 from companion.experiments.publish import (
     check_derived,
@@ -493,10 +493,8 @@ def run_ablation(
             for child in plan.work.iterdir():
                 if child.name not in (".lock", ".lock.json"):
                     shutil.rmtree(child) if child.is_dir() else child.unlink()
-        if plan.jobs > 1:
-            # Separate processes, one thread each: on a small CPU two single-threaded trainings
-            # get more images through per second than one two-threaded one.
-            plan = replace(plan, base=replace(plan.base, threads=plan.base.threads or 1))
+        threads = threads_per_worker(plan.jobs, plan.base.threads)
+        plan = replace(plan, base=replace(plan.base, threads=threads))
         hint = (
             f"finished runs are kept in {plan.work} and reused, interrupted ones resume from "
             f"their last checkpoint: run the same command again to continue"

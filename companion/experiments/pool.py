@@ -56,6 +56,15 @@ def run_all(
         pool.join()
 
 
+def threads_per_worker(jobs: int, threads: int | None) -> int | None:
+    """The torch threads each run gets: ``threads`` if given, else torch's default in this
+    process (``jobs=1``) and 1 in each of several. Separate single-threaded processes get more
+    images through a small CPU than multi-threaded ones, and torch's default (every core) in each
+    of several processes oversubscribes it (on 2 cores, two 2-thread processes moved the
+    resolution experiment's test runs 2.7 times slower than two 1-thread ones)."""
+    return threads if threads is not None or jobs == 1 else 1
+
+
 def _start_ignoring_ctrl_c(jobs: int) -> tuple[Any, set[int | signal.Signals] | None]:
     """A spawn pool of ``jobs`` workers that ignore SIGINT from their first instruction, and
     this thread's signal mask from before (``None`` where there is no ``pthread_sigmask``).

@@ -40,7 +40,7 @@ import torch
 from companion._io import atomic_write_json, atomic_write_text, file_sha256
 from companion.data import RENDERINGS, ImageClassificationData, make_dataset, num_classes
 from companion.experiments.evaluation import pack_bits
-from companion.experiments.pool import run_all
+from companion.experiments.pool import run_all, threads_per_worker
 from companion.experiments.provenance import provenance
 from companion.experiments.resolution_transfer import (
     EVAL_SIZES,
@@ -165,8 +165,8 @@ class TransferPlan:
         1, "runs moved in parallel (processes)", kind="process", low=1, high=MAX_PROCESSES
     )
     threads: int | None = setting(
-        None, "torch threads per process (default: torch's)", kind="process", low=1,
-        high=MAX_PROCESSES,
+        None, "torch threads per process (default: torch's; 1 when jobs > 1)", kind="process",
+        low=1, high=MAX_PROCESSES,
     )  # fmt: skip
     replace: bool = setting(
         False, "overwrite a transfer.json computed with other settings", kind="process"
@@ -249,7 +249,8 @@ def run_transfer(
 ) -> dict[str, Any]:
     """Move every run of the main grid of the ablation published in ``results_dir`` (checkpoints
     in ``work``), in the plan's variant; its extra (controlled-variant) cells are not moved.
-    ``jobs`` runs are moved at a time, each process with ``threads`` torch threads.
+    ``jobs`` runs are moved at a time, each process with ``threads`` torch threads (by default
+    torch's with one process, 1 with several).
 
     Everything is checked before any run is moved: the published results, every checkpoint
     against the content hash the ablation published for it, and an existing ``transfer.json``
@@ -258,6 +259,7 @@ def run_transfer(
     """
     check_setting("jobs", jobs, TransferPlan)
     check_setting("threads", threads, TransferPlan)
+    threads = threads_per_worker(jobs, threads)
     start = time.perf_counter()
     published = _published(results_dir)
     plan = published["plan"]
