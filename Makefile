@@ -6,6 +6,11 @@
 #   make colab-test -> every chapter as Colab runs it (tools/colab_emulate.py); .ci/run runs it
 #   make pdf    -> the book as one PDF, _build/pdf/book.pdf (tools/book_pdf.py), then its test
 SHELL := /bin/bash
+# Some machines set PYTHONDONTWRITEBYTECODE=1 (this project's do): every pytest process, xdist
+# worker, notebook kernel and spawned run would then compile companion/ and rewrite the tests'
+# asserts from source again (about 6 of the 20 s it takes to collect the tests). The caches go
+# to __pycache__/, which git ignores; the code digests hash only *.py.
+unexport PYTHONDONTWRITEBYTECODE
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
