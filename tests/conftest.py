@@ -29,6 +29,21 @@ TINY_RUN = {
 }
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """`make slow` collects only ``tests/*.py`` files that say ``pytest.mark.slow`` (its grep):
+    a slow test marked any other way, or elsewhere, would silently never run there."""
+    tests = Path(__file__).parent
+    for item in items:
+        if not item.get_closest_marker("slow") or item.get_closest_marker("browser"):
+            continue
+        path = item.path
+        if path.parent != tests or "pytest.mark.slow" not in path.read_text(encoding="utf-8"):
+            raise pytest.UsageError(
+                f"{item.nodeid} is marked slow, but `make slow` collects only tests/*.py files "
+                f"whose text says pytest.mark.slow: mark it so, in such a file"
+            )
+
+
 @pytest.fixture(autouse=True)
 def _close_figures():
     yield

@@ -71,9 +71,13 @@ def phone(browser: OfflineBrowser) -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def dark(browser: OfflineBrowser) -> Iterator[Any]:
-    """A desktop whose system setting is dark mode (the book follows it: default_mode auto)."""
+    """A desktop whose system setting is dark mode (the book follows it: default_mode auto).
+
+    Its one test reads the colours of code listings, which hold no formulas, so MathJax is not
+    loaded here: typesetting is about half of what loading a chapter costs the browser."""
     context = browser.context.browser.new_context(viewport=DESKTOP, color_scheme="dark")
     context.route("**/*", browser.route)
+    context.route("**/vendor/mathjax/**", lambda route: route.abort("blockedbyclient"))
     yield context
     context.close()
 
