@@ -35,8 +35,8 @@ from pathlib import Path
 import torch
 
 from companion._io import atomic_write_json
-from companion.experiments.provenance import provenance
 from companion.train import TrainConfig, train
+from companion.train.provenance import provenance
 
 JEMALLOC = Path("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")
 OPTIONS = ("eager", "flush-denormal", "compile", "jemalloc")

@@ -2,12 +2,13 @@
 
 Every piece of code the book shows lives here, once, with a unit test.
 
-Layout, in one sentence: the top-level modules are the subject the book teaches (patches and
-absolute embeddings, the relative index, window attention and its position codes, Swin), and the
-subpackages hold what renders its data (``data/``), trains it (``train/``), measures it
-(``experiments/``), shows it (``figures/``: figures, explorers, widgets, source listings) and
-the chapters' exercises (``exercises/``). No module imports another that imports it back,
-directly or in a circle (``tests/test_import_graph.py``).
+Layers, each importing only from those before it: support (``_checks``, ``_io``); the subject the
+book teaches (the top-level modules: patches and absolute embeddings, the relative index, window
+attention and its position codes, Swin); ``data/`` (the images); ``train/`` (training, checkpoints,
+converted and pretrained weights, provenance); ``experiments/`` (reading what the experiments
+measured); ``figures/``; ``exercises/``; then ``experiments/runs/`` (running the experiments) and
+the three commands ``ablation``, ``resolution_experiment`` and ``learned_embedding``, which nothing
+imports (``tests/test_layers.py``).
 """
 
 __version__ = "0.1.0"

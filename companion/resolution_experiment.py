@@ -1,9 +1,9 @@
 """``python -m companion.resolution_experiment``: the command the results headers record. The
-experiment itself lives in :mod:`companion.experiments.resolution_experiment`."""
+experiment itself lives in :mod:`companion.experiments.runs.resolution_experiment`."""
 
 if __name__ == "__main__":
     import sys
 
-    from companion.experiments.resolution_experiment import main
+    from companion.experiments.runs.resolution_experiment import main
 
     sys.exit(main())

@@ -8,12 +8,11 @@ The model is built from four parts, each a module below:
 
 Feature maps stay channels-last ``(B, H, W, C)`` throughout, so windows are a reshape away
 (``companion.window``). A model is built from one ``SwinConfig`` (``companion.swin_configs``),
-whose ``pos`` chooses the position information: ``"rel"`` (the paper's default, a relative
-position bias in every window attention), ``"abs"`` (a learnable absolute embedding added once
-after the patch embedding, as in ViT), ``"abs+rel"`` (both) or ``"none"``; and two later codes
-(chapter 6): ``"cpb"`` (Swin V2's continuous position bias, ``companion.cpb``) and
-``"rope-axial"``/``"rope-mixed"`` (2-D rotary embeddings of q and k, ``companion.rope``). Every
-window attention gets its part as one object (``SwinConfig.window_position``).
+whose ``pos`` (a ``companion.position.Position``) holds the position information: an absolute
+embedding added once after the patch embedding (as in ViT) or not, and the window code every
+window attention adds position with: Swin's relative position bias table (the paper's default,
+``pos="rel"``), Swin V2's continuous bias (``"cpb"``, ``companion.cpb``), a 2-D rotary embedding
+(``"rope-axial"``/``"rope-mixed"``, ``companion.rope``), or none.
 ``set_window_size`` and ``set_img_size`` move a trained model to another window or image size
 (tables resized by ``companion.transfer``).
 
@@ -34,12 +33,13 @@ from torch import Tensor, nn
 
 from companion import absolute
 from companion._checks import check_bool, to_pair
-from companion.attention import AttnImpl, BiasTable, WindowAttention, WindowPosition
+from companion.attention import AttnImpl, WindowAttention
 from companion.init import trunc_normal_
 from companion.layers import DropPath, Mlp
 from companion.merging import PatchMerging, PoolMerging
+from companion.position import BiasTable, WindowPosition
 from companion.relative import WindowSize
-from companion.swin_configs import CONFIGS, SwinConfig
+from companion.swin_configs import SwinConfig, model_config
 from companion.transfer import ResizeMethod, check_resize_method
 from companion.window import (
     cyclic_shift,
@@ -131,10 +131,8 @@ class SwinBlock(nn.Module):
                 f"torus=True needs input_resolution to be a multiple of window_size, got "
                 f"input_resolution={input_resolution} and window_size={self.window_size}"
             )
-        if torus and isinstance(position, BiasTable):
-            # On a torus, a window that spans a whole axis has no ends on it: its offsets wrap.
-            wrap = (sizes[0][0] == sizes[0][1], sizes[1][0] == sizes[1][1])
-            position = dataclasses.replace(position, wrap=wrap)
+        if torus and position is not None:
+            position = position.on_torus((sizes[0][0] == sizes[0][1], sizes[1][0] == sizes[1][1]))
         self.norm1 = nn.LayerNorm(dim)
         self.attn = WindowAttention(
             dim, self.window_size, num_heads, qkv_bias, position=position, attn_impl=attn_impl
@@ -239,7 +237,7 @@ class SwinStage(nn.Module):
                     mlp_ratio=config.mlp_ratio,
                     qkv_bias=config.qkv_bias,
                     drop_path=drop_path[j],
-                    position=config.window_position(),
+                    position=config.pos.window,
                     attn_impl=config.attn_impl,
                     torus=config.torus,
                 )
@@ -413,9 +411,7 @@ def swin_from_config(name: str, **overrides: Any) -> SwinTransformer:
     """Build the ``SwinTransformer`` of ``CONFIGS[name]``; keyword ``overrides`` replace entries
     (any field of ``SwinConfig``).
 
-    >>> swin_from_config("tiny-cpu", pos="abs").config.pos
+    >>> swin_from_config("tiny-cpu", pos="abs").config.pos.name
     'abs'
     """
-    if name not in CONFIGS:
-        raise ValueError(f"name must be one of {sorted(CONFIGS)}, got {name!r}")
-    return SwinTransformer(SwinConfig(**{**CONFIGS[name], **overrides}))
+    return SwinTransformer(model_config(name, **overrides))

@@ -1,14 +1,15 @@
 """Swin's configuration: ``SwinConfig``, the validated settings every ``SwinTransformer`` is built
 from, with the named sizes (``CONFIGS``) and controlled variants (``VARIANTS``).
 
-``CONFIGS`` and ``VARIANTS`` are plain keyword arguments of ``SwinConfig``:
-``swin_from_config(name, **variant_overrides(variant))`` builds a size in a variant.
+``CONFIGS`` and ``VARIANTS`` are plain keyword arguments of ``model_config`` (``SwinConfig``'s
+fields, plus ``rel_bias_offsets``): ``swin_from_config(name, **variant_overrides(variant))``
+builds a size in a variant.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any
 
 from companion._checks import (
     check_bool,
@@ -18,24 +19,9 @@ from companion._checks import (
     check_stage_ints,
     to_pair,
 )
-from companion.attention import (
-    ATTN_IMPLS,
-    REL_BIAS_OFFSETS,
-    AttnImpl,
-    BiasTable,
-    ContinuousBias,
-    RelBiasOffsets,
-    Rotary,
-    WindowPosition,
-)
+from companion.attention import ATTN_IMPLS, AttnImpl
 from companion.merging import PATCH_MERGING_CHOICES, PatchMergingKind
-
-Pos = Literal["none", "abs", "rel", "abs+rel", "cpb", "rope-axial", "rope-mixed"]
-#: Every ``pos`` value; the trainer and the ablation derive their choices from this tuple.
-POS_CHOICES: tuple[Pos, ...] = get_args(Pos)
-#: The ``pos`` a torus can hide the border from (a window spanning a map wraps its offsets);
-#: a continuous bias or a rotary embedding measures offsets along a line.
-TORUS_POS: tuple[Pos, ...] = ("none", "abs", "rel", "abs+rel")
+from companion.position import POS_CHOICES, Position
 
 
 @dataclass(frozen=True)
@@ -56,11 +42,12 @@ class SwinConfig:
         mlp_ratio: MLP hidden channels / channels.
         qkv_bias: learn a bias in the query/key/value projections.
         drop_path_rate: stochastic depth of the last block; it grows linearly from 0 over blocks.
-        pos: one of ``POS_CHOICES``: ``"rel"`` (the paper's default, a relative position bias in
-            every window attention), ``"abs"`` (a learnable absolute embedding added once after
-            the patch embedding, as in ViT), ``"abs+rel"`` (both), ``"none"``, ``"cpb"`` (Swin
-            V2's continuous position bias) or ``"rope-axial"``/``"rope-mixed"`` (2-D rotary
-            embeddings of q and k).
+        pos: the position information, one ``companion.position.Position`` (a name of
+            ``POS_CHOICES`` is parsed into one): ``"rel"`` (the paper's default, a relative
+            position bias in every window attention), ``"abs"`` (a learnable absolute embedding
+            added once after the patch embedding, as in ViT), ``"abs+rel"`` (both), ``"none"``,
+            ``"cpb"`` (Swin V2's continuous position bias) or ``"rope-axial"``/``"rope-mixed"``
+            (2-D rotary embeddings of q and k).
         attn_impl: ``"sdpa"`` (fused kernels) or ``"eager"`` (the formula spelled out).
 
     Controlled variants, for measuring where a model's position information comes from (the
@@ -69,14 +56,14 @@ class SwinConfig:
         shifted_windows: ``False``: every block uses regular windows (no shift, no mask).
         patch_merging: ``"concat"`` (Swin's ``PatchMerging``, whose concatenation order tells
             where in each 2 x 2 group a feature was) or ``"avgpool"`` (``PoolMerging``: order-free).
-        rel_bias_offsets: ``"signed"`` (a bias per offset ``(dy, dx)``) or ``"magnitude"`` (per
-            ``(|dy|, |dx|)``: left/right and above/below look alike); it shapes the tables of
-            ``pos`` ``"rel"`` and ``"abs+rel"`` and changes nothing for the other codes.
+        rel_bias_offsets (an option of ``model_config``, kept in ``pos``): ``"signed"`` (a bias
+            per offset ``(dy, dx)``) or ``"magnitude"`` (per ``(|dy|, |dx|)``: left/right and
+            above/below look alike), the ``offsets`` of a ``BiasTable``.
         torus: ``True``: every feature map is a torus (shifted windows wrap around without the
             mask, a window spanning a whole axis measures offsets around it), so no attention
             region or offset reveals the map's border; every stage's map must then be a
-            multiple of its window (``companion.swin.SwinBlock``), and ``pos`` one of
-            ``TORUS_POS``.
+            multiple of its window (``companion.swin.SwinBlock``), and ``pos`` one whose window
+            code can wrap (``Position.can_wrap``: a table, or no window code).
     """
 
     img_size: tuple[int, int]
@@ -90,11 +77,10 @@ class SwinConfig:
     mlp_ratio: float = 4.0
     qkv_bias: bool = True
     drop_path_rate: float = 0.0
-    pos: Pos = "rel"
+    pos: Position = Position()
     attn_impl: AttnImpl = "sdpa"
     shifted_windows: bool = True
     patch_merging: PatchMergingKind = "concat"
-    rel_bias_offsets: RelBiasOffsets = "signed"
     torus: bool = False
 
     def __post_init__(self) -> None:
@@ -114,11 +100,10 @@ class SwinConfig:
             raise TypeError(f"mlp_ratio must be a positive number, got {self.mlp_ratio!r}")
         keep("mlp_ratio", float(self.mlp_ratio))
         keep("drop_path_rate", check_fraction("drop_path_rate", self.drop_path_rate))
-        check_choice("pos", self.pos, POS_CHOICES)
+        keep("pos", Position.parse(self.pos))
         check_choice("attn_impl", self.attn_impl, ATTN_IMPLS)
         check_bool("shifted_windows", self.shifted_windows)
         check_choice("patch_merging", self.patch_merging, PATCH_MERGING_CHOICES)
-        check_choice("rel_bias_offsets", self.rel_bias_offsets, REL_BIAS_OFFSETS)
         check_bool("torus", self.torus)
         self._check_combinations()
 
@@ -145,10 +130,11 @@ class SwinConfig:
             raise ValueError(
                 f"mlp_ratio must give at least 1 hidden channel, got mlp_ratio={self.mlp_ratio!r}"
             )
-        if self.torus and self.pos not in TORUS_POS:
+        if self.torus and not self.pos.can_wrap:
             raise ValueError(
                 f"torus=True wraps offsets around the map, which only a bias table can do: use it "
-                f"with pos in {list(TORUS_POS)}, got pos={self.pos!r}"
+                f"with pos in {[p for p in POS_CHOICES if Position.parse(p).can_wrap]}, got "
+                f"pos={self.pos.name!r}"
             )
 
     @property
@@ -159,17 +145,7 @@ class SwinConfig:
     @property
     def absolute(self) -> bool:
         """Whether a learnable absolute embedding is added after the patch embedding."""
-        return self.pos in ("abs", "abs+rel")
-
-    def window_position(self) -> WindowPosition:
-        """What adds position inside every window attention (``companion.attention``)."""
-        if self.pos in ("rel", "abs+rel"):
-            return BiasTable(self.rel_bias_offsets)
-        if self.pos == "cpb":
-            return ContinuousBias()
-        if self.pos in ("rope-axial", "rope-mixed"):
-            return Rotary("axial" if self.pos == "rope-axial" else "mixed")
-        return None
+        return self.pos.absolute
 
 
 CONFIGS: dict[str, dict[str, Any]] = {
@@ -233,3 +209,19 @@ def variant_overrides(variant: str) -> dict[str, Any]:
         check_choice("variant", part, ("swin", *VARIANTS))
         overrides.update(VARIANTS.get(part, {}))
     return overrides
+
+
+def model_config(name: str, **options: Any) -> SwinConfig:
+    """The ``SwinConfig`` of ``CONFIGS[name]`` with ``options`` (any field of ``SwinConfig``)
+    replacing its entries: the one place the command line's position names become the model's
+    position value. ``pos`` (a name of ``POS_CHOICES`` or a ``Position``) and
+    ``rel_bias_offsets`` (``"signed"`` or ``"magnitude"``, the option of the
+    ``abs-offset-bias`` variant) are parsed together by ``Position.parse``.
+
+    >>> model_config("tiny-cpu", pos="abs+rel", rel_bias_offsets="magnitude").pos
+    Position(absolute=True, window=BiasTable(offsets='magnitude'))
+    """
+    check_choice("name", name, sorted(CONFIGS))
+    offsets = options.pop("rel_bias_offsets", None)
+    pos = Position.parse(options.pop("pos", SwinConfig.pos), offsets)
+    return SwinConfig(**{**CONFIGS[name], **options, "pos": pos})

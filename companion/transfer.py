@@ -170,3 +170,20 @@ def resized_table_parameter(
     """``resize_bias_table`` as a new ``nn.Parameter`` that keeps ``requires_grad``."""
     resized = resize_bias_table(table.detach(), old_window, new_window, method)
     return nn.Parameter(resized.clone(), requires_grad=table.requires_grad)
+
+
+@torch.no_grad()
+def magnitude_table_parameter(
+    signed: Tensor,
+    old_window: WindowSize,
+    new_window: WindowSize,
+    method: ResizeMethod,
+    requires_grad: bool = True,
+) -> nn.Parameter:
+    """A ``"magnitude"`` table ``(Wh' * Ww', H)`` for ``new_window`` from the signed table
+    ``((2Wh-1)(2Ww-1), H)`` it stands for: resize that (``resize_bias_table``), then keep the
+    quadrant ``dy, dx >= 0``, whose rows are ``|dy| * Ww' + |dx|``."""
+    wh, ww = to_pair("new_window", new_window)
+    resized = resize_bias_table(signed.detach(), old_window, (wh, ww), method)
+    quadrant = resized.view(2 * wh - 1, 2 * ww - 1, -1)[wh - 1 :, ww - 1 :]
+    return nn.Parameter(quadrant.reshape(wh * ww, -1).clone(), requires_grad=requires_grad)

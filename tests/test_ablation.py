@@ -5,8 +5,6 @@ import json
 import pytest
 import torch
 
-from companion.experiments import ablation
-from companion.experiments.ablation import AblationPlan, bias_tables, main, run_ablation
 from companion.experiments.results import (
     find_results,
     load_bias_tables,
@@ -16,6 +14,8 @@ from companion.experiments.results import (
     run_key,
     summarize,
 )
+from companion.experiments.runs import ablation
+from companion.experiments.runs.ablation import bias_tables, main, run_ablation
 from companion.figures.training import (
     bias_grid,
     plot_ablation_curves,
@@ -27,30 +27,8 @@ from companion.swin import swin_from_config
 from companion.train import TrainConfig
 
 
-def tiny_plan(tmp_path, **kw) -> AblationPlan:
-    base = TrainConfig(
-        epochs=1,
-        batch_size=16,
-        train_size=32,
-        test_size=16,
-        device="cpu",
-        progress=False,
-        warmup_epochs=0.5,
-    )
-    defaults = {
-        "name": "mini",
-        "datasets": ("relation",),
-        "pos": ("none", "rel"),
-        "seeds": (0, 1),
-        "base": base,
-        "results_dir": str(tmp_path / "results"),
-        "work_dir": str(tmp_path / "work"),
-    }
-    return AblationPlan(**{**defaults, **kw})
-
-
 @pytest.fixture(scope="module")
-def mini(tmp_path_factory):
+def mini(tmp_path_factory, tiny_plan):
     """One minuscule ablation (relation; none and rel; seeds 0 and 1), shared by the tests."""
     tmp_path = tmp_path_factory.mktemp("ablation")
     results = run_ablation(tiny_plan(tmp_path), command="python -m companion.ablation --name mini")
@@ -81,7 +59,7 @@ def test_runner_writes_results_curves_table_and_bias_tables(mini):
     assert not (folder / "bias" / "relation__none.pt").exists()
 
 
-def test_a_second_call_reuses_finished_runs(tmp_path, monkeypatch):
+def test_a_second_call_reuses_finished_runs(tmp_path, monkeypatch, tiny_plan):
     plan = tiny_plan(tmp_path, pos=("rel",), seeds=(0,))
     first = run_ablation(plan)
     monkeypatch.setattr(ablation, "train", lambda *a, **k: pytest.fail("should not train"))
@@ -134,7 +112,7 @@ def test_bias_tables_finds_every_block_with_its_window():
         ({"jobs": 0}, r"jobs must be an int in \[1, 1024\], got 0"),
     ],
 )
-def test_bad_plans_are_rejected_naming_the_field(tmp_path, kw, message):
+def test_bad_plans_are_rejected_naming_the_field(tmp_path, kw, message, tiny_plan):
     with pytest.raises(ValueError, match=message):
         tiny_plan(tmp_path, **kw)
 
@@ -220,7 +198,7 @@ def test_old_run_keys_are_unchanged_and_variants_get_their_own():
 
 
 @pytest.fixture(scope="module")
-def with_extra(tmp_path_factory):
+def with_extra(tmp_path_factory, tiny_plan):
     """Relation, pos none, seeds 0 and 1, plus the extra cell rel with an |offset|-only table."""
     tmp_path = tmp_path_factory.mktemp("extra")
     plan = tiny_plan(tmp_path, pos=("none",), extra=(("relation", "rel", "abs-offset-bias"),))
@@ -262,7 +240,7 @@ def test_a_magnitude_bias_table_is_saved_in_the_signed_offset_layout(with_extra)
 @pytest.mark.parametrize(
     "cell, message",
     [
-        ("grid-cell:none:abs-offset-bias", "extra cell grid-cell:none:abs-offset-bias: variant"),
+        ("grid-cell:none:abs-offset-bias", "cell grid-cell:none:abs-offset-bias: rel_bias_offse"),
         ("grid-cell:rel:wobble", "variant must be one of"),
         ("grid-cell:sinus:torus", "pos must be one of"),
         ("mnist:rel:torus", "dataset must be one of"),
@@ -277,7 +255,7 @@ def test_meaningless_extra_cells_are_refused_in_one_line(capsys, cell, message):
     assert message in err and "Traceback" not in err
 
 
-def test_an_extra_cell_already_in_the_grid_is_refused(tmp_path):
+def test_an_extra_cell_already_in_the_grid_is_refused(tmp_path, tiny_plan):
     base = TrainConfig(variant="torus", progress=False)
     with pytest.raises(ValueError, match="already in the plan"):
         tiny_plan(tmp_path, base=base, extra=(("relation", "rel", "torus"),))

@@ -4,24 +4,29 @@ import json
 from dataclasses import replace
 
 import pytest
-from test_ablation import tiny_plan
-from test_train import stand_in
 
-from companion.experiments import ablation
-from companion.experiments.ablation import StaleRunError, main, run_ablation
+from companion.experiments.runs import ablation
+from companion.experiments.runs.ablation import StaleRunError, main, run_ablation
 from companion.train import train
 
 
-def plan_with(tmp_path, **base_changes):
-    plan = tiny_plan(tmp_path, pos=("rel",), seeds=(0,))
-    return replace(plan, base=replace(plan.base, **base_changes))
+@pytest.fixture
+def plan_with(tiny_plan):
+    """``plan_with(folder, **base_changes)``: a one-run ``tiny_plan`` (rel, seed 0) whose training
+    settings are changed by ``base_changes``."""
+
+    def make(tmp_path, **base_changes):
+        plan = tiny_plan(tmp_path, pos=("rel",), seeds=(0,))
+        return replace(plan, base=replace(plan.base, **base_changes))
+
+    return make
 
 
 def published(tmp_path, name="mini"):
     return (tmp_path / "results" / name / "results.json").read_text()
 
 
-def test_other_epochs_are_refused_and_nothing_stale_is_published(tmp_path):
+def test_other_epochs_are_refused_and_nothing_stale_is_published(tmp_path, plan_with, stand_in):
     run_ablation(plan_with(tmp_path, epochs=1), stand_in)
     before = published(tmp_path)
     with pytest.raises(StaleRunError, match=r"epochs: saved 1, now 2.*pass --fresh.*new --name"):
@@ -29,7 +34,7 @@ def test_other_epochs_are_refused_and_nothing_stale_is_published(tmp_path):
     assert published(tmp_path) == before
 
 
-def test_fresh_trains_again_and_publishes_the_new_runs(tmp_path):
+def test_fresh_trains_again_and_publishes_the_new_runs(tmp_path, plan_with, stand_in):
     run_ablation(plan_with(tmp_path, epochs=1), stand_in)
     results = run_ablation(replace(plan_with(tmp_path, epochs=2), fresh=True), stand_in)
     assert results["plan"]["train"]["epochs"] == 2
@@ -37,14 +42,14 @@ def test_fresh_trains_again_and_publishes_the_new_runs(tmp_path):
     assert json.loads(published(tmp_path)) == results
 
 
-def test_changed_code_is_refused(tmp_path, monkeypatch):
+def test_changed_code_is_refused(tmp_path, monkeypatch, plan_with, stand_in):
     run_ablation(plan_with(tmp_path), stand_in)
     monkeypatch.setattr(ablation, "source_digest", lambda: "0" * 64)
     with pytest.raises(StaleRunError, match="the companion code changed since"):
         run_ablation(plan_with(tmp_path), stand_in)
 
 
-def test_results_come_from_the_runs_records_not_the_command_line(tmp_path):
+def test_results_come_from_the_runs_records_not_the_command_line(tmp_path, plan_with, stand_in):
     """A setting that does not change the numbers (threads) may differ on a reuse; what is
     published is what the runs recorded."""
     run_ablation(plan_with(tmp_path, threads=None), stand_in)
@@ -54,7 +59,7 @@ def test_results_come_from_the_runs_records_not_the_command_line(tmp_path):
     assert results["runs"][0]["settings"] == record["settings"]
 
 
-def test_a_failed_run_never_replaces_published_results(tmp_path, monkeypatch):
+def test_a_failed_run_never_replaces_published_results(tmp_path, monkeypatch, tiny_plan, stand_in):
     plan = tiny_plan(tmp_path, pos=("none", "rel"), seeds=(0,))
     run_ablation(plan, stand_in)
     before = published(tmp_path)
@@ -73,7 +78,7 @@ def test_a_failed_run_never_replaces_published_results(tmp_path, monkeypatch):
     assert not list((tmp_path / "results").glob(".mini*"))
 
 
-def test_a_leftover_checkpoint_resumes_only_with_the_same_settings(tmp_path):
+def test_a_leftover_checkpoint_resumes_only_with_the_same_settings(tmp_path, plan_with, stand_in):
     plan = plan_with(tmp_path, epochs=2)
     cfg = plan.config("relation", "rel", 0)
     train(replace(cfg, stop_after_epochs=1), stand_in)  # an interrupted ablation

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 import torch
 
-from companion.experiments.ablation import AblationPlan, main, run_ablation
 from companion.experiments.evaluation import (
     labels_from_text,
     labels_record,
@@ -15,6 +14,7 @@ from companion.experiments.evaluation import (
     pack_bits,
     unpack_bits,
 )
+from companion.experiments.runs.ablation import AblationPlan, main, run_ablation
 from companion.train import TrainConfig
 
 FAR = "far-relation-heldout"

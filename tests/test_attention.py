@@ -1,11 +1,13 @@
 """companion.attention.WindowAttention: the formula, both implementations, masks and bad input."""
 
+import copy
 import math
 
 import pytest
 import torch
 
-from companion.attention import BiasTable, ContinuousBias, Rotary, WindowAttention, biased_logits
+from companion.attention import WindowAttention, biased_logits
+from companion.position import BiasTable, ContinuousBias, Rotary
 from companion.relative import relative_position_index
 
 
@@ -23,7 +25,7 @@ def reference_attention(module: WindowAttention, x: torch.Tensor, mask=None) -> 
         for head in range(h):
             sl = slice(head * d, (head + 1) * d)
             logits = q[w, :, sl] @ k[w, :, sl].T / math.sqrt(d)
-            if module.rel_pos_bias:
+            if isinstance(module.position, BiasTable):
                 logits = logits + module.relative_position_bias_table[index, head]
             if mask is not None:
                 logits = logits + mask[w % mask.shape[0]].double()
@@ -36,7 +38,7 @@ def make(window=(2, 3), dim=12, heads=3, **kwargs) -> WindowAttention:
     torch.manual_seed(0)
     module = WindowAttention(dim, window, heads, **kwargs)
     with torch.no_grad():  # a table far from zero makes a missing or misplaced bias visible
-        if module.rel_pos_bias:
+        if isinstance(module.position, BiasTable):
             module.relative_position_bias_table.normal_(0, 1)
     return module
 
@@ -49,14 +51,13 @@ def shift_like_mask(num_windows: int, n: int) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("attn_impl", ["eager", "sdpa"])
-@pytest.mark.parametrize("rel_pos_bias", [True, False])
+@pytest.mark.parametrize("position", [BiasTable(), None], ids=["table", "none"])
 @pytest.mark.parametrize("with_mask", [False, True])
-def test_matches_the_formula_written_out(attn_impl, rel_pos_bias, with_mask):
-    position = BiasTable() if rel_pos_bias else None
+def test_matches_the_formula_written_out(attn_impl, position, with_mask):
     module = make(attn_impl=attn_impl, position=position)
     x = torch.randn(8, 6, 12)
     mask = shift_like_mask(4, 6) if with_mask else None
-    expected = reference_attention(make(position=position), x, mask)
+    expected = reference_attention(copy.deepcopy(module), x, mask)  # in float64, on a copy
     out = module(x, mask)
     assert out.shape == x.shape
     torch.testing.assert_close(out.double(), expected, atol=1e-5, rtol=1e-5)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from companion.experiments.bootstrap import gap_interval, lift_gap_interval
-from companion.experiments.reading import fisher_exact
+from companion.experiments.stats import fisher_exact
 
 
 def coin(seeds, images, p, seed=0):

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from companion.data import make_dataset
-from companion.train import TrainConfig, train, validate_config
+from companion.train import TrainConfig, train
 from companion.train.build import build_optimizer, curriculum_loader
 from companion.train.runtime import DistInfo
 
@@ -109,4 +109,4 @@ def test_a_curriculum_run_resumes_exactly(tmp_path, tiny_run):
 )
 def test_a_curriculum_that_cannot_work_is_refused_by_name(settings, message):
     with pytest.raises(ValueError, match=message):
-        validate_config(TrainConfig(**settings))
+        TrainConfig(**settings)

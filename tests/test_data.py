@@ -321,26 +321,7 @@ def test_random_crop_flip_shifts_content_by_the_padding_offset():
 # --------------------------------------------------------------------------- CIFAR-10 (fake folder)
 
 
-def write_fake_cifar(root, per_batch=4, seed=0):
-    """A small folder in the genuine ``cifar-10-batches-py`` format; returns the files' MD5s."""
-    rng = np.random.default_rng(seed)
-    folder = root / "cifar-10-batches-py"
-    folder.mkdir(parents=True)
-    names = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]
-    for name in names:
-        batch = {
-            b"batch_label": name.encode(),
-            b"labels": rng.integers(0, 10, per_batch).tolist(),
-            b"data": rng.integers(0, 256, (per_batch, 3072), dtype=np.uint8),
-            b"filenames": [f"{i}.png".encode() for i in range(per_batch)],
-        }
-        (folder / name).write_bytes(pickle.dumps(batch, protocol=2))
-    meta = {b"label_names": [c.encode() for c in cifar.CIFAR10_CLASSES]}
-    (folder / "batches.meta").write_bytes(pickle.dumps(meta, protocol=2))
-    return {p.name: hashlib.md5(p.read_bytes()).hexdigest() for p in folder.iterdir()}
-
-
-def test_fake_cifar_folder_loads_with_its_own_checksums(tmp_path):
+def test_fake_cifar_folder_loads_with_its_own_checksums(tmp_path, write_fake_cifar):
     md5s = write_fake_cifar(tmp_path)
     train = load_cifar10("train", tmp_path, md5s=md5s)
     test = load_cifar10("test", tmp_path, md5s=md5s)
@@ -350,7 +331,7 @@ def test_fake_cifar_folder_loads_with_its_own_checksums(tmp_path):
     assert torch.equal(test.images[1].flatten(), torch.from_numpy(raw[b"data"][1]))
 
 
-def test_a_flipped_byte_fails_the_checksum_naming_the_file(tmp_path):
+def test_a_flipped_byte_fails_the_checksum_naming_the_file(tmp_path, write_fake_cifar):
     md5s = write_fake_cifar(tmp_path)
     path = tmp_path / "cifar-10-batches-py" / "data_batch_3"
     raw = bytearray(path.read_bytes())
@@ -360,14 +341,14 @@ def test_a_flipped_byte_fails_the_checksum_naming_the_file(tmp_path):
         load_cifar10("train", tmp_path, md5s=md5s)
 
 
-def test_the_published_checksums_reject_a_fake_folder(tmp_path):
+def test_the_published_checksums_reject_a_fake_folder(tmp_path, write_fake_cifar):
     write_fake_cifar(tmp_path)
     assert cifar.cifar10_md5s()["test_batch"] == "40351d587109b95175f43aff81a1287e"
     with pytest.raises(RuntimeError, match="not the genuine file"):
         load_cifar10("test", tmp_path)
 
 
-def test_a_batch_with_the_wrong_structure_is_rejected(tmp_path):
+def test_a_batch_with_the_wrong_structure_is_rejected(tmp_path, write_fake_cifar):
     write_fake_cifar(tmp_path)
     path = tmp_path / "cifar-10-batches-py" / "test_batch"
     path.write_bytes(pickle.dumps({b"data": np.zeros((2, 100), np.uint8), b"labels": [0, 1]}))
@@ -394,7 +375,7 @@ def test_failed_download_names_the_generated_fallback(tmp_path, monkeypatch):
         make_dataset("cifar10", "test", data_dir=tmp_path, download=True)
 
 
-def test_make_dataset_takes_the_first_n_cifar_images(tmp_path, monkeypatch):
+def test_make_dataset_takes_the_first_n_cifar_images(tmp_path, monkeypatch, write_fake_cifar):
     md5s = write_fake_cifar(tmp_path)
     monkeypatch.setattr(cifar, "cifar10_md5s", lambda: md5s)
     full = make_dataset("cifar10", "train", data_dir=tmp_path)

@@ -6,19 +6,12 @@ import pytest
 import torch
 
 from companion.absolute import AbsolutePositionEmbedding
-from companion.attention import BiasTable, WindowAttention
 from companion.exercises.ch00 import (
     check_with_absolute_embedding,
     inverse_permutation,
     pooled_output_difference,
 )
-
-
-def _attention(rel_pos_bias: bool = False) -> WindowAttention:
-    torch.manual_seed(0)
-    return WindowAttention(
-        dim=8, window_size=4, num_heads=2, position=BiasTable() if rel_pos_bias else None
-    )
+from companion.position import BiasTable
 
 
 def test_inverse_permutation_undoes_the_shuffle():
@@ -35,35 +28,39 @@ def test_inverse_permutation_rejects_non_permutations():
         inverse_permutation(torch.tensor([0, 0, 1]))
 
 
-def test_mean_pooling_makes_attention_without_position_permutation_invariant():
+def test_mean_pooling_makes_attention_without_position_permutation_invariant(window_attention):
     torch.manual_seed(1)
-    diff = pooled_output_difference(_attention(), torch.randn(2, 16, 8), torch.randperm(16))
+    diff = pooled_output_difference(
+        window_attention(window_size=4), torch.randn(2, 16, 8), torch.randperm(16)
+    )
     assert diff < 1e-5
 
 
-def test_mean_pooling_does_not_hide_a_relative_position_bias():
+def test_mean_pooling_does_not_hide_a_relative_position_bias(window_attention):
     torch.manual_seed(1)
-    diff = pooled_output_difference(_attention(True), torch.randn(2, 16, 8), torch.randperm(16))
+    diff = pooled_output_difference(
+        window_attention(BiasTable(), window_size=4), torch.randn(2, 16, 8), torch.randperm(16)
+    )
     assert diff > 1e-5
 
 
-def test_absolute_embedding_breaks_equivariance():
+def test_absolute_embedding_breaks_equivariance(window_attention):
     torch.manual_seed(2)
     pos = AbsolutePositionEmbedding(16, 8)
     check = check_with_absolute_embedding(
-        pos, _attention(), torch.randn(2, 16, 8), torch.randperm(16)
+        pos, window_attention(window_size=4), torch.randn(2, 16, 8), torch.randperm(16)
     )
     assert not check.is_equivariant()
     assert check.max_abs_diff > 1e-3
 
 
 @pytest.mark.parametrize("value", [0.0, 5.0, -3.0])
-def test_a_constant_bias_table_leaves_attention_equivariant(value):
+def test_a_constant_bias_table_leaves_attention_equivariant(value, window_attention):
     from companion.exercises.ch00 import check_with_constant_table
 
     tokens = 3 * torch.randn(1, 16, 8, generator=torch.Generator().manual_seed(1))
     perm = torch.randperm(16, generator=torch.Generator().manual_seed(2))
-    attn_rel = _attention(rel_pos_bias=True)
+    attn_rel = window_attention(BiasTable(), window_size=4)
     with torch.no_grad():
         attn_rel.relative_position_bias_table.normal_(std=1.0)
     before = attn_rel.relative_position_bias_table.clone()

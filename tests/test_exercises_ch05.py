@@ -16,6 +16,7 @@ from companion.exercises.ch05 import (
     position_only_baselines,
     position_parameter_count,
 )
+from companion.experiments.paper import SWIN_TABLE4
 from companion.experiments.results import (
     find_results,
     load_bias_tables,
@@ -33,7 +34,6 @@ from companion.figures.training import (
     plot_seed_dots,
     plot_table4_differences,
 )
-from companion.paper import SWIN_TABLE4
 from companion.relative import bias_table_size, relative_position_index
 from companion.swin import swin_from_config
 

@@ -106,7 +106,7 @@ def test_resize_explorer_redraws_for_every_method_and_rejects_bad_values():
 
 
 def test_rope_vit_table_lists_our_pos_names_and_the_drops():
-    from companion.paper import ROPE_VIT_SWIN_T, rope_vit_swin_markdown
+    from companion.experiments.paper import ROPE_VIT_SWIN_T, rope_vit_swin_markdown
     from companion.swin_configs import POS_CHOICES
 
     assert set(ROPE_VIT_SWIN_T) <= set(POS_CHOICES)

@@ -15,14 +15,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_ablation import tiny_plan
-from test_train import stand_in
 
-from companion.experiments import ablation
-from companion.experiments.ablation import AblationPlan, StaleRunError, run_ablation
-from companion.experiments.resolution_experiment import MoveSettings, run_transfer
-from companion.experiments.resolution_experiment import main as experiment_main
 from companion.experiments.results import load_results, results_table, summarize
+from companion.experiments.runs import ablation
+from companion.experiments.runs.ablation import AblationPlan, StaleRunError, run_ablation
+from companion.experiments.runs.resolution_experiment import MoveSettings, run_transfer
+from companion.experiments.runs.resolution_experiment import main as experiment_main
 from companion.experiments.transfer_results import transfer_table
 from companion.train import CHECKPOINT, CheckpointError, load_checkpoint, train
 from companion.train import checkpoint as checkpoint_module
@@ -32,13 +30,20 @@ ROOT = Path(__file__).resolve().parents[1]
 MOVE = MoveSettings(sizes=(48,), finetune_steps=1, finetune_batch_size=8)
 
 
-def plan_in(tmp_path, **kw) -> AblationPlan:
-    """One real Swin run (grid-cell, rel, seed 0): the experiment moves real models."""
-    return tiny_plan(tmp_path, **{"datasets": ("grid-cell",), "pos": ("rel",), "seeds": (0,), **kw})
+@pytest.fixture(scope="module")
+def plan_in(tiny_plan):
+    """``plan_in(folder, **fields)``: one real Swin run (grid-cell, rel, seed 0): the experiment
+    moves real models."""
+
+    def make(tmp_path, **kw) -> AblationPlan:
+        defaults = {"datasets": ("grid-cell",), "pos": ("rel",), "seeds": (0,)}
+        return tiny_plan(tmp_path, **{**defaults, **kw})
+
+    return make
 
 
 @pytest.fixture(scope="module")
-def moved_once(tmp_path_factory):
+def moved_once(tmp_path_factory, plan_in):
     tmp = tmp_path_factory.mktemp("records")
     run_ablation(plan_in(tmp))
     run_transfer(tmp / "results" / "mini", tmp / "work" / "mini", MOVE)
@@ -56,7 +61,7 @@ def folder(moved_once, tmp_path):
 # --------------------------------------------------------------------------- one unit
 
 
-def test_re_running_the_ablation_keeps_the_experiments_results(folder):
+def test_re_running_the_ablation_keeps_the_experiments_results(folder, plan_in):
     transfer = (folder / "results" / "mini" / "transfer.json").read_bytes()
     run_ablation(plan_in(folder))  # every run reused
     assert (folder / "results" / "mini" / "transfer.json").read_bytes() == transfer
@@ -65,7 +70,7 @@ def test_re_running_the_ablation_keeps_the_experiments_results(folder):
 
 
 def test_derived_results_from_other_runs_are_refused_before_training_or_removed_when_asked(
-    folder, monkeypatch
+    folder, monkeypatch, plan_in
 ):
     monkeypatch.setattr(ablation, "train", None)  # any training would fail loudly
     with pytest.raises(ValueError, match=r"transfer\.json was computed from other runs.*--replace"):
@@ -107,7 +112,7 @@ def test_transfer_json_is_not_overwritten_by_a_run_with_other_sizes(folder):
     assert transfer["settings"]["sizes"] == [64]
 
 
-def test_an_interrupted_publish_leaves_the_previous_folder_whole(folder, monkeypatch):
+def test_an_interrupted_publish_leaves_the_previous_folder_whole(folder, monkeypatch, plan_in):
     before = (folder / "results" / "mini" / "results.json").read_bytes()
 
     def killed(*args):
@@ -126,7 +131,7 @@ def test_an_interrupted_publish_leaves_the_previous_folder_whole(folder, monkeyp
 # --------------------------------------------------------------------------- sealed records
 
 
-def test_a_hand_edited_record_is_refused(folder):
+def test_a_hand_edited_record_is_refused(folder, plan_in):
     path = folder / "work" / "mini" / "grid-cell__rel__seed0.json"
     record = json.loads(path.read_text())
     record["final"]["test_acc"] = 0.99
@@ -135,7 +140,7 @@ def test_a_hand_edited_record_is_refused(folder):
         run_ablation(plan_in(folder))
 
 
-def test_a_record_whose_checkpoint_was_replaced_is_refused(folder):
+def test_a_record_whose_checkpoint_was_replaced_is_refused(folder, plan_in):
     shutil.copyfile(
         folder / "work" / "mini" / "grid-cell__rel__seed0" / "metrics.json",
         folder / "work" / "mini" / "grid-cell__rel__seed0" / CHECKPOINT,
@@ -157,7 +162,9 @@ def _flip_tensor_bytes(path: Path, n: int = 64) -> None:
     path.write_bytes(bytes(data))
 
 
-def test_a_checkpoint_with_flipped_tensor_bytes_is_refused_naming_the_file(tmp_path, tiny_run):
+def test_a_checkpoint_with_flipped_tensor_bytes_is_refused_naming_the_file(
+    tmp_path, tiny_run, stand_in
+):
     train(tiny_run(tmp_path, epochs=1), stand_in)
     path = tmp_path / "run" / CHECKPOINT
     _flip_tensor_bytes(path)
@@ -166,7 +173,7 @@ def test_a_checkpoint_with_flipped_tensor_bytes_is_refused_naming_the_file(tmp_p
         train(tiny_run(tmp_path, epochs=1, resume=True), stand_in)
 
 
-def test_a_checkpoint_claiming_epoch_7_of_2_is_refused(tmp_path, tiny_run):
+def test_a_checkpoint_claiming_epoch_7_of_2_is_refused(tmp_path, tiny_run, stand_in):
     train(tiny_run(tmp_path, stop_after_epochs=1), stand_in)
     path = tmp_path / "run" / CHECKPOINT
     saved = load_checkpoint(path)
@@ -175,7 +182,7 @@ def test_a_checkpoint_claiming_epoch_7_of_2_is_refused(tmp_path, tiny_run):
         train(tiny_run(tmp_path, resume=True), stand_in)
 
 
-def test_weights_that_do_not_fit_the_model_are_one_line(tmp_path, tiny_run):
+def test_weights_that_do_not_fit_the_model_are_one_line(tmp_path, tiny_run, stand_in):
     train(tiny_run(tmp_path, stop_after_epochs=1), stand_in)
     path = tmp_path / "run" / CHECKPOINT
     saved = load_checkpoint(path)
@@ -186,7 +193,9 @@ def test_weights_that_do_not_fit_the_model_are_one_line(tmp_path, tiny_run):
     assert "\n" not in str(info.value)
 
 
-def test_a_full_disk_is_one_line_and_keeps_the_previous_checkpoint(tmp_path, monkeypatch, tiny_run):
+def test_a_full_disk_is_one_line_and_keeps_the_previous_checkpoint(
+    tmp_path, monkeypatch, tiny_run, stand_in
+):
     train(tiny_run(tmp_path, stop_after_epochs=1), stand_in)
     before = (tmp_path / "run" / CHECKPOINT).read_bytes()
 
@@ -211,7 +220,7 @@ def test_a_full_disk_is_one_line_and_keeps_the_previous_checkpoint(tmp_path, mon
         ({"pos": ("rel", "rel")}, "pos: rel given more than once"),
     ],
 )
-def test_repeated_grid_values_are_refused(tmp_path, kw, flag):
+def test_repeated_grid_values_are_refused(tmp_path, kw, flag, tiny_plan):
     with pytest.raises(ValueError, match=flag):
         tiny_plan(tmp_path, **kw)
 
@@ -284,7 +293,7 @@ def test_a_missing_work_checkpoint_is_named_without_a_resume_flag(folder, capsys
     assert "checkpoint.pt is missing" in err and "--resume" not in err
 
 
-def test_a_results_dir_that_is_a_file_is_refused_before_training(tmp_path, monkeypatch):
+def test_a_results_dir_that_is_a_file_is_refused_before_training(tmp_path, monkeypatch, plan_in):
     (tmp_path / "file").write_text("mine")
     monkeypatch.setattr(ablation, "train", None)  # any training would fail loudly
     with pytest.raises(NotADirectoryError, match=r"--results-dir/--name .* cannot be created"):
@@ -342,7 +351,7 @@ PARENT = (
     "import signal\n"
     "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
     "import time\n"
-    "from companion.experiments.pool import run_all\n"
+    "from companion.experiments.runs.pool import run_all\n"
     "from companion.train.cli import run_reporting_errors\n"
     "work = lambda: run_all(time.sleep, [60] * 8, 2, 'go on')\n"
     "raise SystemExit(run_reporting_errors('prog', work, False))\n"

@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from companion.absolute import sincos_2d_position_embedding
-from companion.learned_embedding import (
+from companion.experiments.learned_embedding import (
     grid_table,
     load_learned_embedding,
     neighbour_pairs,

@@ -1,6 +1,6 @@
 import pytest
 
-from companion.paper import (
+from companion.experiments.paper import (
     POS_TO_SWINV2_ROW,
     SWINV2_TABLE1,
     SWINV2_TABLE1_COLUMNS,
@@ -10,7 +10,7 @@ from companion.paper import (
     swinv2_table1_markdown,
     vit_table8_markdown,
 )
-from companion.paper_reading import (
+from companion.experiments.paper_reading import (
     mark_gap,
     marked_gaps_markdown,
     swinv2_change,

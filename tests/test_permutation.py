@@ -8,29 +8,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from companion.absolute import PatchEmbed
-from companion.attention import BiasTable, WindowAttention
 from companion.permutation import (
     EQUIVARIANCE_ATOL,
     check_permutation,
     permutation_equivariance_check,
     shuffle_patches,
 )
-
-
-def _attention(rel_pos_bias: bool, attn_impl: str = "sdpa") -> WindowAttention:
-    torch.manual_seed(0)
-    return WindowAttention(
-        dim=8,
-        window_size=(2, 3),
-        num_heads=2,
-        position=BiasTable() if rel_pos_bias else None,
-        attn_impl=attn_impl,
-    )
+from companion.position import BiasTable
 
 
 @pytest.mark.parametrize("attn_impl", ["sdpa", "eager"])
-def test_attention_without_position_is_permutation_equivariant(attn_impl):
-    attn = _attention(rel_pos_bias=False, attn_impl=attn_impl)
+def test_attention_without_position_is_permutation_equivariant(attn_impl, window_attention):
+    attn = window_attention(None, attn_impl=attn_impl)
     tokens = torch.randn(3, 6, 8)
     check = permutation_equivariance_check(attn, tokens, torch.tensor([2, 4, 0, 1, 5, 3]))
     assert check.output_of_shuffled.shape == (3, 6, 8)
@@ -41,8 +30,8 @@ def test_attention_without_position_is_permutation_equivariant(attn_impl):
 
 
 @pytest.mark.parametrize("attn_impl", ["sdpa", "eager"])
-def test_relative_position_bias_breaks_equivariance(attn_impl):
-    attn = _attention(rel_pos_bias=True, attn_impl=attn_impl)
+def test_relative_position_bias_breaks_equivariance(attn_impl, window_attention):
+    attn = window_attention(BiasTable(), attn_impl=attn_impl)
     tokens = torch.randn(3, 6, 8)
     check = permutation_equivariance_check(attn, tokens, torch.tensor([2, 4, 0, 1, 5, 3]))
     # Even the small freshly initialised bias (std 0.02) moves outputs well above rounding.
@@ -51,16 +40,16 @@ def test_relative_position_bias_breaks_equivariance(attn_impl):
     assert "NOT equivariant" in check.summary()
 
 
-def test_identity_permutation_changes_nothing_even_with_a_bias():
-    attn = _attention(rel_pos_bias=True)
+def test_identity_permutation_changes_nothing_even_with_a_bias(window_attention):
+    attn = window_attention(BiasTable())
     check = permutation_equivariance_check(attn, torch.randn(1, 6, 8), torch.arange(6))
     assert check.max_abs_diff == 0.0
 
 
 @settings(max_examples=20, deadline=None)
 @given(st.permutations(list(range(6))), st.integers(0, 2**16))
-def test_equivariance_holds_for_every_permutation(perm, seed):
-    attn = _attention(rel_pos_bias=False)
+def test_equivariance_holds_for_every_permutation(window_attention, perm, seed):
+    attn = window_attention()
     tokens = torch.randn(2, 6, 8, generator=torch.Generator().manual_seed(seed))
     assert permutation_equivariance_check(attn, tokens, torch.tensor(perm)).is_equivariant()
 
@@ -89,9 +78,9 @@ def test_check_permutation_rejects_non_permutations(perm, exc, match):
         check_permutation(perm, 3)
 
 
-def test_check_rejects_tokens_without_batch_axis():
+def test_check_rejects_tokens_without_batch_axis(window_attention):
     with pytest.raises(ValueError, match=r"tokens must have shape \(B, N, C\)"):
-        permutation_equivariance_check(_attention(False), torch.randn(6, 8), torch.arange(6))
+        permutation_equivariance_check(window_attention(), torch.randn(6, 8), torch.arange(6))
 
 
 def test_shuffled_image_gives_shuffled_patch_tokens():

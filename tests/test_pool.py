@@ -1,8 +1,8 @@
-"""How many torch threads each worker of ``companion.experiments.pool`` gets."""
+"""How many torch threads each worker of ``companion.experiments.runs.pool`` gets."""
 
 import pytest
 
-from companion.experiments.pool import threads_per_worker
+from companion.experiments.runs.pool import threads_per_worker
 
 
 @pytest.mark.parametrize("jobs", [2, 3, 16])

@@ -6,21 +6,24 @@ import timm
 import torch
 from book_figures import assert_fits_the_page
 
-from companion import pretrained
 from companion.figures.pretrained import (
     plot_pretrained_swin_tables,
     plot_pretrained_vit_similarity,
 )
-from companion.pretrained import (
+from companion.train import pretrained
+from companion.train.pretrained import (
     OPT_IN,
     SWIN_T,
     VIT_B16,
     downloads_allowed,
     fetch_pretrained,
-    load_state_dict_file,
     swin_bias_tables,
     vit_patch_position_embedding,
 )
+
+
+def load_saved(path):
+    return torch.load(path, map_location="cpu", weights_only=True)
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +68,7 @@ def test_fetch_pretrained_with_no_route_to_the_hub_gives_nothing_in_one_line(mon
 
 
 def test_swin_tables_are_read_per_block_with_their_window(saved_checkpoints):
-    tables = swin_bias_tables(load_state_dict_file(saved_checkpoints[0]))
+    tables = swin_bias_tables(load_saved(saved_checkpoints[0]))
     assert list(tables) == [
         "layers.0.blocks.0", "layers.0.blocks.1", "layers.1.blocks.0", "layers.1.blocks.1"
     ]  # fmt: skip
@@ -74,12 +77,12 @@ def test_swin_tables_are_read_per_block_with_their_window(saved_checkpoints):
 
 
 def test_vit_embedding_drops_the_class_slot_and_finds_the_grid(saved_checkpoints):
-    table, grid = vit_patch_position_embedding(load_state_dict_file(saved_checkpoints[1]))
+    table, grid = vit_patch_position_embedding(load_saved(saved_checkpoints[1]))
     assert grid == (14, 14) and table.shape == (196, 192)
 
 
 def test_both_pictures_draw_from_saved_checkpoints(saved_checkpoints):
-    swin, vit = (load_state_dict_file(p) for p in saved_checkpoints)
+    swin, vit = (load_saved(p) for p in saved_checkpoints)
     for fig in (
         plot_pretrained_swin_tables(swin),
         plot_pretrained_vit_similarity(vit, "ViT (random)"),
@@ -89,7 +92,7 @@ def test_both_pictures_draw_from_saved_checkpoints(saved_checkpoints):
 
 
 def test_bad_inputs_name_what_is_wrong(saved_checkpoints, tmp_path):
-    swin, vit = (load_state_dict_file(p) for p in saved_checkpoints)
+    swin, vit = (load_saved(p) for p in saved_checkpoints)
     with pytest.raises(ValueError, match="no 'relative_position_bias_table'"):
         swin_bias_tables(vit)
     with pytest.raises(ValueError, match="no 'pos_embed'"):
@@ -98,5 +101,3 @@ def test_bad_inputs_name_what_is_wrong(saved_checkpoints, tmp_path):
         vit_patch_position_embedding(vit, num_prefix_tokens=0)
     with pytest.raises(ValueError, match=r"blocks: \['layers.5.blocks.0'\]"):
         plot_pretrained_swin_tables(swin, blocks=["layers.5.blocks.0"])
-    with pytest.raises(FileNotFoundError, match="path: no state_dict file"):
-        load_state_dict_file(tmp_path / "missing.pt")

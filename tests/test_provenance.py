@@ -11,7 +11,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from companion.experiments.provenance import git_state
+from companion.train.provenance import git_state
 
 ROOT = Path(__file__).resolve().parents[1]
 

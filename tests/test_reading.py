@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from companion.experiments.reading import (
+from companion.experiments.stats import (
     binomial_interval,
     chebyshev_distance,
     ring_null,

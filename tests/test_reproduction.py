@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from companion.experiments.reproduction import differences, main
+from companion.experiments.runs.reproduction import differences, main
 
 
 def write_folder(folder: Path, seconds: float = 1.0) -> Path:

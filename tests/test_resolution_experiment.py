@@ -5,21 +5,20 @@ import statistics
 
 import pytest
 
-from companion.experiments.ablation import AblationPlan, run_ablation
-from companion.experiments.resolution_experiment import MoveSettings, main, run_transfer
 from companion.experiments.resolution_transfer import (
     RECORDED_NAMES,
     grown_condition,
     transfer_conditions,
 )
 from companion.experiments.results import find_results
+from companion.experiments.runs.ablation import AblationPlan, run_ablation
+from companion.experiments.runs.resolution_experiment import MoveSettings, main, run_transfer
 from companion.experiments.stats import holm
 from companion.experiments.transfer_results import (
     family_note,
     holm_family,
     load_transfer,
     transfer_gap,
-    transfer_gaps_table,
     transfer_summary,
     transfer_table,
     window_gain_pairs,
@@ -123,17 +122,6 @@ def test_transfer_gap_uses_only_shared_seeds_and_refuses_fewer_than_two():
         transfer_gap(rows, "d", 48, ("rel", "window-kept"), ("abs", "window-kept"))
 
 
-def test_transfer_gaps_table_marks_intervals_that_exclude_zero():
-    rows = _rows({("rel", "window-kept"): [0.9, 0.8, 0.7], ("abs", "window-kept"): [0.9, 0.7, 0.8]})
-    pair = ("d", "scaled", 48, ("rel", "window-kept"), ("abs", "window-kept"))
-    table = transfer_gaps_table(rows, [pair])
-    assert (
-        "rel:window-kept" in table
-        and "abs:window-kept" in table
-        and not table.rstrip().endswith("*")
-    )
-
-
 def test_window_gain_table_pairs_each_codes_grown_window_with_its_kept_one_in_both_metrics():
     cells = {
         ("rel", "window-kept"): [0.2, 0.3, 0.1],
@@ -170,11 +158,9 @@ def test_holm_family_adjusts_every_gap_of_every_metric_as_one_family():
     assert "family of 4 gaps" in " ".join(family_note(family).split())
     table = window_gain_table(rows, ["d"], [48], ["rel", "cpb"], family=family).splitlines()
     assert table[3].count("p_Holm") == 2 and table[3].rstrip().endswith("H")
-    line = transfer_gaps_table(rows, pairs[1:], "acc", family)
-    assert "p_Holm 1.000" in line and not line.rstrip().endswith("H")
-    outside = [("d", "scaled", 48, ("cpb", "window-grown"), ("rel", "window-kept"))]
-    with pytest.raises(ValueError, match="family: holds no gap"):
-        transfer_gaps_table(rows, outside, "acc", family)
+    assert "p_Holm 1.000" in table[4] and not table[4].rstrip().endswith("H")
+    with pytest.raises(ValueError, match="family: holds no gap"):  # cpb's gaps are outside it
+        window_gain_table(rows, ["d"], [48], ["rel", "cpb"], family=holm_family(rows, pairs[:1]))
 
 
 def test_transfer_gap_p_is_below_005_exactly_when_the_interval_excludes_zero():

@@ -7,14 +7,14 @@ import torch
 import torch.nn.functional as F
 
 from companion.data import make_dataset
-from companion.experiments.resolution_experiment import MoveSettings, finetune_config
 from companion.experiments.resolution_transfer import (
     RECORDED_NAMES,
-    accuracy,
     condition_name,
+    hits,
     moved_model,
     transfer_conditions,
 )
+from companion.experiments.runs.resolution_experiment import MoveSettings, finetune_config
 from companion.swin import swin_from_config
 from companion.swin_configs import POS_CHOICES
 from companion.train import TrainConfig, param_groups, train_steps
@@ -51,10 +51,11 @@ def test_a_window_that_would_not_scale_to_whole_sides_is_refused():
         moved_model(model, 48, transfer_conditions("rel")[1])
 
 
-def test_accuracy_is_a_fraction_on_images_rendered_at_the_models_size():
+def test_hits_are_one_bool_per_image_rendered_at_the_models_size():
     model = swin_from_config("tiny-cpu", num_classes=16)
     moved = moved_model(model, 64, transfer_conditions("rel")[0])
-    assert 0.0 <= accuracy(moved, make_dataset("grid-cell", "test", n=16, size=64)) <= 1
+    found = hits(moved, make_dataset("grid-cell", "test", n=16, size=64))
+    assert found.shape == (16,) and found.dtype == torch.bool
 
 
 def test_images_of_another_size_are_refused_not_resized():
@@ -62,7 +63,7 @@ def test_images_of_another_size_are_refused_not_resized():
     moved = moved_model(model, 64, transfer_conditions("rel")[0])
     small = make_dataset("grid-cell", "test", n=4)
     with pytest.raises(ValueError, match=r"model's input size \(64, 64\), got \(32, 32\)"):
-        accuracy(moved, small)
+        hits(moved, small)
 
 
 def test_a_short_fine_tune_lowers_the_training_loss():

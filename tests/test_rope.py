@@ -6,7 +6,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from companion.attention import Rotary, WindowAttention
+from companion.attention import WindowAttention
+from companion.position import Rotary
 from companion.rope import (
     WindowRoPE,
     axial_frequencies,
@@ -132,7 +133,7 @@ def test_bad_arguments_name_the_parameter(kwargs, error, match):
 
 
 def test_attention_takes_one_position_code_and_names_the_ones_it_knows():
-    with pytest.raises(TypeError, match=r"position must be BiasTable\(...\), ContinuousBias\(\)"):
+    with pytest.raises(TypeError, match=r"position must be a window code \(BiasTable\(...\), Cont"):
         WindowAttention(16, 4, 2, position="rope-axial")
     with pytest.raises(ValueError, match=r"kind must be one of \['axial', 'mixed'\]"):
         Rotary("diagonal")

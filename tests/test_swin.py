@@ -5,11 +5,11 @@ import dataclasses
 import pytest
 import torch
 
+from companion.figures.swin_summary import stage_summary
 from companion.layers import DropPath, Mlp
 from companion.merging import PatchMerging
 from companion.swin import SwinBlock, SwinTransformer, fit_window, swin_from_config
 from companion.swin_configs import CONFIGS, POS_CHOICES, SwinConfig
-from companion.swin_summary import stage_summary
 
 TINY = CONFIGS["tiny-cpu"]
 
@@ -174,7 +174,7 @@ def test_mlp_keeps_the_channel_count():
 
 def test_config_overrides_replace_entries():
     model = swin_from_config("tiny-cpu", num_classes=3, pos="none")
-    assert model.config.num_classes == 3 and model.config.pos == "none"
+    assert model.config.num_classes == 3 and model.config.pos.name == "none"
     assert CONFIGS["tiny-cpu"]["num_classes"] == 10  # the shared dict is untouched
 
 

@@ -1,6 +1,7 @@
 """The trainer: exact resume, divergence stop, files, checks, command line."""
 
 import csv
+import dataclasses
 import itertools
 import json
 import math
@@ -14,8 +15,8 @@ from torch import nn
 
 from companion import train as train_module
 from companion.data import cifar as data_module
+from companion.experiments.paper import POS_TO_TABLE4_ROW
 from companion.figures.training import plot_learning_curves, plot_lr_schedule
-from companion.paper import POS_TO_TABLE4_ROW
 from companion.train import (
     CHECKPOINT,
     METRIC_COLUMNS,
@@ -28,45 +29,18 @@ from companion.train import (
     resolve_precision,
     train,
     train_demo,
-    validate_config,
     warmup_cosine,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-class StandIn(nn.Module):
-    """A very small convnet with dropout (so that resuming must restore the torch RNG)."""
-
-    def __init__(self, num_classes: int) -> None:
-        super().__init__()
-        self.conv = nn.Conv2d(3, 8, 4, stride=4)
-        self.drop = nn.Dropout(0.3)
-        self.fc = nn.Linear(8 * 8 * 8, num_classes)
-
-    def forward(self, x):
-        return self.fc(self.drop(torch.relu(self.conv(x))).flatten(1))
-
-
-def stand_in(num_classes, pos):
-    return StandIn(num_classes)
-
-
-def same_weights(a: nn.Module, b: nn.Module) -> bool:
-    sa, sb = a.state_dict(), b.state_dict()
-    return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
-
-
-def without_timing(history):
-    return [
-        {k: v for k, v in r.items() if k not in ("epoch_time_s", "images_per_s")} for r in history
-    ]
-
-
 # --------------------------------------------------------------------------- resume
 
 
-def test_one_epoch_then_resume_equals_two_epochs_exactly(tmp_path, tiny_run):
+def test_one_epoch_then_resume_equals_two_epochs_exactly(
+    tmp_path, tiny_run, stand_in, same_weights, without_timing
+):
     straight = train(tiny_run(tmp_path / "a"), stand_in)
     train(tiny_run(tmp_path / "b", stop_after_epochs=1), stand_in)
     resumed = train(tiny_run(tmp_path / "b", resume=True), stand_in)
@@ -74,7 +48,7 @@ def test_one_epoch_then_resume_equals_two_epochs_exactly(tmp_path, tiny_run):
     assert without_timing(straight.history) == without_timing(resumed.history)
 
 
-def test_swin_with_stochastic_depth_resumes_exactly(tmp_path, tiny_run):
+def test_swin_with_stochastic_depth_resumes_exactly(tmp_path, tiny_run, same_weights):
     kw = {"config": "tiny-cpu", "pos": "abs+rel", "drop_path_rate": 0.2, "train_size": 48}
     straight = train(tiny_run(tmp_path / "a", **kw))
     train(tiny_run(tmp_path / "b", stop_after_epochs=1, **kw))
@@ -82,7 +56,7 @@ def test_swin_with_stochastic_depth_resumes_exactly(tmp_path, tiny_run):
     assert same_weights(straight.model, resumed.model)
 
 
-def test_checkpoint_loads_with_weights_only_and_holds_every_state(tmp_path, tiny_run):
+def test_checkpoint_loads_with_weights_only_and_holds_every_state(tmp_path, tiny_run, stand_in):
     train(tiny_run(tmp_path, epochs=1), stand_in)
     ckpt = torch.load(tmp_path / "run" / CHECKPOINT, weights_only=True)
     assert ckpt["epoch"] == 1
@@ -92,18 +66,18 @@ def test_checkpoint_loads_with_weights_only_and_holds_every_state(tmp_path, tiny
     assert not list((tmp_path / "run").glob("*.tmp"))  # atomic writes leave no temp files
 
 
-def test_resume_without_a_checkpoint_says_where_it_looked(tmp_path, tiny_run):
+def test_resume_without_a_checkpoint_says_where_it_looked(tmp_path, tiny_run, stand_in):
     with pytest.raises(FileNotFoundError, match=r"no checkpoint at .*checkpoint\.pt"):
         train(tiny_run(tmp_path, resume=True), stand_in)
 
 
-def test_a_second_run_into_the_same_folder_must_say_resume(tmp_path, tiny_run):
+def test_a_second_run_into_the_same_folder_must_say_resume(tmp_path, tiny_run, stand_in):
     train(tiny_run(tmp_path, epochs=1), stand_in)
     with pytest.raises(FileExistsError, match="pass --resume"):
         train(tiny_run(tmp_path, epochs=1), stand_in)
 
 
-def test_resume_with_other_settings_names_what_differs(tmp_path, tiny_run):
+def test_resume_with_other_settings_names_what_differs(tmp_path, tiny_run, stand_in):
     train(tiny_run(tmp_path, stop_after_epochs=1), stand_in)
     with pytest.raises(ValueError, match=r"lr: saved 0.001, now 0.002"):
         train(tiny_run(tmp_path, resume=True, lr=2e-3), stand_in)
@@ -112,7 +86,7 @@ def test_resume_with_other_settings_names_what_differs(tmp_path, tiny_run):
 # --------------------------------------------------------------------------- divergence
 
 
-def test_a_diverging_loss_stops_with_the_step_named(tmp_path, tiny_run):
+def test_a_diverging_loss_stops_with_the_step_named(tmp_path, tiny_run, stand_in):
     match = r"loss became NaN or inf in steps 1-\d+ \(epoch 1\): training diverged; lower --lr"
     with pytest.raises(FloatingPointError, match=match):
         train(tiny_run(tmp_path, lr=1e30, clip_grad=0.0, warmup_epochs=0.0), stand_in)
@@ -130,7 +104,7 @@ def test_a_diverging_loss_from_the_command_line_is_one_clear_line(tmp_path, caps
 # --------------------------------------------------------------------------- metrics
 
 
-def test_metrics_json_and_csv_hold_one_row_per_epoch(tmp_path, tiny_run):
+def test_metrics_json_and_csv_hold_one_row_per_epoch(tmp_path, tiny_run, stand_in):
     result = train(tiny_run(tmp_path), stand_in)
     out = tmp_path / "run"
     saved = json.loads((out / "metrics.json").read_text())
@@ -143,30 +117,30 @@ def test_metrics_json_and_csv_hold_one_row_per_epoch(tmp_path, tiny_run):
     assert last["lr"] == pytest.approx(0.0, abs=1e-12)  # cosine ends at 0
 
 
-def test_progress_bars_do_not_change_the_result(tmp_path, tiny_run):
+def test_progress_bars_do_not_change_the_result(tmp_path, tiny_run, stand_in, same_weights):
     quiet = train(tiny_run(tmp_path / "a", epochs=1), stand_in)
     loud = train(tiny_run(tmp_path / "b", epochs=1, progress=True), stand_in)
     assert same_weights(quiet.model, loud.model)
 
 
-def test_training_learns_the_grid_cell_task_above_chance(tmp_path, tiny_run):
+def test_training_learns_the_grid_cell_task_above_chance(tmp_path, tiny_run, stand_in):
     cfg = tiny_run(tmp_path, epochs=4, train_size=512, test_size=128, lr=3e-3, batch_size=32)
     result = train(cfg, stand_in)
     assert result.history[-1]["test_acc"] > 3 / 16  # chance is 1/16
 
 
-def test_cifar_training_reads_the_folder_and_augments(tmp_path, monkeypatch, tiny_run):
-    from test_data import write_fake_cifar
-
+def test_cifar_training_reads_the_folder_and_augments(
+    tmp_path, monkeypatch, tiny_run, stand_in, write_fake_cifar
+):
     md5s = write_fake_cifar(tmp_path / "data", per_batch=8)
     monkeypatch.setattr(data_module, "cifar10_md5s", lambda: md5s)
     cfg = tiny_run(tmp_path, dataset="cifar10", data_dir=str(tmp_path / "data"), epochs=1)
-    cfg.train_size, cfg.test_size = None, None
+    cfg = dataclasses.replace(cfg, train_size=None, test_size=None)
     result = train(cfg, stand_in)
     assert len(result.history) == 1
 
 
-def test_compile_flag_compiles_the_model(tmp_path, monkeypatch, tiny_run):
+def test_compile_flag_compiles_the_model(tmp_path, monkeypatch, tiny_run, stand_in):
     compiled = []
 
     def fake_compile(module, *args, **kwargs):
@@ -207,7 +181,9 @@ def test_position_tables_norms_and_biases_get_no_weight_decay():
     assert all(p.dim() >= 2 for p in decay["params"]) and no_decay["weight_decay"] == 0.0
 
 
-def test_the_multi_tensor_optimiser_step_gives_the_per_parameter_loop_s_weights_bit_for_bit():
+def test_the_multi_tensor_optimiser_step_gives_the_per_parameter_loop_s_weights_bit_for_bit(
+    same_weights,
+):
     # build_optimizer uses foreach kernels on a CPU (faster there); the ablation's records stay
     # comparable with runs trained by the per-parameter loop only if nothing changes.
     from companion.swin import swin_from_config
@@ -298,10 +274,10 @@ def test_the_pos_choices_are_the_rows_of_the_paper_table():
 )
 def test_bad_settings_are_rejected_naming_the_setting(change, error, message):
     with pytest.raises(error, match=message):
-        validate_config(TrainConfig(**change))
+        TrainConfig(**change)
 
 
-def test_a_batch_larger_than_the_data_is_rejected(tmp_path, tiny_run):
+def test_a_batch_larger_than_the_data_is_rejected(tmp_path, tiny_run, stand_in):
     with pytest.raises(ValueError, match="batch_size must be at most"):
         train(tiny_run(tmp_path, batch_size=128), stand_in)
 
@@ -334,8 +310,7 @@ def test_demo_trains_cifar10_on_a_gpu_and_a_short_task_on_a_cpu(tmp_path):
     gpu, cpu = demo_config(tmp_path, cuda=True), demo_config(tmp_path, cuda=False)
     assert (gpu.config, gpu.dataset, gpu.download) == ("cifar", "cifar10", True)
     assert (cpu.config, cpu.dataset, cpu.device) == ("tiny-cpu", "grid-cell", "cpu")
-    validate_config(gpu)
-    validate_config(cpu)
+    # Both exist, so both were checked when built (TrainConfig is frozen and checks itself).
 
 
 def test_train_demo_trains_the_demo_config(tmp_path, monkeypatch):
@@ -345,7 +320,7 @@ def test_train_demo_trains_the_demo_config(tmp_path, monkeypatch):
     assert seen == [demo_config(tmp_path)]
 
 
-def test_learning_curves_figure_has_a_panel_per_metric(tmp_path, tiny_run):
+def test_learning_curves_figure_has_a_panel_per_metric(tmp_path, tiny_run, stand_in):
     history = train(tiny_run(tmp_path, epochs=1), stand_in).history
     fig = plot_learning_curves({"stand-in": history}, metrics=("train_loss", "test_acc", "lr"))
     assert len(fig.axes) == 3
@@ -360,7 +335,7 @@ def test_lr_schedule_figure_draws_every_step():
 # --------------------------------------------------------------------------- controlled variants
 
 
-def test_the_variant_setting_reaches_the_model():
+def test_the_variant_setting_reaches_the_model(stand_in):
     from companion.merging import PoolMerging
     from companion.train.build import build_model
 
@@ -374,16 +349,27 @@ def test_the_variant_setting_reaches_the_model():
 
 def test_bad_variants_are_refused_naming_the_setting():
     with pytest.raises(ValueError, match="variant must be one of"):
-        validate_config(TrainConfig(variant="wobble"))
-    with pytest.raises(ValueError, match="variant 'abs-offset-bias' changes the relative"):
-        validate_config(TrainConfig(pos="abs", variant="abs-offset-bias"))
-    validate_config(TrainConfig(pos="abs+rel", variant="abs-offset-bias+torus"))
+        TrainConfig(variant="wobble")
+    table = r"shapes a relative position bias table, which pos='{}' does not have.*variant="
+    with pytest.raises(ValueError, match=table.format("abs") + "'abs-offset-bias'"):
+        TrainConfig(pos="abs", variant="abs-offset-bias")
+    TrainConfig(pos="abs+rel", variant="abs-offset-bias+torus")
     for pos in ("cpb", "rope-axial"):
-        with pytest.raises(ValueError, match="variant 'abs-offset-bias' changes the relative"):
-            validate_config(TrainConfig(pos=pos, variant="abs-offset-bias"))
-        with pytest.raises(ValueError, match=f"variant 'torus' wraps .* pos='{pos}' cannot"):
-            validate_config(TrainConfig(pos=pos, variant="torus"))
-    validate_config(TrainConfig(pos="rope-mixed", variant="no-shift+pool-merge"))
+        with pytest.raises(ValueError, match=table.format(pos) + "'abs-offset-bias'"):
+            TrainConfig(pos=pos, variant="abs-offset-bias")
+        with pytest.raises(ValueError, match=f"torus=True wraps .* pos='{pos}'.*variant='torus'"):
+            TrainConfig(pos=pos, variant="torus")
+    TrainConfig(pos="rope-mixed", variant="no-shift+pool-merge")
+
+
+def test_a_train_config_is_frozen_and_checked_whenever_it_is_built():
+    cfg = TrainConfig()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.epochs = 3  # type: ignore[misc]
+    with pytest.raises(ValueError, match="epochs must be an int"):
+        dataclasses.replace(cfg, epochs=0)  # a changed copy is checked again
+    with pytest.raises(ValueError, match="warmup_epochs must be a number in"):
+        TrainConfig(epochs=2, warmup_epochs=3.0)
 
 
 def test_variant_is_a_flag_recorded_in_the_checkpoint_and_resume_must_match_it(tmp_path, tiny_run):
@@ -420,12 +406,12 @@ def test_img_size_and_rendering_draw_the_data_and_size_the_model(tmp_path):
 def test_img_size_and_rendering_are_checked_against_the_dataset():
     with pytest.raises(ValueError, match=r"img_size and rendering must keep their defaults for "
                                          r"cifar10.*img_size=48"):  # fmt: skip
-        validate_config(TrainConfig(dataset="cifar10", img_size=48))
+        TrainConfig(dataset="cifar10", img_size=48)
     with pytest.raises(ValueError, match=r"img_size must be a multiple of 8 .*got 44"):
-        validate_config(TrainConfig(dataset="relation", img_size=44))
+        TrainConfig(dataset="relation", img_size=44)
     with pytest.raises(ValueError, match=r"img_size must be an int in \[32, 512\], got 24"):
-        validate_config(TrainConfig(dataset="relation", img_size=24))
+        TrainConfig(dataset="relation", img_size=24)
     with pytest.raises(ValueError, match=r"rendering 'world' is defined for grid-cell, relation"):
-        validate_config(TrainConfig(dataset="far-relation", rendering="world"))
+        TrainConfig(dataset="far-relation", rendering="world")
     with pytest.raises(ValueError, match=r"rendering must be one of"):
-        validate_config(TrainConfig(rendering="stretched"))
+        TrainConfig(rendering="stretched")

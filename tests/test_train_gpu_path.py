@@ -13,7 +13,6 @@ from dataclasses import replace
 
 import pytest
 import torch
-from test_data import write_fake_cifar
 from torch import nn
 
 from companion.data import cifar as data_module
@@ -124,7 +123,9 @@ def test_auto_device_takes_cuda_when_torch_reports_it(monkeypatch):
 # --------------------------------------------------------------------------- CIFAR-10
 
 
-def test_cifar10_trains_end_to_end_from_the_command_line(tmp_path, monkeypatch, capsys):
+def test_cifar10_trains_end_to_end_from_the_command_line(
+    tmp_path, monkeypatch, capsys, write_fake_cifar
+):
     md5s = write_fake_cifar(tmp_path / "data", per_batch=8)
     monkeypatch.setattr(data_module, "cifar10_md5s", lambda: md5s)
     out = tmp_path / "run"
@@ -160,7 +161,7 @@ def test_the_gpu_demo_falls_back_to_a_generated_task_when_cifar10_cannot_be_down
     assert "\n" not in note and "could not download CIFAR-10" in note and FALLBACK_DATASET in note
 
 
-def test_the_gpu_demo_keeps_cifar10_when_it_is_there(tmp_path, monkeypatch):
+def test_the_gpu_demo_keeps_cifar10_when_it_is_there(tmp_path, monkeypatch, write_fake_cifar):
     md5s = write_fake_cifar(tmp_path / "data")
     monkeypatch.setattr(data_module, "cifar10_md5s", lambda: md5s)
     cfg = TrainConfig(dataset="cifar10", data_dir=str(tmp_path / "data"), download=True)

@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_train import StandIn, same_weights, stand_in, without_timing
 
 from companion._io import file_sha256
-from companion.experiments.ablation import build_parser as ablation_parser
+from companion.experiments.runs.ablation import build_parser as ablation_parser
 from companion.train import (
     CHECKPOINT,
     CHECKPOINT_FORMAT,
@@ -74,25 +73,25 @@ def test_a_new_config_field_becomes_a_flag_of_both_tools_and_reaches_the_model(m
 
     extra = config_module.setting(
         True, "shifted windows", kind="result", model=True
-    )  # as a field of TrainConfig would be declared
+    )  # as a field of TrainConfig would be declared (named as the SwinConfig field it sets)
     with_shifted = dataclasses.make_dataclass(
-        "WithShifted", [("shifted", bool, extra)], bases=(TrainConfig,)
+        "WithShifted", [("shifted_windows", bool, extra)], bases=(TrainConfig,), frozen=True
     )
     monkeypatch.setattr(config_module, "TrainConfig", with_shifted)
     p = argparse.ArgumentParser()
     config_module.add_config_arguments(p, kinds=("result",), grid=True)
-    args = p.parse_args(["--no-shifted"])
+    args = p.parse_args(["--no-shifted-windows"])
     cfg = config_module.config_from_args(args, dataset="relation", pos="rel", seed=0)
-    assert model_options(cfg) == {"pos": "rel", "shifted": False}
+    assert model_options(cfg) == {"pos": "rel", "shifted_windows": False}
 
 
 def test_model_settings_are_passed_to_the_swin_by_name():
     model = build_module.build_model(TrainConfig(pos="abs", drop_path_rate=0.3), 4, None)
-    assert model.config.pos == "abs" and model.head.fc.out_features == 4
+    assert model.config.pos.name == "abs" and model.head.fc.out_features == 4
 
 
-def test_the_no_decay_set_comes_from_the_models_no_weight_decay():
-    class Named(StandIn):
+def test_the_no_decay_set_comes_from_the_models_no_weight_decay(stand_in_class):
+    class Named(stand_in_class):
         def no_weight_decay(self):
             return {"fc.weight"}
 
@@ -113,7 +112,7 @@ def test_non_finite_rates_are_refused_before_training(flag, capsys):
 
 
 def test_the_trainers_host_syncs_do_not_grow_with_the_number_of_steps(
-    tmp_path, monkeypatch, tiny_run
+    tmp_path, monkeypatch, tiny_run, stand_in
 ):
     """``.item()``/``.tolist()``/``bool()`` called from the companion package (torch's own CPU-side
     bookkeeping, e.g. AdamW's step counter, is not a device sync and is not counted)."""
@@ -138,7 +137,9 @@ def test_the_trainers_host_syncs_do_not_grow_with_the_number_of_steps(
     assert counts[0] == counts[1]
 
 
-def test_a_nan_input_is_blamed_on_the_data_not_the_learning_rate(tmp_path, monkeypatch, tiny_run):
+def test_a_nan_input_is_blamed_on_the_data_not_the_learning_rate(
+    tmp_path, monkeypatch, tiny_run, stand_in
+):
     real = build_module.make_dataset
 
     def zero_std(*args, **kwargs):
@@ -152,13 +153,12 @@ def test_a_nan_input_is_blamed_on_the_data_not_the_learning_rate(tmp_path, monke
     assert "--lr" not in str(info.value)
 
 
-class NanWhenTesting(StandIn):
-    def forward(self, x):
-        out = super().forward(x)
-        return out if self.training else out * float("nan")
+def test_a_non_finite_test_metric_is_an_error_not_a_number(tmp_path, tiny_run, stand_in_class):
+    class NanWhenTesting(stand_in_class):
+        def forward(self, x):
+            out = super().forward(x)
+            return out if self.training else out * float("nan")
 
-
-def test_a_non_finite_test_metric_is_an_error_not_a_number(tmp_path, tiny_run):
     with pytest.raises(NonFiniteError, match="test metrics after epoch 1 are not finite"):
         train(tiny_run(tmp_path), lambda n, pos: NanWhenTesting(n))
     assert not (tmp_path / "run" / "metrics.json").exists()
@@ -202,7 +202,7 @@ def _owner_note(out: Path, pid: int, host: str | None = None):
     (out / ".lock.json").write_text(json.dumps({"pid": pid, "host": host or socket.gethostname()}))
 
 
-def test_a_folder_locked_by_a_live_process_is_refused_at_once(tmp_path, tiny_run):
+def test_a_folder_locked_by_a_live_process_is_refused_at_once(tmp_path, tiny_run, stand_in):
     hold = (
         "import sys, time; from pathlib import Path; from companion.train.rundir import RunLock\n"
         "with RunLock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(60)"
@@ -222,7 +222,7 @@ def test_a_folder_locked_by_a_live_process_is_refused_at_once(tmp_path, tiny_run
 
 
 def test_a_stale_lock_is_taken_over_in_one_line_and_orphan_temp_files_are_cleaned_up(
-    tmp_path, capsys, tiny_run
+    tmp_path, capsys, tiny_run, stand_in
 ):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
@@ -238,7 +238,7 @@ def test_a_stale_lock_is_taken_over_in_one_line_and_orphan_temp_files_are_cleane
 
 
 def test_a_users_own_tmp_and_rank_files_are_neither_deleted_nor_taken_for_the_trainers(
-    tmp_path, tiny_run
+    tmp_path, tiny_run, stand_in
 ):
     for name in (".notes.tmp", "rank_state.pt", ".checkpoint.pt.tmp"):
         out = tmp_path / name.strip(".")
@@ -283,7 +283,7 @@ class Killed(BaseException):
 
 
 def test_a_kill_between_checkpoint_and_metrics_is_repaired_by_resume(
-    tmp_path, monkeypatch, tiny_run
+    tmp_path, monkeypatch, tiny_run, stand_in, same_weights, without_timing
 ):
     straight = train(tiny_run(tmp_path / "a"), stand_in)
     real = checkpoint_module.write_metrics
@@ -311,7 +311,7 @@ def test_a_kill_between_checkpoint_and_metrics_is_repaired_by_resume(
 
 
 @pytest.mark.slow
-def test_kill_9_mid_run_then_resume_equals_an_uninterrupted_run(tmp_path, capsys):
+def test_kill_9_mid_run_then_resume_equals_an_uninterrupted_run(tmp_path, capsys, without_timing):
     def cli(out, *extra):
         cmd = [*CLI.split(), "--out", str(out), *extra]
         cmd[cmd.index("--epochs") + 1] = "5"
@@ -337,8 +337,8 @@ def test_kill_9_mid_run_then_resume_equals_an_uninterrupted_run(tmp_path, capsys
     assert [p.name for p in (tmp_path / "b").glob(".*")] == [".lock"]  # no note, no temp file
 
 
-def test_ctrl_c_says_where_the_last_checkpoint_is(tmp_path, capsys, tiny_run):
-    class InterruptInEpoch2(StandIn):
+def test_ctrl_c_says_where_the_last_checkpoint_is(tmp_path, capsys, tiny_run, stand_in_class):
+    class InterruptInEpoch2(stand_in_class):
         calls = 0
 
         def forward(self, x):
@@ -375,7 +375,7 @@ def test_ctrl_c_on_the_command_line_is_one_line(monkeypatch, tmp_path, capsys):
 
 
 @pytest.fixture(scope="module")
-def good_checkpoint(tmp_path_factory, tiny_run):
+def good_checkpoint(tmp_path_factory, tiny_run, stand_in):
     out = tmp_path_factory.mktemp("good")
     train(tiny_run(out, epochs=1), stand_in)
     return (out / "run" / CHECKPOINT).read_bytes()
@@ -403,7 +403,7 @@ def _corrupt(kind: str, good: bytes, path: Path) -> None:
                 "bare tensor": torch.zeros(3),
                 "other format": {**ckpt, "format": CHECKPOINT_FORMAT + 1},
                 "missing keys": {k: v for k, v in ckpt.items() if k != "optimizer"},
-                "code": {**ckpt, "evil": StandIn(2)},
+                "code": {**ckpt, "evil": torch.nn.Linear(2, 2)},  # a pickled module, not weights
             }[kind]
         )
 

@@ -1,4 +1,4 @@
-"""companion.transfer and companion.convert: resized bias tables, new windows and image sizes,
+"""companion.transfer and companion.train.convert: resized bias tables, new windows and image sizes,
 official checkpoints; checked against timm and against properties of the resampling."""
 
 import os
@@ -7,12 +7,11 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_timm_equivalence import ODD
 
-from companion.convert import convert_official_state_dict, to_official_state_dict
 from companion.relative import bias_table_size, offset_to_index
 from companion.swin import SwinTransformer, swin_from_config
 from companion.swin_configs import CONFIGS, SwinConfig
+from companion.train.convert import convert_official_state_dict, to_official_state_dict
 from companion.transfer import (
     geometric_positions,
     linear_interpolation_matrix,
@@ -137,11 +136,14 @@ def images(size, batch=2):
 
 
 @pytest.mark.parametrize(
-    ("cfg", "window"),
-    [(CONFIGS["tiny-cpu"], 8), (CONFIGS["tiny-cpu"], (2, 6)), (ODD, (4, 7)), (ODD, 2)],
+    ("config", "window"),
+    [("tiny-cpu", 8), ("tiny-cpu", (2, 6)), ("odd", (4, 7)), ("odd", 2)],
     ids=["tiny-8", "tiny-2x6", "odd-4x7", "odd-2"],
 )
-def test_set_window_size_gives_timms_logits_for_the_same_weights(cfg, window, perturbed_timm_swin):
+def test_set_window_size_gives_timms_logits_for_the_same_weights(
+    config, window, perturbed_timm_swin, odd_swin_config
+):
+    cfg = odd_swin_config if config == "odd" else CONFIGS[config]
     theirs = perturbed_timm_swin(cfg)
     ours = SwinTransformer(SwinConfig(**cfg)).eval()
     ours.load_state_dict(theirs.state_dict())

@@ -1,6 +1,10 @@
-"""What measures the models: the position-encoding ablation (``ablation``), the resolution
-experiment (``resolution_transfer``: moving one model; ``resolution_experiment``: every run of an
-ablation), reading results back (``results``; ``transfer_results``: the resolution experiment's),
-where they came from (``provenance``), the paired t interval (``stats``) and what to read instead
-where a mean misleads (``reading``: the constant-answer level, split cells counted, a null for
-table patterns)."""
+"""What the experiments measured, read back: the chapters import :mod:`~.reading` and nothing else
+from here.
+
+Behind it, one module per kind of record: ``results`` (an ablation's folder), ``predictions``
+(what was predicted before a run), ``evaluation`` (per-image results), ``split_reading`` and
+``stats``/``bootstrap`` (how a cell or a gap is read), ``resolution_transfer``,
+``transfer_reading`` and ``transfer_results`` (chapter 6's resolution experiment),
+``learned_embedding`` (chapter 1's embedding) and ``paper``/``paper_reading`` (the papers'
+published tables). The runs that write the records live in ``runs/``, which no chapter imports.
+"""

@@ -30,7 +30,7 @@ import numpy as np
 
 from companion.experiments.bootstrap import Interval, gap_interval, lift_gap_interval
 from companion.experiments.evaluation import labels_from_text, unpack_bits
-from companion.experiments.reading import binomial_interval, fisher_exact
+from companion.experiments.stats import binomial_interval, fisher_exact
 
 KINDS = ("count", "gap", "lift-gap", "count-gap")
 PREDICTIONS = "predictions.md"

@@ -27,21 +27,19 @@ move is ``companion.train.train_steps`` (the trainer's own loop).
 from __future__ import annotations
 
 import copy
-import typing
 from dataclasses import dataclass
 
 import torch
 
 from companion._checks import check_choice, check_positive_int
 from companion.data.dataset import ImageClassificationData
+from companion.position import Position
 from companion.swin import SwinTransformer
 from companion.transfer import RESIZE_METHODS, ResizeMethod
 
 TRAIN_SIZE = 32
 EVAL_SIZES = (48, 64)
 MAX_SIZE = 512  # renders and attention grow with the square of the size; far above the book's
-#: The position codes whose model holds a bias table (the only ones a resize method changes).
-TABLE_POS = ("rel", "abs+rel")
 
 
 #: The condition that keeps the window (the token grid grows).
@@ -75,8 +73,7 @@ class TransferCondition:
 def transfer_conditions(pos: str) -> tuple[TransferCondition, ...]:
     """The conditions worth running for ``pos``: the window kept, then grown (with both table
     resize methods when the model has tables, once otherwise)."""
-    every: tuple[ResizeMethod, ...] = typing.get_args(ResizeMethod)  # RESIZE_METHODS, typed
-    methods = every if pos in TABLE_POS else ("geometric",)
+    methods = Position.parse(pos).resize_methods
     grown = (TransferCondition(grown_condition(pos, m), True, m) for m in methods)
     return (TransferCondition(WINDOW_KEPT, False), *grown)
 
@@ -84,7 +81,7 @@ def transfer_conditions(pos: str) -> tuple[TransferCondition, ...]:
 def grown_condition(pos: str, method: str = "geometric") -> str:
     """The name of ``pos``'s window-grown condition (``method`` picks the table resize)."""
     check_choice("method", method, RESIZE_METHODS)
-    return f"{WINDOW_GROWN}-{method}" if pos in TABLE_POS else WINDOW_GROWN
+    return f"{WINDOW_GROWN}-{method}" if Position.parse(pos).has_table else WINDOW_GROWN
 
 
 def moved_model(model: SwinTransformer, size: int, condition: TransferCondition) -> SwinTransformer:
@@ -134,8 +131,3 @@ def hits(
         logits = model(data.normalize(images.to(device, non_blocking=True)))
         found.append((logits.argmax(-1) == labels.to(device, non_blocking=True)).cpu())
     return torch.cat(found)
-
-
-def accuracy(model: SwinTransformer, data: ImageClassificationData, batch_size: int = 256) -> float:
-    """Top-1 accuracy of ``model`` on ``data``, whose images have the model's input size."""
-    return float(hits(model, data, batch_size).float().mean())

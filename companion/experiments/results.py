@@ -1,7 +1,7 @@
 """Reading an ablation's results folder back, and the tables the book prints from it.
 
-(Written by :mod:`companion.experiments.ablation`; read here, also by readers who installed only the
-package, e.g. on Colab: the book's ``results/`` folder ships inside it as
+(Written by :mod:`companion.experiments.runs.ablation`; read here, also by readers who installed
+only the package, e.g. on Colab: the book's ``results/`` folder ships inside it as
 ``companion/book_results``.)
 """
 
@@ -20,7 +20,6 @@ import torch
 from companion.experiments.stats import paired_interval
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the companion package
-BIAS_POS = ("rel", "abs+rel")  # the variants of the committed results that have bias tables
 RESULTS_DIR = "results"  # where results/<name>/ goes
 WORK_DIR = "runs/ablation"  # the runs' checkpoints and records (not committed)
 #: What is computed from a results folder's runs, in that folder (the resolution experiment's):
@@ -179,15 +178,6 @@ def find_results(name: str, search: Sequence[Path] | None = None) -> Path:
     )
 
 
-def bias_files(results: dict[str, Any]) -> list[str]:
-    """The bias-table files of a results folder, relative to it (listed in ``results.json``;
-    older folders list none, and have one per dataset for each of ``BIAS_POS``)."""
-    if "bias_files" in results:
-        return list(results["bias_files"])
-    plan = results["plan"]
-    return [f"bias/{d}__{p}.pt" for d in plan["datasets"] for p in BIAS_POS if p in plan["pos"]]
-
-
 def load_results(folder: str | os.PathLike[str]) -> dict[str, Any]:
     """``results.json`` of an ablation folder."""
     return json.loads((Path(folder) / "results.json").read_text())
@@ -220,7 +210,8 @@ def load_bias_tables(
     folder: str | os.PathLike[str], dataset: str, pos: str, variant: str = "swin"
 ) -> dict[str, Any]:
     """The bias tables saved for ``dataset``, ``pos`` and ``variant`` (see
-    ``companion.experiments.ablation.bias_tables``: every table in the signed-offset layout)."""
+    ``companion.experiments.runs.ablation.bias_tables``: every table in the signed-offset
+    layout)."""
     path = Path(folder) / bias_file(dataset, pos, variant)
     if not path.is_file():
         raise FileNotFoundError(

@@ -16,8 +16,7 @@ import numpy as np
 
 from companion.experiments.bootstrap import Interval, gap_interval, lift_gap_interval
 from companion.experiments.predictions import correct_by_seed, test_labels
-from companion.experiments.reading import binomial_interval
-from companion.experiments.stats import holm
+from companion.experiments.stats import binomial_interval, holm
 
 
 def cells_of(results: dict[str, Any], dataset: str, variants: bool = True) -> list[str]:

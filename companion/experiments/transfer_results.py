@@ -1,9 +1,9 @@
 """Reading a resolution-transfer record back, and the tables and gaps chapter 6 prints from it.
 
-``results/<name>/transfer.json`` is written by :mod:`companion.experiments.resolution_experiment`
-(one row per run x rendering x size x condition); read here: its mean ± std over seeds
-(:func:`transfer_summary`, :func:`transfer_table`), the paired gaps between cells with their
-intervals (:func:`transfer_gap`, :func:`transfer_gaps_table`,
+``results/<name>/transfer.json`` is written by
+:mod:`companion.experiments.runs.resolution_experiment` (one row per run x rendering x size x
+condition); read here: its mean ± std over seeds (:func:`transfer_summary`,
+:func:`transfer_table`), the paired gaps between cells with their intervals (:func:`transfer_gap`,
 :func:`window_gain_table`) and Holm's correction over the family of gaps a reader is shown
 (:func:`holm_family`). :mod:`companion.experiments.results` reads the ablation's own records.
 """
@@ -183,28 +183,6 @@ def _gap_cell(g: dict[str, Any], adjusted: float | None) -> str:
         return text.rstrip()
     shown = "<0.001" if adjusted < 0.001 else f"{adjusted:.3f}"
     return f"{text} p_Holm {shown:>5} {'H' if adjusted < FAMILY_ALPHA else ''}".rstrip()
-
-
-def transfer_gaps_table(
-    rows: Sequence[dict[str, Any]],
-    pairs: Sequence[Pair],
-    metric: str = "acc",
-    family: HolmFamily | None = None,
-) -> str:
-    """One line per ``(dataset, rendering, size, a, b)``: the paired gap ``a - b`` and its 95%
-    interval, with ``*`` when the interval excludes 0, and, given a ``family``
-    (:func:`holm_family`) that holds these gaps, each gap's Holm-adjusted p."""
-    # One heading per (dataset, rendering, size), so that a line holds the comparison and its gap.
-    named = {pair: f"{':'.join(pair[3])} - {':'.join(pair[4])}" for pair in pairs}
-    width = max(map(len, named.values()), default=0)
-    lines, heading = [], None
-    for pair, name in named.items():
-        if pair[:3] != heading:
-            heading = pair[:3]
-            lines.append(f"{pair[0]}, {pair[1]}, at {pair[2]} px")
-        g = _gap(rows, pair, metric)
-        lines.append(f"  {name:<{width}} {_gap_cell(g, _adjusted(family, pair, metric))}")
-    return "\n".join(lines)
 
 
 def window_gain_pairs(

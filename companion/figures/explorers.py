@@ -49,8 +49,6 @@ from companion.relative import (
 
 Cell = int | tuple[int, int]
 
-#: Values are written into grids up to this many rows/columns; beyond, they are unreadable.
-MAX_ANNOTATED = 16
 #: Smallest font in the explorers' figures (the book's legibility minimum).
 FONT_SIZE = 9
 #: Similarity maps write their values in the cells up to this many rows/columns: two decimals
@@ -310,7 +308,7 @@ def bias_row_figure(
     left.set_xlabel("key token k", fontsize=FONT_SIZE)
     left.set_ylabel("query token q", fontsize=FONT_SIZE)
     left.tick_params(labelsize=FONT_SIZE)
-    values = matrix[token].reshape(wh, ww)
+    values = bias_row(source, (row, col), head, window_size).numpy()
     _draw_grid(
         right,
         values,

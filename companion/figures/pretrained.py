@@ -1,6 +1,6 @@
 """Pictures of real pretrained weights, drawn with the book's own figure functions.
 
-``companion.pretrained`` reads the tensors out of a timm ``state_dict``; these functions draw
+``companion.train.pretrained`` reads the tensors out of a timm ``state_dict``; these functions draw
 them as chapters 1 and 3 draw their own: a ViT embedding as the similarity mosaic of the ViT
 paper's Figure 7, Swin's tables as pictures of offsets.
 """
@@ -14,7 +14,7 @@ from torch import Tensor
 
 from companion.figures.absolute import plot_similarity_mosaic
 from companion.figures.training import plot_bias_tables
-from companion.pretrained import swin_bias_tables, vit_patch_position_embedding
+from companion.train.pretrained import swin_bias_tables, vit_patch_position_embedding
 
 #: Swin-T's first stage (one regular, one shifted block) and the first block of the second.
 FIRST_BLOCKS = ("layers.0.blocks.0", "layers.0.blocks.1", "layers.1.blocks.0")

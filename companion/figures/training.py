@@ -196,7 +196,7 @@ def bias_grid(table: np.ndarray, window_size: Sequence[int]) -> np.ndarray:
 def plot_bias_tables(tables: Mapping[str, Mapping[str, Any]], title: str = "") -> Figure:
     """Every block's learned bias, one small heat map per head.
 
-    ``tables`` is what ``companion.experiments.ablation.bias_tables`` returns (block name ->
+    ``tables`` is what ``companion.experiments.runs.ablation.bias_tables`` returns (block name ->
     table and window size). Each block takes a row of heads (more rows when it has more than
     ``HEADS_ACROSS`` heads). Colour: the bias added to the attention logit of a key at offset
     ``(dy, dx)`` from the query; red raises attention, blue lowers it; each block has its own

@@ -27,7 +27,7 @@ The package, one module per concern:
 * ``cli``: ``companion-train``; ``demo``: the run chapter 5 trains live.
 """
 
-from companion.swin_configs import POS_CHOICES
+from companion.position import POS_CHOICES
 from companion.train.build import ModelFactory, param_groups, warmup_cosine
 from companion.train.checkpoint import (
     CHECKPOINT,
@@ -37,7 +37,7 @@ from companion.train.checkpoint import (
     load_checkpoint,
 )
 from companion.train.cli import main
-from companion.train.config import PRECISIONS, TrainConfig, validate_config
+from companion.train.config import PRECISIONS, TrainConfig
 from companion.train.demo import demo_config, train_demo
 from companion.train.evaluate import NonFiniteError
 from companion.train.loop import TrainingInterrupted, TrainResult, train, train_steps
@@ -65,6 +65,5 @@ __all__ = [
     "train",
     "train_demo",
     "train_steps",
-    "validate_config",
     "warmup_cosine",
 ]

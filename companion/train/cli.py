@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
-from companion.train.config import add_config_arguments, config_from_args, validate_config
+from companion.train.config import add_config_arguments, config_from_args
 from companion.train.runtime import dist_info_from_env, exit_worker
 
 #: What a user can cause and fix (files, folders, settings, data, divergence); anything else is
@@ -84,9 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
-    cfg = config_from_args(args)
     try:
-        validate_config(cfg)
+        cfg = config_from_args(args)  # checked as it is built
     except (ValueError, TypeError) as exc:
         parser.error(str(exc))  # exits with status 2, like argparse's own errors
     stopped = f"interrupted; {cfg.out} keeps the last checkpoint written (--resume continues it)"

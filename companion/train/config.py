@@ -40,11 +40,11 @@ from companion.data.tasks import (
     RENDERINGS,
     check_rendering,
 )
-from companion.swin_configs import CONFIGS, POS_CHOICES, TORUS_POS, VARIANTS, variant_overrides
+from companion.position import POS_CHOICES
+from companion.swin_configs import CONFIGS, VARIANTS, SwinConfig, model_config, variant_overrides
 
 KINDS = ("result", "hardware", "speed", "process")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
-REL_BIAS_POS = tuple(p for p in POS_CHOICES if "rel" in p)  # the pos with bias tables
 # Upper bounds, far above any sensible run and far below what breaks something (a metrics file
 # rewritten for 1e20 epochs, numpy's 32-bit seeds, a thread or process count no machine has).
 MAX_EPOCHS = 100_000
@@ -88,9 +88,14 @@ def setting(
     return field(default=default, metadata=meta)
 
 
-@dataclass
+@dataclass(frozen=True)
 class TrainConfig:
-    """Every setting of a training run; ``--batch-size`` is ``batch_size`` and so on."""
+    """Every setting of a training run; ``--batch-size`` is ``batch_size`` and so on.
+
+    Frozen and checked when built (every setting, then the rules between settings and the model
+    they describe), so a ``TrainConfig`` that exists is a valid one: ``dataclasses.replace``
+    gives a changed copy, checked again.
+    """
 
     config: str = setting(
         "tiny-cpu", "model size: a name in companion.swin.CONFIGS", kind="result",
@@ -101,7 +106,7 @@ class TrainConfig:
         grid=("datasets", ("grid-cell", "relation")),
     )  # fmt: skip
     pos: str = setting(
-        "rel", "position encoding", kind="result", choices=POS_CHOICES, model=True,
+        SwinConfig.pos.name, "position encoding", kind="result", choices=POS_CHOICES, model=True,
         grid=("pos", POS_CHOICES),
     )  # fmt: skip
     variant: str = setting(
@@ -192,6 +197,9 @@ class TrainConfig:
         False, "debug: every rank saves its final weights to OUT/rank<R>_state.pt", kind="process"
     )
 
+    def __post_init__(self) -> None:
+        _check_config(self)
+
 
 def config_fields(*kinds: str) -> list[Field]:
     """The fields of ``kinds`` (all of them when none is given), in declaration order."""
@@ -278,10 +286,11 @@ def _rule(meta: dict[str, Any]) -> str:
     return f" > {above}" if above is not None else ""
 
 
-def validate_config(cfg: TrainConfig) -> None:
-    """Check every setting (see :func:`check_setting`), then the rules between settings."""
+def _check_config(cfg: TrainConfig) -> None:
+    """Check every setting (see :func:`check_setting`), then the rules between settings, then
+    the model they describe (``companion.swin_configs.model_config``: ``pos`` with the
+    ``variant``'s options, sizes)."""
     check_fields(cfg)
-    check_variant_pos(cfg.variant, cfg.pos)
     if cfg.warmup_epochs > cfg.epochs:
         raise ValueError(
             f"warmup_epochs must be a number in [0, epochs={cfg.epochs}], got {cfg.warmup_epochs}"
@@ -310,23 +319,12 @@ def validate_config(cfg: TrainConfig) -> None:
             f"curriculum_epochs needs a dataset whose images carry their distance "
             f"({', '.join(FAR_TASKS)}), got dataset={cfg.dataset!r}"
         )
-
-
-def check_variant_pos(variant: str, pos: str) -> None:
-    """Refuse a variant that changes nothing for ``pos`` or that ``pos`` cannot honour: a
-    bias-table variant (e.g. ``abs-offset-bias``) needs a ``pos`` with relative position bias
-    tables, and ``torus`` a ``pos`` in ``companion.swin.TORUS_POS`` (not cpb or RoPE)."""
-    overrides = variant_overrides(variant)
-    if "rel_bias_offsets" in overrides and pos not in REL_BIAS_POS:
-        raise ValueError(
-            f"variant {variant!r} changes the relative position bias table, which pos={pos!r} "
-            f"does not have; use it with pos in {list(REL_BIAS_POS)}"
-        )
-    if overrides.get("torus") and pos not in TORUS_POS:
-        raise ValueError(
-            f"variant {variant!r} wraps offsets around the map (torus), which pos={pos!r} "
-            f"cannot do; use it with pos in {list(TORUS_POS)}"
-        )
+    try:
+        model_config(cfg.config, **model_options(cfg), **variant_overrides(cfg.variant))
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(
+            f"{exc} (the model of config={cfg.config!r}, pos={cfg.pos!r}, variant={cfg.variant!r})"
+        ) from None
 
 
 def recorded_settings(cfg: TrainConfig, kinds: Iterable[str] = KINDS[:3]) -> dict[str, Any]:

@@ -20,7 +20,6 @@ from companion._io import file_sha256
 from companion.data.augment import random_crop_flip
 from companion.data.dataset import ImageClassificationData
 from companion.data.loaders import batch_loader
-from companion.experiments.provenance import source_digest
 from companion.train import checkpoint as ck
 from companion.train.build import (
     ModelFactory,
@@ -31,8 +30,9 @@ from companion.train.build import (
     make_loaders,
     param_groups,
 )
-from companion.train.config import MAX_STEPS, TrainConfig, recorded_settings, validate_config
+from companion.train.config import MAX_STEPS, TrainConfig, recorded_settings
 from companion.train.evaluate import NonFiniteError, check_finite, check_test_metrics, evaluate
+from companion.train.provenance import source_digest
 from companion.train.rundir import RunLock, check_out_folder, check_run_state
 from companion.train.runtime import (
     AMP_DTYPES,
@@ -67,7 +67,6 @@ class TrainResult:
 
 def train(cfg: TrainConfig, model_factory: ModelFactory | None = None) -> TrainResult:
     """Run (or with ``cfg.resume`` continue) the training ``cfg`` describes, in ``cfg.out``."""
-    validate_config(cfg)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     info = dist_info_from_env()
@@ -310,7 +309,6 @@ def train_steps(
 
     Returns the training loss of every step, a ``(steps,)`` CPU tensor.
     """
-    validate_config(cfg)
     check_int_in_range("steps", steps, 1, MAX_STEPS)
     device = next(model.parameters()).device
     generator = torch.Generator().manual_seed(cfg.seed)

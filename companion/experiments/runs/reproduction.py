@@ -1,8 +1,8 @@
 """Did a regenerated ablation folder reproduce an earlier one? Run by run, bit by bit.
 
-    python -m companion.experiments.reproduction OLD_FOLDER NEW_FOLDER
+    python -m companion.experiments.runs.reproduction OLD_FOLDER NEW_FOLDER
 
-Two folders written by :mod:`companion.experiments.ablation` reproduce each other when they hold
+Two folders written by :mod:`companion.experiments.runs.ablation` reproduce each other when they hold
 the same runs and every run has the same per-image test bits, final metrics, best test accuracy
 and per-epoch curve, and every saved bias table is equal, element for element. Timings (epoch
 times, speeds, wall times), headers, code digests and content hashes are not compared: they say
@@ -89,7 +89,7 @@ def differences(old: str | Path, new: str | Path) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m companion.experiments.reproduction",
+        prog="python -m companion.experiments.runs.reproduction",
         description="Compare two ablation folders run by run (exit status 1 if they differ).",
     )
     p.add_argument("old", type=Path)

@@ -11,10 +11,8 @@ from __future__ import annotations
 import math
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
-import torch
 from torch import Tensor
 
 from companion._checks import check_non_negative_int
@@ -49,14 +47,6 @@ def fetch_pretrained(*names: str) -> list[dict[str, Tensor]] | None:
     except OSError as exc:  # the hub's and requests' errors are OSErrors (no network, no file)
         print(f"The model hub could not be reached ({type(exc).__name__}): no pictures here.")
         return None
-
-
-def load_state_dict_file(path: str | os.PathLike[str]) -> dict[str, Tensor]:
-    """A ``state_dict`` saved with ``torch.save`` (tensors only, loaded with weights_only)."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"path: no state_dict file at {path}")
-    return torch.load(path, map_location="cpu", weights_only=True)
 
 
 def vit_patch_position_embedding(

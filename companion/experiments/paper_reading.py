@@ -17,7 +17,7 @@ measured beside a control; the table itself says which numbers came out, not why
 
 from __future__ import annotations
 
-from companion.paper import (
+from companion.experiments.paper import (
     SWIN_TABLE4,
     SWIN_TABLE4_SOURCE,
     SWINV2_TABLE1,

@@ -40,8 +40,8 @@ import torch
 from companion._io import atomic_write_json, atomic_write_text, file_sha256
 from companion.data import RENDERINGS, ImageClassificationData, make_dataset, num_classes
 from companion.experiments.evaluation import pack_bits
-from companion.experiments.pool import run_all, threads_per_worker
-from companion.experiments.provenance import provenance
+from companion.experiments.runs.pool import run_all, threads_per_worker
+from companion.train.provenance import provenance
 from companion.experiments.resolution_transfer import (
     EVAL_SIZES,
     MAX_SIZE,

@@ -33,13 +33,13 @@ import shlex
 import shutil
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 import torch
-from torch import Tensor, nn
+from torch import nn
 
 from companion._io import (
     atomic_write,
@@ -48,12 +48,13 @@ from companion._io import (
     file_sha256,
     json_sha256,
 )
+from companion.attention import WindowAttention
 from companion.data import num_classes
 from companion.data.tasks import IMAGE_SIZE
 from companion.experiments.evaluation import evaluation_splits, labels_record, split_results
-from companion.experiments.pool import run_all, threads_per_worker
-from companion.experiments.provenance import hardware, provenance, source_digest
-from companion.experiments.publish import (
+from companion.experiments.runs.pool import run_all, threads_per_worker
+from companion.train.provenance import hardware, provenance, source_digest
+from companion.experiments.runs.publish import (
     check_derived,
     derived_state,
     restore_interrupted_swap,
@@ -78,13 +79,11 @@ from companion.train.config import (
     add_config_arguments,
     check_fields,
     check_setting,
-    check_variant_pos,
     config_fields,
     config_from_args,
     data_size,
     recorded_settings,
     setting,
-    validate_config,
 )
 from companion.train.rundir import RunLock, check_writable_folder
 
@@ -101,11 +100,12 @@ class StaleRunError(ValueError):
     """A saved run whose settings or code differ from the request; the message says what to do."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class AblationPlan:
     """What to run: the grid ``datasets x pos x seeds`` (the model of ``base.variant``, the Swin
     itself by default), plus each ``extra`` cell ``(dataset, pos, variant)`` for every seed, each
-    run with ``base``'s other settings."""
+    run with ``base``'s other settings. Frozen and checked when built: every cell's run
+    configuration is built once here (``TrainConfig`` checks itself)."""
 
     name: str = setting(MISSING, "results/<name>/ receives the results", kind="process")
     datasets: tuple[str, ...] = _GRID_DEFAULT["dataset"]
@@ -132,31 +132,10 @@ class AblationPlan:
     def __post_init__(self) -> None:
         if not self.name or "/" in self.name or self.name.startswith("."):
             raise ValueError(f"name must be a plain folder name, got {self.name!r}")
-        for axis, values in (
-            ("dataset", self.datasets),
-            ("pos", self.pos),
-            ("seed", self.seeds),
-        ):
-            if not values:
-                raise ValueError(
-                    f"datasets, pos and seeds must each be non-empty, got {GRID[axis]}=()"
-                )
-            repeated = sorted({v for v in values if list(values).count(v) > 1}, key=str)
-            if repeated:
-                raise ValueError(
-                    f"{GRID[axis]}: {', '.join(map(str, repeated))} given more than once "
-                    f"(each value counts once: a repeat would inflate n)"
-                )
-            for value in values:
-                try:
-                    check_setting(axis, value)
-                except (TypeError, ValueError) as exc:
-                    raise type(exc)(f"{GRID[axis]}: {exc}") from None
-        for pos in self.pos:
-            check_variant_pos(self.base.variant, pos)
-        self.extra = tuple(check_extra_cell(tuple(cell)) for cell in self.extra)
+        check_grid({"dataset": self.datasets, "pos": self.pos, "seed": self.seeds})
+        object.__setattr__(self, "extra", tuple(check_extra_cell(tuple(c)) for c in self.extra))
         if self.extra_seeds is not None:
-            self.extra_seeds = tuple(self.extra_seeds)
+            object.__setattr__(self, "extra_seeds", tuple(self.extra_seeds))
             seeds = self.extra_seeds
             if not seeds or set(seeds) - set(self.seeds) or len(set(seeds)) < len(seeds):
                 raise ValueError(
@@ -169,6 +148,11 @@ class AblationPlan:
                 raise ValueError(f"extra: cell {':'.join(cell)} is already in the plan")
             cells.append(cell)
         check_fields(self)
+        for dataset, pos, variant in cells:  # each cell's settings together, as its runs get them
+            try:
+                replace(self.base, dataset=dataset, pos=pos, variant=variant)
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"cell {dataset}:{pos}:{variant}: {exc}") from None
 
     @property
     def folder(self) -> Path:
@@ -203,9 +187,29 @@ class AblationPlan:
         )  # fmt: skip
 
 
+def check_grid(grid: Mapping[str, Sequence[Any]]) -> None:
+    """Check the grid's axes (``{"dataset": ..., "pos": ..., "seed": ...}``): non-empty, no
+    value twice, each value one the trainer takes; an error names the axis by its flag."""
+    for axis, values in grid.items():
+        if not values:
+            raise ValueError(f"datasets, pos and seeds must each be non-empty, got {GRID[axis]}=()")
+        repeated = sorted({v for v in values if list(values).count(v) > 1}, key=str)
+        if repeated:
+            raise ValueError(
+                f"{GRID[axis]}: {', '.join(map(str, repeated))} given more than once "
+                f"(each value counts once: a repeat would inflate n)"
+            )
+        for value in values:
+            try:
+                check_setting(axis, value)
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"{GRID[axis]}: {exc}") from None
+
+
 def check_extra_cell(cell: object) -> tuple[str, str, str]:
     """Check an extra cell ``(dataset, pos, variant)``: known values, a controlled variant (not
-    ``"swin"``: those cells are the main grid's), and one that changes something for ``pos``."""
+    ``"swin"``: those cells are the main grid's). Whether the variant can change ``pos`` is
+    the model's rule, checked when the plan builds the cell's configuration."""
     if not isinstance(cell, tuple) or len(cell) != 3:
         raise ValueError(f"extra: a cell must be (dataset, pos, variant), got {cell!r}")
     dataset, pos, variant = cell
@@ -214,7 +218,6 @@ def check_extra_cell(cell: object) -> tuple[str, str, str]:
             check_setting(name, value)
         if variant == "swin":
             raise ValueError("variant 'swin' is the main grid's (--datasets, --pos)")
-        check_variant_pos(variant, pos)
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"extra cell {dataset}:{pos}:{variant}: {exc}") from None
     return dataset, pos, variant
@@ -235,14 +238,13 @@ def bias_tables(model: nn.Module) -> dict[str, dict[str, Any]]:
 
     Returns ``{name: {"table": ((2Wh-1)(2Ww-1), H) tensor, "window_size": [Wh, Ww]}}``: always
     one row per signed offset (``offset_table()``), also for a table that stores one row per
-    ``(|dy|, |dx|)`` (``rel_bias_offsets="magnitude"``), so every table plots the same way.
+    ``(|dy|, |dx|)`` (``BiasTable(offsets="magnitude")``), so every table plots the same way.
     """
     found = {}
     for name, module in model.named_modules():
-        if not isinstance(getattr(module, "relative_position_bias_table", None), Tensor):
+        table = module.offset_table() if isinstance(module, WindowAttention) else None
+        if table is None:  # not a window attention, or its position code has no table
             continue
-        offset_table = getattr(module, "offset_table", None)
-        table = offset_table() if offset_table else module.relative_position_bias_table
         found[name] = {
             "table": table.detach().cpu().clone(),
             "window_size": list(module.window_size),
@@ -468,7 +470,7 @@ def _publish(plan: AblationPlan, results: dict[str, Any], records: list[dict[str
 
 
 def _check_derived(plan: AblationPlan, records: list[dict[str, Any]] | None) -> None:
-    """:func:`~companion.experiments.publish.check_derived` for ``plan`` (``--replace-derived``
+    """:func:`~companion.experiments.runs.publish.check_derived` for ``plan`` (``--replace-derived``
     lets the publish remove derived results instead)."""
     if not plan.replace_derived:
         keys = {run_key(d, p, s, v) for d, p, v, s in plan.runs()}
@@ -553,6 +555,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     grid = {name: tuple(getattr(args, name)) for name in GRID}
     try:
+        check_grid(grid)  # before the base run takes the first values: named by their flags
         base = config_from_args(args, **{k: v[0] for k, v in grid.items()}, progress=False)
         plan = AblationPlan(
             datasets=grid["dataset"],
@@ -563,7 +566,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             extra_seeds=None if args.extra_seeds is None else tuple(args.extra_seeds),
             **{name: getattr(args, name) for name in PLAN_FLAGS},
         )
-        validate_config(base)  # after the plan, which names a bad grid value by its flag
     except (ValueError, TypeError) as exc:
         parser.error(str(exc))
     command = shlex.join(["python", "-m", "companion.ablation", *argv])

@@ -71,7 +71,7 @@ def convert_official_state_dict(
         wanted = "abs+rel" if has_ape else "rel"
         raise ValueError(
             f"state_dict has ape={has_ape} (an absolute embedding or not) but model has "
-            f"pos={model.config.pos!r}; build the model with pos={wanted!r}"
+            f"pos={model.config.pos.name!r}; build the model with pos={wanted!r}"
         )
     out = {}
     for key, value in weights.items():

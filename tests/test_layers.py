@@ -1,0 +1,169 @@
+"""The package's layers (companion/__init__.py): no module imports one of a later layer, none
+imports another in a circle, and the chapters never reach the runs."""
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+COMPANION = ROOT / "companion"
+
+#: The subject the book teaches: the top-level modules (a new top-level module must be named here
+#: or live in the folder of its role).
+SUBJECT = {
+    "absolute", "attention", "cpb", "init", "layers", "merging", "permutation", "position",
+    "relative", "rope", "shifted_offsets", "swin", "swin_configs", "transfer", "window",
+}  # fmt: skip
+#: ``python -m companion.<name>``: the commands the results record, above every layer.
+COMMANDS = {"ablation", "resolution_experiment", "learned_embedding"}
+#: The layers in order, by the folder (or module set) that holds them.
+LAYERS = ["support", "subject", "data", "train", "experiments", "figures", "exercises", "runs"]
+
+
+def module_names() -> dict[str, Path]:
+    names = {}
+    for path in COMPANION.rglob("*.py"):
+        parts = path.relative_to(COMPANION.parent).with_suffix("").parts
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return names
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports anywhere in its text (type-only imports and
+    imports inside functions included: a circle hidden in a function is still a circle).
+    ``from package import name`` counts as importing the submodule when ``name`` is one."""
+    modules = module_names()
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                full = [f"{node.module}.{alias.name}" for alias in node.names]
+                targets = [t if t in modules else node.module for t in full]
+            else:
+                continue
+            graph[name].update(t for t in targets if t in modules and t != name)
+    return graph
+
+
+def layer(module: str) -> str:
+    """The layer of a module of the package (``"command"`` above every layer)."""
+    parts = module.split(".")[1:]
+    if not parts or parts[0] in ("_checks", "_io"):
+        return "support"
+    if parts[:2] == ["experiments", "runs"]:
+        return "runs"
+    if parts[0] in ("data", "train", "experiments", "figures", "exercises"):
+        return parts[0]
+    if parts[0] in SUBJECT:
+        return "subject"
+    if parts[0] in COMMANDS:
+        return "command"
+    raise AssertionError(
+        f"{module} is in no layer: name it in SUBJECT or move it to its role's folder"
+    )
+
+
+def rank(module: str) -> int:
+    return len(LAYERS) if layer(module) == "command" else LAYERS.index(layer(module))
+
+
+def imports_against_the_layers(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a module from a later layer, as ``"a -> b"``."""
+    return sorted(
+        f"{a} ({layer(a)}) -> {b} ({layer(b)})"
+        for a, targets in graph.items()
+        for b in targets
+        if rank(b) > rank(a)
+    )
+
+
+def notebook_imports(notebook: Path) -> set[str]:
+    """The package's modules a notebook's code cells import."""
+    modules = module_names()
+    found = set()
+    for cell in json.loads(notebook.read_text())["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        code = "\n".join(
+            line for line in "".join(cell["source"]).splitlines() if not line.startswith("%")
+        )
+        for node in ast.walk(ast.parse(code)):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                full = [f"{node.module}.{alias.name}" for alias in node.names]
+                found.update(t if t in modules else node.module for t in full)
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+    return {m for m in found if m in modules}
+
+
+def closure(graph: dict[str, set[str]], start: set[str]) -> set[str]:
+    seen, todo = set(), list(start)
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo.extend(graph[module])
+    return seen
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One circle of imports as ``[a, b, ..., a]``, or ``None`` (depth-first search)."""
+    state: dict[str, str] = {}
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = "open"
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "open":
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        state[node] = "done"
+        path.pop()
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (cycle := visit(start)):
+            return cycle
+    return None
+
+
+def test_the_package_imports_without_a_circle():
+    graph = import_graph()
+    assert {"companion.swin", "companion.attention", "companion.data"} <= set(graph)
+    assert "companion.attention" in graph["companion.swin"]  # the graph sees real imports
+    assert find_cycle(graph) is None, " -> ".join(find_cycle(graph) or [])
+
+
+def test_the_cycle_finder_finds_a_circle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_module_imports_one_of_a_later_layer():
+    graph = import_graph()
+    assert {layer(m) for m in graph} == {*LAYERS, "command"}  # every layer holds a module
+    assert imports_against_the_layers(graph) == []
+
+
+def test_the_layer_check_finds_an_import_against_the_order():
+    graph = {"companion.train.loop": {"companion.experiments.results", "companion.swin"}}
+    assert imports_against_the_layers(graph) == [
+        "companion.train.loop (train) -> companion.experiments.results (experiments)"
+    ]
+    with pytest.raises(AssertionError, match="in no layer"):
+        layer("companion.somewhere_new")
+
+
+@pytest.mark.parametrize("notebook", sorted((ROOT / "book").glob("*.ipynb")), ids=lambda p: p.stem)
+def test_a_chapter_reads_results_through_one_module_and_never_reaches_the_runs(notebook):
+    graph = import_graph()
+    direct = notebook_imports(notebook)
+    assert {m for m in direct if layer(m) == "experiments"} <= {"companion.experiments.reading"}
+    reached = closure(graph, direct)
+    assert not {m for m in reached if layer(m) in ("runs", "command")}

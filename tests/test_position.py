@@ -1,0 +1,129 @@
+"""companion.position: the position as one value, parsed once, and window codes that own their
+behaviour (build, bias, rotation, resize, torus) behind one interface."""
+
+import dataclasses
+
+import pytest
+import torch
+from torch import Tensor
+
+from companion.attention import WindowAttention
+from companion.position import (
+    POS_CHOICES,
+    BiasTable,
+    ContinuousBias,
+    Position,
+    Rotary,
+    WindowCode,
+)
+from companion.swin_configs import SwinConfig, model_config
+
+
+@pytest.mark.parametrize("name", POS_CHOICES)
+def test_every_name_parses_into_a_value_that_gives_its_name_back(name):
+    position = Position.parse(name)
+    assert position.name == name
+    assert Position.parse(position) is position  # a value passes through unchanged
+
+
+@pytest.mark.parametrize(
+    ("name", "absolute", "window"),
+    [
+        ("none", False, None),
+        ("abs", True, None),
+        ("rel", False, BiasTable()),
+        ("abs+rel", True, BiasTable()),
+        ("cpb", False, ContinuousBias()),
+        ("rope-axial", False, Rotary("axial")),
+        ("rope-mixed", False, Rotary("mixed")),
+    ],
+)
+def test_a_name_is_an_absolute_switch_and_a_window_code(name, absolute, window):
+    assert Position.parse(name) == Position(absolute, window)
+
+
+def test_the_questions_about_a_code_are_answered_by_the_value():
+    tables = {p for p in POS_CHOICES if Position.parse(p).has_table}
+    wrapping = {p for p in POS_CHOICES if Position.parse(p).can_wrap}
+    assert tables == {"rel", "abs+rel"}
+    assert wrapping == {"none", "abs", "rel", "abs+rel"}
+    assert Position.parse("rel").resize_methods == ("bicubic", "geometric")
+    assert Position.parse("cpb").resize_methods == ("geometric",)
+
+
+def test_the_table_offsets_are_part_of_the_value_not_of_the_name():
+    magnitude = Position.parse("abs+rel", offsets="magnitude")
+    assert magnitude.window == BiasTable(offsets="magnitude") and magnitude.name == "abs+rel"
+    assert Position.parse("cpb", offsets="signed") == Position.parse("cpb")  # changes nothing
+    with pytest.raises(ValueError, match="which pos='cpb' does not have"):
+        Position.parse("cpb", offsets="magnitude")
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: Position.parse("sinus"), ValueError, r"pos must be one of \['none'"),
+        (lambda: Position.parse("rel", "both"), ValueError, "rel_bias_offsets must be one of"),
+        (lambda: Position(absolute=1), TypeError, "absolute must be True or False"),
+        (lambda: Position(window="rel"), TypeError, "window must be a window code"),
+        (lambda: WindowAttention(8, 2, 2, position="rel"), TypeError, "position must be"),
+    ],
+)
+def test_bad_positions_are_refused_naming_the_parameter(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_the_model_config_holds_the_parsed_value():
+    config = model_config("tiny-cpu", pos="abs+rel", rel_bias_offsets="magnitude")
+    assert config.pos == Position(True, BiasTable(offsets="magnitude")) and config.absolute
+    assert SwinConfig(img_size=32, pos="cpb").pos == Position(False, ContinuousBias())
+    assert SwinConfig(img_size=32).pos == Position.parse("rel")  # the default, stated once
+
+
+def test_only_a_table_wraps_on_a_torus():
+    assert BiasTable().on_torus((True, False)) == BiasTable(wrap=(True, False))
+    for code in (ContinuousBias(), Rotary("mixed")):
+        with pytest.raises(ValueError, match="only a bias table can do"):
+            code.on_torus((True, True))
+
+
+@dataclasses.dataclass(frozen=True)
+class ConstantBias(WindowCode):
+    """A made-up code: the same learned number added to every logit of each head."""
+
+    @property
+    def name(self) -> str:
+        return "constant"
+
+    def build(self, attn) -> None:
+        attn.constant = torch.nn.Parameter(torch.ones(attn.num_heads, 1, 1))
+
+    def bias(self, attn) -> Tensor:
+        return attn.constant.expand(-1, attn.num_tokens, attn.num_tokens)
+
+
+def test_a_new_code_is_one_class_and_needs_no_change_to_the_attention():
+    torch.manual_seed(0)
+    attn = WindowAttention(8, (2, 3), 2, position=ConstantBias(), attn_impl="eager")
+    assert "constant" in attn.state_dict() and "position=ConstantBias()" in repr(attn)
+    bias = attn.relative_position_bias()
+    assert bias is not None and bias.shape == (2, 6, 6)
+    # A constant added to every logit of a row leaves the softmax unchanged.
+    plain = WindowAttention(8, (2, 3), 2, position=None, attn_impl="eager")
+    plain.load_state_dict({k: v for k, v in attn.state_dict().items() if k != "constant"})
+    x = torch.randn(3, 6, 8)
+    torch.testing.assert_close(attn(x), plain(x))
+
+
+@pytest.mark.parametrize("position", [BiasTable(), ContinuousBias(), Rotary("axial"), None])
+def test_each_code_moves_itself_to_another_window(position):
+    attn = WindowAttention(16, (2, 3), 2, position=position)
+    attn.set_window_size((4, 5))
+    assert attn.window_size == (4, 5)
+    x = torch.randn(2, 20, 16)
+    assert attn(x).shape == x.shape
+    bias = attn.relative_position_bias()
+    assert (bias is None) == (position in (None, Rotary("axial")))
+    if bias is not None:
+        assert bias.shape == (2, 20, 20)
