@@ -4,6 +4,17 @@ experiment itself lives in :mod:`companion.experiments.runs.resolution_experimen
 if __name__ == "__main__":
     import sys
 
-    from companion.experiments.runs.resolution_experiment import main
+    try:  # Ctrl-C while torch imports (or main starts): one line, not 40 (--debug keeps them)
+        from companion.experiments.runs.resolution_experiment import main
 
-    sys.exit(main())
+        code = main()
+    except KeyboardInterrupt:
+        if "--debug" in sys.argv:
+            raise
+        print(
+            "python -m companion.resolution_experiment: interrupted while starting: "
+            "nothing was run",
+            file=sys.stderr,
+        )
+        sys.exit(130)
+    sys.exit(code)

@@ -211,6 +211,18 @@ def variant_overrides(variant: str) -> dict[str, Any]:
     return overrides
 
 
+def canonical_variant(variant: str) -> str:
+    """The one name of ``variant``'s model: each change once, in ``VARIANTS``' order (``"swin"``
+    for none), so that two names of one model count as one.
+
+    >>> canonical_variant("torus+no-shift+torus")
+    'no-shift+torus'
+    """
+    variant_overrides(variant)  # checked
+    parts = set(variant.split("+"))
+    return "+".join(name for name in VARIANTS if name in parts) or "swin"
+
+
 def model_config(name: str, **options: Any) -> SwinConfig:
     """The ``SwinConfig`` of ``CONFIGS[name]`` with ``options`` (any field of ``SwinConfig``)
     replacing its entries: the one place the command line's position names become the model's

@@ -87,6 +87,20 @@ def _close_figures():
 
 
 @pytest.fixture(scope="session")
+def publish_file() -> Callable[[Path, str, str], Path]:
+    """``publish_file(folder, name, text)``: write ``folder/name`` and hash the folder
+    (``SHA256SUMS``), as a published results folder is."""
+    from companion.experiments.integrity import write_manifest
+
+    def write(folder: Path, name: str, text: str) -> Path:
+        (folder / name).write_text(text)
+        write_manifest(folder)
+        return folder / name
+
+    return write
+
+
+@pytest.fixture(scope="session")
 def window_attention() -> Callable[..., WindowAttention]:
     """``window_attention(position=None, window_size=(2, 3), attn_impl="sdpa")``: a small
     ``WindowAttention`` (8 channels, 2 heads, seed 0)."""

@@ -24,6 +24,7 @@ from companion.figures.training import (
 )
 from companion.relative import relative_position_index
 from companion.swin import swin_from_config
+from companion.swin_configs import canonical_variant
 from companion.train import TrainConfig
 
 
@@ -259,3 +260,26 @@ def test_an_extra_cell_already_in_the_grid_is_refused(tmp_path, tiny_plan):
     base = TrainConfig(variant="torus", progress=False)
     with pytest.raises(ValueError, match="already in the plan"):
         tiny_plan(tmp_path, base=base, extra=(("relation", "rel", "torus"),))
+
+
+@pytest.mark.parametrize(
+    "cells",
+    [
+        ["relation:rel:torus", "relation:rel:torus+torus"],
+        ["relation:rel:no-shift+torus", "relation:rel:torus+no-shift"],
+    ],
+    ids=["repeated", "reordered"],
+)
+def test_two_names_of_one_model_are_one_cell(capsys, cells):
+    # One model, one row: variant names are made canonical before the duplicate check.
+    with pytest.raises(SystemExit):
+        main(["--name", "x", "--extra", *cells])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "is already in the plan" in err
+
+
+def test_a_variant_has_one_canonical_name():
+    assert canonical_variant("torus+no-shift+torus") == "no-shift+torus"
+    assert canonical_variant("swin") == "swin" and canonical_variant("swin+torus") == "torus"
+    with pytest.raises(ValueError, match="variant must be one of"):
+        canonical_variant("torus+wobble")

@@ -1,5 +1,5 @@
-"""Experiment records that cannot be lost, edited or mismatched (issue 17), each case pinned with
-a minuscule run or an injected fault."""
+"""Experiment records that cannot be lost, edited or mismatched, each case pinned with a
+minuscule run or an injected fault."""
 
 import json
 import os
@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import zipfile
 from dataclasses import replace
@@ -16,8 +17,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from companion.experiments.results import load_results, results_table, summarize
-from companion.experiments.runs import ablation
+from companion.experiments.results import load_bias_tables, load_results, results_table, summarize
+from companion.experiments.runs import ablation, resolution_experiment
 from companion.experiments.runs.ablation import AblationPlan, StaleRunError, run_ablation
 from companion.experiments.runs.resolution_experiment import MoveSettings, run_transfer
 from companion.experiments.runs.resolution_experiment import main as experiment_main
@@ -66,7 +67,8 @@ def test_re_running_the_ablation_keeps_the_experiments_results(folder, plan_in):
     run_ablation(plan_in(folder))  # every run reused
     assert (folder / "results" / "mini" / "transfer.json").read_bytes() == transfer
     assert (folder / "results" / "mini" / "transfer.md").is_file()
-    assert sorted(p.name for p in (folder / "results").iterdir()) == ["mini"]  # no leftovers
+    # no leftovers (the publish lock's file stays, as a lock file does)
+    assert sorted(p.name for p in (folder / "results").iterdir()) == [".mini.lock", "mini"]
 
 
 def test_derived_results_from_other_runs_are_refused_before_training_or_removed_when_asked(
@@ -125,7 +127,131 @@ def test_an_interrupted_publish_leaves_the_previous_folder_whole(folder, monkeyp
     assert load_results(folder / "results" / "mini")["runs"]
     monkeypatch.undo()
     run_ablation(plan_in(folder))  # the next publish clears the staging folder
-    assert sorted(p.name for p in (folder / "results").iterdir()) == ["mini"]
+    assert sorted(p.name for p in (folder / "results").iterdir()) == [".mini.lock", "mini"]
+
+
+# ----------------------------------------------------------------------- nothing lost on publishing
+
+
+@pytest.mark.parametrize("damage", ["deleted", "damaged"])
+def test_a_reused_runs_lost_work_table_is_written_again_from_its_checkpoint(
+    folder, plan_in, monkeypatch, damage
+):
+    monkeypatch.setattr(ablation, "train", None)  # nothing may be trained again
+    published = folder / "results" / "mini" / "bias" / "grid-cell__rel.pt"
+    before = published.read_bytes()
+    tables = folder / "work" / "mini" / "grid-cell__rel__seed0.bias.pt"
+    tables.unlink() if damage == "deleted" else tables.write_bytes(b"not a table")
+    run_ablation(plan_in(folder))  # every run reused
+    assert published.read_bytes() == before == tables.read_bytes()
+    assert load_bias_tables(folder / "results" / "mini", "grid-cell", "rel")
+
+
+def test_a_killed_runs_temporary_files_in_the_work_folder_are_cleaned(folder, plan_in):
+    work = folder / "work" / "mini"
+    left = [
+        work / ".grid-cell__rel__seed0.json.k2j3.companion.tmp",
+        work / ".x__seed1.bias.pt.a1b2.companion.tmp",
+    ]
+    kept = work / ".notes.txt.a1b2.companion.tmp"  # not one of the ablation's: left alone
+    for path in (*left, kept):
+        path.write_text("half-written")
+    run_ablation(plan_in(folder))
+    assert not any(p.exists() for p in left) and kept.exists()
+
+
+def test_a_publish_that_would_lose_published_files_is_refused(folder, plan_in):
+    before = {p: p.read_bytes() for p in (folder / "results" / "mini").rglob("*") if p.is_file()}
+    with pytest.raises(ValueError, match=r"publishing would remove .*grid-cell__rel"):
+        run_ablation(plan_in(folder, pos=("none",), replace_derived=True))
+    assert {p: p.read_bytes() for p in before} == before  # untouched
+    assert not list((folder / "results").glob(".mini.staging*"))
+
+
+HOLD_THE_LOCK = """
+import sys
+from pathlib import Path
+from companion.experiments.runs.publish import publish_lock
+with publish_lock(Path(sys.argv[1])):
+    print("locked", flush=True)
+    sys.stdin.readline()
+"""
+
+
+class Announcing:
+    """A stderr that sets ``seen`` once a line containing ``text`` is written."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.seen = text, threading.Event()
+
+    def write(self, line: str) -> int:
+        if self.text in line:
+            self.seen.set()
+        return len(line)
+
+    def flush(self) -> None:
+        pass
+
+
+@pytest.mark.slow
+def test_publishes_to_one_name_wait_for_each_other(folder, plan_in, monkeypatch):
+    target = folder / "results" / "mini"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_THE_LOCK, str(target)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        stderr = Announcing("waiting for another process publishing")
+        monkeypatch.setattr(sys, "stderr", stderr)
+        finished = threading.Event()
+        publisher = threading.Thread(target=lambda: (run_ablation(plan_in(folder)), finished.set()))
+        publisher.start()
+        assert stderr.seen.wait(60)  # it reached the lock and waits there
+        assert not finished.is_set()
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        publisher.join(60)
+        assert finished.is_set()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert load_results(target)["runs"] and not list((folder / "results").glob(".mini.st*"))
+
+
+def test_the_experiment_publishes_only_from_the_runs_still_published(folder, monkeypatch):
+    transfer = folder / "results" / "mini" / "transfer.json"
+    before = transfer.read_bytes()
+    real, calls = resolution_experiment._published, []
+
+    def published(path):  # the second look (at publishing) finds another run published
+        found = real(path)
+        calls.append(path)
+        if len(calls) > 1:
+            found["runs"][0]["record_sha256"] = "0" * 64
+        return found
+
+    monkeypatch.setattr(resolution_experiment, "_published", published)
+    with pytest.raises(ValueError, match="was published again while its runs were moved"):
+        run_transfer(folder / "results" / "mini", folder / "work" / "mini", MOVE, replace=True)
+    assert transfer.read_bytes() == before
+
+
+def test_the_experiment_checks_replace_again_when_it_publishes(folder, monkeypatch):
+    target = folder / "results" / "mini"
+    real = resolution_experiment.run_all
+
+    def meanwhile(*args, **kwargs):  # another experiment publishes other settings meanwhile
+        out = real(*args, **kwargs)
+        path = target / "transfer.json"
+        record = json.loads(path.read_text())
+        record["settings"]["finetune_steps"] = 99
+        path.write_text(json.dumps(record))
+        return out
+
+    monkeypatch.setattr(resolution_experiment, "run_all", meanwhile)
+    with pytest.raises(ValueError, match="holds an experiment with other settings"):
+        run_transfer(target, folder / "work" / "mini", MOVE)
 
 
 # --------------------------------------------------------------------------- sealed records

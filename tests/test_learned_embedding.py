@@ -1,7 +1,10 @@
+import json
+
 import pytest
 import torch
 
 from companion.absolute import sincos_2d_position_embedding
+from companion.experiments.integrity import ResultsError
 from companion.experiments.learned_embedding import (
     grid_table,
     load_learned_embedding,
@@ -94,3 +97,77 @@ def test_magnitude_counts_anti_parallel_vectors_as_alike():
     assert abs(similarity_gap(table, pairs)) < 0.1  # the signs cancel in the plain mean
     null = shuffled_null(table, pairs, draws=200, magnitude=True)
     assert permutation_p_value(similarity_gap(table, pairs, magnitude=True), null) < 0.01
+
+
+# --------------------------------------------------------------------------- the command
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    """``python -m companion.learned_embedding``'s main, with training that fails the test."""
+    from companion.experiments.runs import learned_embedding as run
+
+    def train(*args, **kwargs):
+        pytest.fail("training started before --out was checked")
+
+    monkeypatch.setattr(run, "train", train)
+    return run
+
+
+def _refused(run, capsys, out, *extra) -> str:
+    code = run.main(["--out", str(out), *extra])
+    captured = capsys.readouterr()
+    assert code == 1 and captured.out == "", captured
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{run.PROG}: error: --out {out} "), lines
+    return lines[0]
+
+
+def test_an_out_that_is_a_file_is_refused_before_training(no_training, tmp_path, capsys):
+    (tmp_path / "f").write_text("mine")
+    assert "exists and is a file" in _refused(no_training, capsys, tmp_path / "f")
+    assert "cannot be created" in _refused(no_training, capsys, tmp_path / "f" / "sub")
+    assert (tmp_path / "f").read_text() == "mine"
+
+
+def test_an_unwritable_out_is_refused_before_training(no_training, tmp_path, capsys, monkeypatch):
+    import os
+
+    monkeypatch.setattr(os, "access", lambda *args, **kwargs: False)  # root may write anywhere
+    assert "is not writable" in _refused(no_training, capsys, tmp_path / "new")
+
+
+def test_an_out_whose_embedding_name_is_a_folder_is_refused(no_training, tmp_path, capsys):
+    (tmp_path / "absolute_pos_embed.pt").mkdir()
+    assert "has a folder absolute_pos_embed.pt where" in _refused(no_training, capsys, tmp_path)
+
+
+def test_debug_shows_the_out_errors_traceback(no_training, tmp_path):
+    (tmp_path / "f").write_text("mine")
+    with pytest.raises(NotADirectoryError, match="--out"):
+        no_training.main(["--out", str(tmp_path / "f"), "--debug"])
+
+
+def test_a_new_out_folder_receives_the_embedding_and_its_provenance(tmp_path, capsys, monkeypatch):
+    from types import SimpleNamespace
+
+    from companion.experiments.runs import learned_embedding as run
+
+    model = torch.nn.Module()
+    model.absolute_pos_embed = torch.nn.Parameter(torch.ones(1, 2, 2, 3))
+    trained = SimpleNamespace(model=model, history=[{"test_acc": 12.5}])
+    monkeypatch.setattr(run, "train", lambda cfg: trained)
+    monkeypatch.setattr(run, "provenance", lambda command: {"command": command})
+    out = tmp_path / "new" / "learned-abs"
+    assert run.main(["--out", str(out)]) == 0
+    assert "final test acc 12.5" in capsys.readouterr().out
+    embedding = torch.load(out / "absolute_pos_embed.pt", weights_only=True)
+    assert torch.equal(embedding, model.absolute_pos_embed.detach())
+    record = json.loads((out / "provenance.json").read_text())
+    assert record["command"].endswith(f"--out {out}") and record["final_test_acc"] == 12.5
+    # hashed as it is written: it reads back verified, and a changed embedding is refused
+    loaded, _ = load_learned_embedding(out)
+    assert torch.equal(loaded, embedding) and record["hashed"] == "at publish"
+    torch.save(embedding + 1, out / "absolute_pos_embed.pt")
+    with pytest.raises(ResultsError, match="changed or damaged"):
+        load_learned_embedding(out)

@@ -1,8 +1,24 @@
-"""How many torch threads each worker of ``companion.experiments.runs.pool`` gets."""
+"""``companion.experiments.runs.pool``: how many torch threads each worker gets, and what the
+parent does when a worker dies (it names the run, stops the others and says how to go on).
+
+The runs of the process tests are module-level functions here, which the spawned workers import
+by this module's name; ``run_all`` runs in a child process, so a regression fails on a timeout
+instead of hanging the tests."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
-from companion.experiments.runs.pool import threads_per_worker
+from companion.experiments.runs.pool import run_all, threads_per_worker
+
+ROOT = Path(__file__).resolve().parents[1]
+HINT = "run the same command again to continue"
 
 
 @pytest.mark.parametrize("jobs", [2, 3, 16])
@@ -17,3 +33,130 @@ def test_one_process_keeps_torchs_default():
 @pytest.mark.parametrize(("jobs", "threads"), [(1, 2), (2, 2), (4, 1)])
 def test_threads_asked_for_are_kept(jobs, threads):
     assert threads_per_worker(jobs, threads) == threads
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("death", "how"),
+    [("sigkill", "killed by SIGKILL"), ("sigterm", "killed by SIGTERM"), ("exit-3", "exit code 3")],
+)
+def test_a_worker_that_dies_in_a_run_is_named_and_the_others_stop(tmp_path, death, how):
+    # a finishes; b would run for minutes; c (on a's worker, once a is done) ends its process.
+    outcome = _run_all_in_child(tmp_path, ("a", "ok"), ("b", "sleep"), ("c", death))
+    pid = (tmp_path / "pid-c").read_text()
+    assert outcome["raised"] == "WorkerDied"
+    assert outcome["message"] == (
+        f"the worker running run c died ({how}, pid {pid}); 1 of 3 runs had finished; {HINT}"
+    )
+    assert outcome["seconds"] < 10  # seen within seconds, and b was stopped, not waited for
+
+
+@pytest.mark.slow
+def test_a_worker_killed_while_it_waits_for_a_run_stops_the_runs_too(tmp_path):
+    # v and k meet (so they run in different workers); v finishes, and k kills v's idle process,
+    # which then holds the pool's task queue lock: stopping the pool must not wait for it.
+    outcome = _run_all_in_child(tmp_path, ("v", "meet-then-finish"), ("k", "kill-the-idle-one"))
+    pid = (tmp_path / "pid-v").read_text()
+    assert outcome["raised"] == "WorkerDied"
+    assert outcome["message"] == (
+        f"a worker process died before reporting its run (killed by SIGKILL, pid {pid}); "
+        f"1 of 2 runs had finished, 1 had not; {HINT}"
+    )
+    assert outcome["seconds"] < 10  # k (which would sleep for minutes) was stopped
+
+
+@pytest.mark.slow
+def test_runs_without_deaths_come_back_in_order(tmp_path):
+    outcome = _run_all_in_child(tmp_path, ("a", "ok"), ("b", "ok"), ("c", "ok"), describe=False)
+    assert outcome["returned"] == ["a", "b", "c"]
+
+
+@pytest.mark.slow
+def test_an_error_in_a_run_is_raised_in_the_parent_as_before(tmp_path):
+    outcome = _run_all_in_child(tmp_path, ("a", "ok"), ("f", "fail"), ("b", "sleep"))
+    assert (outcome["raised"], outcome["message"]) == ("ValueError", "f failed")
+    assert outcome["seconds"] < 10
+
+
+def _run_all_in_child(folder: Path, *runs: tuple[str, str], describe: bool = True) -> dict:
+    """What :func:`_report` says of ``run_all`` over ``runs`` (name, what it does), 2 at a time,
+    in a child process that must end within 60 s."""
+    items = [(name, action, str(folder)) for name, action in runs]
+    code = "import sys; sys.path.insert(0, sys.argv[1]); import test_pool; test_pool._report()"
+    argv = [sys.executable, "-c", code, str(Path(__file__).parent), json.dumps(items)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    child = subprocess.run(
+        [*argv, str(describe)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert child.returncode == 0, child.stderr
+    return json.loads(child.stdout.splitlines()[-1])
+
+
+def _report() -> None:
+    """In the child: run the items of ``sys.argv[2]`` and print what came of it, as JSON."""
+    items = [tuple(item) for item in json.loads(sys.argv[2])]
+    start = time.monotonic()
+    try:
+        if sys.argv[3] == "True":
+            outcome = {"returned": run_all(_act, items, 2, HINT, describe=_describe)}
+        else:  # the positional call of before
+            outcome = {"returned": run_all(_act, items, 2, HINT)}
+    except Exception as error:
+        outcome = {"raised": type(error).__name__, "message": str(error)}
+    print(json.dumps({**outcome, "seconds": time.monotonic() - start}))
+
+
+def _describe(item: tuple[str, str, str]) -> str:
+    return f"run {item[0]}"
+
+
+def _act(item: tuple[str, str, str]) -> str:
+    """A run, in a worker: ``item`` is (its name, what it does, the folder the runs share)."""
+    name, action, folder = item
+    shared = Path(folder)
+    (shared / f"pid-{name}").write_text(str(os.getpid()))
+    if action == "ok":
+        (shared / f"done-{name}").touch()
+    elif action == "fail":
+        raise ValueError(f"{name} failed")
+    elif action == "sleep":
+        time.sleep(120)
+    elif action == "meet-then-finish":
+        _wait_for(shared / "pid-k")
+    elif action == "kill-the-idle-one":
+        _wait_for(shared / "pid-v")
+        time.sleep(0.5)  # v returns and its process waits for a run
+        os.kill(int((shared / "pid-v").read_text()), signal.SIGKILL)
+        time.sleep(120)
+    else:  # a death, once a is done and its result has reached the parent
+        _wait_for(shared / "done-a")
+        time.sleep(0.5)
+        if action == "exit-3":
+            os._exit(3)
+        os.kill(os.getpid(), getattr(signal, action.upper()))
+        time.sleep(120)  # the signal ends this process first
+    return name
+
+
+def _wait_for(path: Path) -> None:
+    """Until ``path`` exists (another run writes it); a run that never comes fails after 30 s."""
+    deadline = time.monotonic() + 30
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{path} never came")
+        time.sleep(0.01)
+
+
+def test_a_dead_worker_is_reported_by_the_commands_in_one_line(capsys):
+    from companion.experiments.runs.pool import WorkerDied
+    from companion.train.cli import run_reporting_errors
+
+    def died():
+        raise WorkerDied("the worker running run r died (killed by SIGKILL, pid 7); go on so")
+
+    assert run_reporting_errors("python -m companion.ablation", died, debug=False) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "python -m companion.ablation: error: the worker running run r died (killed by SIGKILL, "
+        "pid 7); go on so"
+    ]

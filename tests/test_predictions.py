@@ -81,7 +81,7 @@ def test_a_lift_gap_compares_two_splits_each_against_its_own_constant_answer():
     assert check_prediction(found, p, SOLVED)[1]
 
 
-def test_predictions_are_read_from_the_one_json_block_of_the_file(tmp_path):
+def test_predictions_are_read_from_the_one_json_block_of_the_file(tmp_path, publish_file):
     block = {
         "solved": SOLVED,
         "predictions": [
@@ -94,18 +94,18 @@ def test_predictions_are_read_from_the_one_json_block_of_the_file(tmp_path):
             }
         ],
     }
-    (tmp_path / "predictions.md").write_text(
-        f"# Why\n\nprose\n\n```json\n{json.dumps(block)}\n```\n"
+    publish_file(
+        tmp_path, "predictions.md", f"# Why\n\nprose\n\n```json\n{json.dumps(block)}\n```\n"
     )
     loaded = load_predictions(tmp_path)
     assert loaded == block
     table = predictions_table(results(run("rel", 0, 0.99), run("rel", 1, 0.1)), loaded)
     assert "| P1 | rel solves | 1-2 seeds | solved 1 of 2" in table and "| yes |" in table
-    (tmp_path / "predictions.md").write_text("no block")
+    publish_file(tmp_path, "predictions.md", "no block")
     with pytest.raises(ValueError, match="exactly one ```json block, found 0"):
         load_predictions(tmp_path)
     block["predictions"][0]["kind"] = "vibes"
-    (tmp_path / "predictions.md").write_text(f"```json\n{json.dumps(block)}\n```")
+    publish_file(tmp_path, "predictions.md", f"```json\n{json.dumps(block)}\n```")
     with pytest.raises(ValueError, match="kind must be one of"):
         load_predictions(tmp_path)
 

@@ -5,6 +5,7 @@ import statistics
 
 import pytest
 
+from companion.experiments.integrity import is_sealed
 from companion.experiments.resolution_transfer import (
     RECORDED_NAMES,
     grown_condition,
@@ -23,6 +24,7 @@ from companion.experiments.transfer_results import (
     transfer_table,
     window_gain_pairs,
     window_gain_table,
+    with_todays_names,
 )
 from companion.train import TrainConfig
 
@@ -51,6 +53,7 @@ def finished(tmp_path_factory):
 @pytest.mark.slow
 def test_every_run_is_moved_under_every_condition_with_provenance(finished):
     results = json.loads((finished / "transfer.json").read_text())
+    assert is_sealed(results)  # its rows as the run computed them (load_transfer checks it)
     assert results["header"]["command"].startswith("python -m companion.resolution_experiment")
     assert "git" in results["header"] and "wall_s" in results["header"]
     conditions = {(r["pos"], r["size"], r["condition"]) for r in results["rows"]}
@@ -169,11 +172,10 @@ def test_transfer_gap_p_is_below_005_exactly_when_the_interval_excludes_zero():
     assert gap["excludes_zero"] and 0 < gap["p"] < 0.05
 
 
-def test_load_transfer_reads_a_records_old_condition_names_as_todays(tmp_path):
+def test_a_records_old_condition_names_are_read_as_todays():
     rows = _rows({("rel", "grid"): [0.5, 0.6], ("rel", "window-geometric"): [0.7, 0.8]})
     summary = transfer_summary(rows)
-    (tmp_path / "transfer.json").write_text(json.dumps({"rows": rows, "summary": summary}))
-    loaded = load_transfer(tmp_path)
+    loaded = with_todays_names(json.loads(json.dumps({"rows": rows, "summary": summary})))
     assert {r["condition"] for r in loaded["rows"]} == {"window-kept", "window-grown-geometric"}
     assert {s["condition"] for s in loaded["summary"]} == {"window-kept", "window-grown-geometric"}
     assert loaded["renamed"] == {

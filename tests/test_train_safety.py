@@ -65,6 +65,24 @@ def test_every_training_flag_is_accepted_by_the_ablation_with_the_same_choices_a
     assert all(a.help for a in ablation.values())
 
 
+def test_the_ablations_help_shows_the_values_its_grid_flags_run(monkeypatch):
+    """``--datasets``/``--pos``/``--seeds`` default to the grid's lists, not to the single
+    training run's value, and their help says so."""
+    monkeypatch.setenv("COLUMNS", "1000")  # no help text wrapped (nor split at a hyphen)
+    parser = ablation_parser()
+    help_text = re.sub(r"\n +(?=[^ -])", " ", parser.format_help())  # one line per flag
+    grid = [f.metadata["grid"][0] for f in config_fields() if f.metadata["grid"]]
+    assert sorted(grid) == ["datasets", "pos", "seeds"]
+    actions = {a.option_strings[0]: a for a in parser._actions if a.option_strings}
+    for plural in grid:
+        (line,) = [x for x in help_text.splitlines() if x.strip().startswith(f"--{plural} ")]
+        shown = re.search(r"\(default: ([^()]*)\)$", line)
+        assert shown, line
+        default = actions[f"--{plural}"].default
+        assert shown[1].split() == [str(v) for v in default], line
+        assert len(default) > 1, plural  # a grid, not one value
+
+
 def test_a_new_config_field_becomes_a_flag_of_both_tools_and_reaches_the_model(monkeypatch):
     """What a helper adding a model variant relies on (shown with a made-up field)."""
     import dataclasses
@@ -395,6 +413,8 @@ def _corrupt(kind: str, good: bytes, path: Path) -> None:
         path.write_bytes(b"")
     elif kind == "text":
         path.write_text("not a checkpoint\n")
+    elif kind == "flipped flag":  # the first central directory entry's flag bits
+        path.write_bytes(_flipped(good, good.index(b"PK\x01\x02") + 8, 0xFF))
     elif kind in ("foreign dict", "bare tensor", "other format", "missing keys", "code"):
         ckpt = torch.load(io.BytesIO(good), weights_only=True)
         save(
@@ -419,6 +439,7 @@ def _corrupt(kind: str, good: bytes, path: Path) -> None:
         ("other format", f"has checkpoint format {CHECKPOINT_FORMAT + 1}, this trainer reads"),
         ("missing keys", "lacks ['optimizer']"),
         ("code", "holds objects that weights_only loading refuses"),
+        ("flipped flag", "could not be read (NotImplementedError: "),
     ],
 )
 def test_a_bad_checkpoint_is_one_line_naming_the_file(
@@ -436,3 +457,75 @@ def test_debug_shows_the_traceback(good_checkpoint, tmp_path, capsys):
     _corrupt("empty", good_checkpoint, tmp_path / CHECKPOINT)
     with pytest.raises(ValueError, match="is empty"):
         run_cli(capsys, tmp_path, "--resume", "--debug")
+
+
+def _flipped(good: bytes, position: int, mask: int) -> bytes:
+    damaged = bytearray(good)
+    damaged[position] ^= mask
+    return bytes(damaged)
+
+
+def _flip_positions(good: bytes) -> dict[str, int]:
+    """Named byte positions of a checkpoint's zip archive where flipping every bit (``^ 0xFF``)
+    breaks it (torch stores members uncompressed: each member's bytes follow its 30-byte local
+    header, name and extra field)."""
+    import io
+    import zipfile
+
+    def data_start(header: int) -> int:
+        name, extra = (
+            int.from_bytes(good[header + o : header + o + 2], "little") for o in (26, 28)
+        )
+        return header + 30 + name + extra
+
+    with zipfile.ZipFile(io.BytesIO(good)) as archive:
+        tensor = next(i for i in archive.infolist() if "/data/" in i.filename).header_offset
+    central = good.index(b"PK\x01\x02")  # the first entry of the central directory
+    locator = good.rindex(b"PK\x06\x07")  # torch writes zip64 end records
+    assert central > len(good) // 2 and locator > len(good) - 100  # both near the end
+    return {
+        "first byte": 0,
+        "pickle data": data_start(0),
+        "tensor record signature": tensor,
+        "tensor record name": tensor + 30,
+        "tensor record data": data_start(tensor),
+        "central directory signature": central,
+        "central directory version": central + 6,
+        "central directory flags": central + 8,
+        "central directory name length": central + 28,
+        "central directory local offset": central + 42,
+        "zip64 end locator disk number": locator + 4,
+    }
+
+
+def _load_or_message(path: Path) -> str | None:
+    """None if ``path`` loads, else the ``CheckpointError``'s message (any other error fails)."""
+    try:
+        checkpoint_module.load_checkpoint(path)
+    except checkpoint_module.CheckpointError as exc:
+        message = str(exc)
+        assert message.startswith(f"{path} ") and "\n" not in message, message
+        assert "start afresh" in message, message
+        return message
+    return None
+
+
+def test_a_flipped_byte_in_a_checkpoint_is_a_one_line_checkpoint_error(good_checkpoint, tmp_path):
+    path = tmp_path / CHECKPOINT
+    path.write_bytes(good_checkpoint)
+    assert _load_or_message(path) is None  # the positions below damage a checkpoint that loads
+    for where, position in _flip_positions(good_checkpoint).items():
+        path.write_bytes(_flipped(good_checkpoint, position, 0xFF))
+        assert _load_or_message(path) is not None, f"a flipped byte ({where}) went unnoticed"
+
+
+def test_no_flipped_byte_in_the_zip_directory_escapes_as_another_error(good_checkpoint, tmp_path):
+    """Every byte from the central directory to the end, flipped: a one-line ``CheckpointError``
+    or (a date, a comment) a checkpoint that still loads; never ``NotImplementedError`` & co."""
+    path = tmp_path / CHECKPOINT
+    start = good_checkpoint.index(b"PK\x01\x02")
+    refused = 0
+    for position in range(start, len(good_checkpoint)):
+        path.write_bytes(_flipped(good_checkpoint, position, 0xFF))
+        refused += _load_or_message(path) is not None
+    assert refused > (len(good_checkpoint) - start) // 2

@@ -135,9 +135,11 @@ def test_a_reference_must_be_drawn_in_the_rendering_it_is_read_for(tmp_path, mon
         load_references(tmp_path, {"scaled": "w"})
 
 
-def test_transfer_predictions_have_kinds_of_their_own(tmp_path):
-    (tmp_path / "predictions.md").write_text(
-        '```json\n{"size": 48, "predictions": [{"id": "T", "kind": "kept"}]}\n```\n'
+def test_transfer_predictions_have_kinds_of_their_own(tmp_path, publish_file):
+    publish_file(
+        tmp_path,
+        "predictions.md",
+        '```json\n{"size": 48, "predictions": [{"id": "T", "kind": "kept"}]}\n```\n',
     )
     assert load_transfer_predictions(tmp_path)["size"] == 48
     with pytest.raises(ValueError, match="prediction T: kind must be one of"):

@@ -12,13 +12,18 @@ The run that writes the embedding is ``companion.experiments.runs.learned_embedd
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import torch
 from torch import Tensor
 
 from companion._checks import check_positive_int, to_pair
+from companion.experiments.integrity import (
+    ResultsError,
+    read_manifest,
+    verified_json,
+    verified_tensors,
+)
 from companion.train.provenance import PACKAGE_DIR
 
 RESULT_NAME = "learned-abs"
@@ -27,7 +32,8 @@ PROVENANCE_FILE = "provenance.json"
 
 
 def load_learned_embedding(folder: str | Path | None = None) -> tuple[Tensor, dict]:
-    """The saved ``(1, h, w, D)`` embedding and its provenance record.
+    """The saved ``(1, h, w, D)`` embedding and its provenance record, checked against the
+    folder's ``SHA256SUMS`` (``companion.experiments.integrity``).
 
     Without ``folder``, ``results/learned-abs`` is looked for where chapter notebooks find their
     results: the current directory, its parent (notebooks run in ``book/``), the installed
@@ -45,8 +51,12 @@ def load_learned_embedding(folder: str | Path | None = None) -> tuple[Tensor, di
     )
     for place in places:
         if (place / EMBEDDING_FILE).is_file() and (place / PROVENANCE_FILE).is_file():
-            embedding = torch.load(place / EMBEDDING_FILE, map_location="cpu", weights_only=True)
-            return embedding, json.loads((place / PROVENANCE_FILE).read_text())
+            record = verified_json(place, PROVENANCE_FILE)
+            embedding = verified_tensors(place, EMBEDDING_FILE)
+            recorded = record.get("embedding_sha256")  # a run from before recorded none
+            if recorded is not None and recorded != read_manifest(place)[EMBEDDING_FILE]:
+                raise ResultsError(f"{place / EMBEDDING_FILE} is not the one its run recorded")
+            return embedding, record
     raise FileNotFoundError(
         f"folder: no {EMBEDDING_FILE} with {PROVENANCE_FILE} in any of {[str(p) for p in places]}"
     )

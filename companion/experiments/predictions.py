@@ -30,6 +30,7 @@ import numpy as np
 
 from companion.experiments.bootstrap import Interval, gap_interval, lift_gap_interval
 from companion.experiments.evaluation import labels_from_text, unpack_bits
+from companion.experiments.integrity import verified_bytes
 from companion.experiments.stats import binomial_interval, fisher_exact
 
 KINDS = ("count", "gap", "lift-gap", "count-gap")
@@ -39,9 +40,10 @@ _BLOCK = re.compile(r"```json\n(.*?)\n```", re.DOTALL)
 
 def load_predictions(folder: str | Path, kinds: Sequence[str] = KINDS) -> dict[str, Any]:
     """The ``json`` block of ``folder/predictions.md``: ``{"solved", "predictions"}`` (chapter
-    6's transfer predictions have kinds of their own, ``transfer_reading.KINDS``)."""
+    6's transfer predictions have kinds of their own, ``transfer_reading.KINDS``), checked
+    against the folder's ``SHA256SUMS`` (``companion.experiments.integrity``)."""
     path = Path(folder) / PREDICTIONS
-    blocks = _BLOCK.findall(path.read_text())
+    blocks = _BLOCK.findall(verified_bytes(folder, PREDICTIONS).decode("utf-8"))
     if len(blocks) != 1:
         raise ValueError(f"{path} must hold exactly one ```json block, found {len(blocks)}")
     found = json.loads(blocks[0])

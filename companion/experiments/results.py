@@ -3,20 +3,30 @@
 (Written by :mod:`companion.experiments.runs.ablation`; read here, also by readers who installed
 only the package, e.g. on Colab: the book's ``results/`` folder ships inside it as
 ``companion/book_results``.)
+
+Nothing is read unverified (:mod:`companion.experiments.integrity`): every file is checked against
+the folder's ``SHA256SUMS``; every run, with its curve, against the ``record_sha256`` the run
+sealed (which covers its per-image results, final metrics and settings); the runs against the
+plan; the summary against the runs it is computed from; a bias table against the hash its run
+recorded. A mismatch is a one-line ``ResultsError`` naming the file.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import torch
-
+from companion.experiments.integrity import (
+    ResultsError,
+    is_sealed,
+    read_manifest,
+    verified_json,
+    verified_tensors,
+)
 from companion.experiments.stats import paired_interval
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the companion package
@@ -179,8 +189,64 @@ def find_results(name: str, search: Sequence[Path] | None = None) -> Path:
 
 
 def load_results(folder: str | os.PathLike[str]) -> dict[str, Any]:
-    """``results.json`` of an ablation folder."""
-    return json.loads((Path(folder) / "results.json").read_text())
+    """``results.json`` of an ablation folder, verified (see the module docstring) with every
+    run's curve: a folder that does not verify raises ``ResultsError``."""
+    return check_results(folder)[0]
+
+
+def check_results(
+    folder: str | os.PathLike[str], read: Callable[[Path, str], Any] = verified_json
+) -> tuple[dict[str, Any], dict[str, list[dict]]]:
+    """``results.json`` and every run's curve (``{run key: epochs}``), each file read with
+    ``read`` (by default checked against ``SHA256SUMS``), each run checked against its
+    ``record_sha256`` and the summary against the runs."""
+    folder = Path(folder)
+    path = folder / "results.json"
+    results = read(folder, "results.json")
+    try:
+        curves = {}
+        for run in results["runs"]:
+            key = run_key(run["dataset"], run["pos"], run["seed"], run.get("variant", "swin"))
+            curves[key] = read(folder, f"curves/{key}.json")["epochs"]
+            if not is_sealed({**run, "epochs": curves[key]}):
+                raise ResultsError(
+                    f"{path}: run {key} with curves/{key}.json does not match the "
+                    f"record_sha256 the run sealed (its results or its curve were changed)"
+                )
+        planned, found = planned_runs(results["plan"]), set(curves)
+        if planned != found:
+            missing, extra = sorted(planned - found), sorted(found - planned)
+            raise ResultsError(
+                f"{path}: its runs are not its plan's (missing {missing[:3]}, not planned "
+                f"{extra[:3]}): runs were removed or added"
+            )
+        if summarize(results["runs"]) != results["summary"]:
+            raise ResultsError(
+                f"{path}: its summary is not the one its runs give (the summary was changed)"
+            )
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ResultsError(
+            f"{path} is not an ablation's results ({type(exc).__name__}: {exc})"
+        ) from None
+    return results, curves
+
+
+def planned_runs(plan: dict[str, Any]) -> set[str]:
+    """The run keys a ``results.json``'s ``plan`` names: every dataset x pos x seed in its
+    variant, and each extra cell for its ``extra_seeds``."""
+    variant = plan.get("variant", "swin")
+    keys = {
+        run_key(d, p, s, variant)
+        for s in plan["seeds"]
+        for d in plan["datasets"]
+        for p in plan["pos"]
+    }
+    for cell in plan.get("extra", []):
+        dataset, pos, cell_variant = cell.split(":")
+        keys |= {
+            run_key(dataset, pos, s, cell_variant) for s in plan.get("extra_seeds") or plan["seeds"]
+        }
+    return keys
 
 
 def load_curves(
@@ -188,15 +254,15 @@ def load_curves(
 ) -> dict[tuple, list[dict]]:
     """Every run's per-epoch records: of ``variant``'s runs keyed by ``(dataset, pos, seed)``, or
     with ``variant=None`` of every run keyed by ``(dataset, pos, variant, seed)``."""
+    results, saved = check_results(folder)
     curves: dict[tuple, list[dict]] = {}
-    for run in load_results(folder)["runs"]:
+    for run in results["runs"]:
         v = run.get("variant", "swin")
         if variant is not None and v != variant:
             continue
-        key = run_key(run["dataset"], run["pos"], run["seed"], v)
-        saved = json.loads((Path(folder) / "curves" / f"{key}.json").read_text())
         where = (run["dataset"], run["pos"], run["seed"])
-        curves[where if variant is not None else (*where[:2], v, where[2])] = saved["epochs"]
+        key = run_key(*where[:2], where[2], v)
+        curves[where if variant is not None else (*where[:2], v, where[2])] = saved[key]
     return curves
 
 
@@ -212,14 +278,23 @@ def load_bias_tables(
     """The bias tables saved for ``dataset``, ``pos`` and ``variant`` (see
     ``companion.experiments.runs.ablation.bias_tables``: every table in the signed-offset
     layout)."""
-    path = Path(folder) / bias_file(dataset, pos, variant)
-    if not path.is_file():
+    name = bias_file(dataset, pos, variant)
+    results = load_results(folder)
+    if name not in results.get("bias_files", []):
         raise FileNotFoundError(
             f"no bias tables for dataset={dataset!r}, pos={pos!r}, variant={variant!r} in "
             f"{folder} (they are saved for the first seed of each cell whose model has relative "
             f"position bias tables)"
         )
-    return torch.load(path, weights_only=True)
+    tables = verified_tensors(folder, name)
+    sealed = {
+        r.get("bias_sha256")
+        for r in results["runs"]
+        if bias_file(r["dataset"], r["pos"], r.get("variant", "swin")) == name
+    } - {None}  # the hash the run sealed into its record (runs from before recorded none)
+    if sealed and read_manifest(folder)[name] not in sealed:  # checked against the file above
+        raise ResultsError(f"{Path(folder) / name} is not the table its run recorded")
+    return tables
 
 
 #: Width of the book's code and output column, in characters (the lint limit, pyproject.toml).

@@ -10,19 +10,27 @@ condition); read here: its mean ± std over seeds (:func:`transfer_summary`,
 
 from __future__ import annotations
 
-import json
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
+from companion.experiments.integrity import ResultsError, is_sealed, verified_json
 from companion.experiments.resolution_transfer import (
     WINDOW_GROWN,
     WINDOW_KEPT,
     condition_name,
     grown_condition,
 )
-from companion.experiments.results import DERIVED, LINE, cell_label, mean_std, summarize
+from companion.experiments.results import (
+    DERIVED,
+    LINE,
+    cell_label,
+    load_results,
+    mean_std,
+    run_sources,
+    summarize,
+)
 from companion.experiments.stats import holm, paired_interval, paired_t_test
 
 
@@ -74,10 +82,23 @@ def transfer_table(summary: Sequence[dict[str, Any]]) -> str:
 
 def load_transfer(folder: str | Path) -> dict[str, Any]:
     """``transfer.json`` of an ablation folder (written by ``resolution_experiment.run_transfer``),
-    its rows and summary with today's condition names (``condition_name``; the file is not
-    changed). The names it had to map are under ``"renamed"`` (recorded name -> today's; empty for
-    a record written with today's names)."""
-    results = json.loads((Path(folder) / DERIVED[0]).read_text())
+    checked against the folder's ``SHA256SUMS`` and against the runs of the ``results.json``
+    beside it (``sources``), with today's condition names (:func:`with_todays_names`)."""
+    results = verified_json(folder, DERIVED[0])
+    if "record_sha256" in results and not is_sealed(results):  # sealed since records were
+        raise ResultsError(f"{Path(folder) / DERIVED[0]} does not match its record_sha256")
+    if results.get("sources") != run_sources(load_results(folder)):
+        raise ResultsError(
+            f"{Path(folder) / DERIVED[0]} was computed from other runs than the results.json "
+            f"beside it holds"
+        )
+    return with_todays_names(results)
+
+
+def with_todays_names(results: dict[str, Any]) -> dict[str, Any]:
+    """A ``transfer.json``'s rows and summary with today's condition names (``condition_name``),
+    in place; the names it had to map are under ``"renamed"`` (recorded name -> today's; empty
+    for a record written with today's names)."""
     renamed: dict[str, str] = {}
     for record in (*results["rows"], *results["summary"]):
         name = condition_name(record["condition"])

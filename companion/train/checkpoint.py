@@ -75,21 +75,7 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
         raise FileNotFoundError(f"no checkpoint at {path}")
     if path.stat().st_size == 0:
         raise CheckpointError(f"{path} is empty (0 bytes): delete it and start afresh")
-    if not zipfile.is_zipfile(path):
-        raise CheckpointError(
-            f"{path} is not a torch checkpoint (not a zip archive: truncated, or another kind of "
-            f"file); delete it and start afresh"
-        )
-    _check_crc(path)
-    try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CheckpointError(
-            f"{path} holds objects that weights_only loading refuses ({first})"
-        ) from None
-    except (RuntimeError, EOFError, OSError, ValueError) as exc:
-        raise CheckpointError(f"{path} could not be read ({type(exc).__name__}: {exc})") from None
+    ckpt = _read(path)
     if not isinstance(ckpt, dict):
         raise CheckpointError(
             f"{path} holds a {type(ckpt).__name__}, not a companion-train checkpoint (a dict)"
@@ -119,14 +105,53 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
     return ckpt
 
 
+def _read(path: Path) -> Any:
+    """``torch.load`` of a zip archive whose members match their CRC-32s. A damaged archive fails
+    in many ways (``BadZipFile``, ``NotImplementedError`` for a flipped flag bit, ``RuntimeError``
+    for a bit that claims encryption, ...): every one is a one-line ``CheckpointError``."""
+    try:  # open it here: is_zipfile says "no" for a file it cannot open
+        with open(path, "rb") as file:
+            is_zip = zipfile.is_zipfile(file)  # and raises, for some broken end records
+    except Exception as exc:
+        raise _unreadable(path, exc) from None
+    if not is_zip:
+        raise CheckpointError(
+            f"{path} is not a torch checkpoint (not a zip archive: truncated, or another kind of "
+            f"file); delete it and start afresh"
+        )
+    _check_crc(path)
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        raise CheckpointError(
+            f"{path} holds objects that weights_only loading refuses ({_first_line(exc)})"
+        ) from None
+    except Exception as exc:
+        raise _unreadable(path, exc) from None
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _unreadable(path: Path, exc: Exception) -> CheckpointError:
+    """The error for a checkpoint that could not be read: its first line, and what to do."""
+    what = f"{type(exc).__name__}: {_first_line(exc)}"
+    if isinstance(exc, PermissionError):
+        return CheckpointError(f"{path} could not be read ({what}): check its permissions")
+    return CheckpointError(
+        f"{path} could not be read ({what}): it is damaged; delete it and start afresh"
+    )
+
+
 def _check_crc(path: Path) -> None:
     """Every member of the checkpoint's zip archive must match its stored CRC-32: flipped bytes
     inside the tensor data leave the archive's structure intact, and only this finds them."""
     try:
         with zipfile.ZipFile(path) as archive:
             bad = archive.testzip()
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
-        raise CheckpointError(f"{path} could not be read ({type(exc).__name__}: {exc})") from None
+    except Exception as exc:
+        raise _unreadable(path, exc) from None
     if bad is not None:
         raise CheckpointError(
             f"{path} is corrupted: its member {bad} does not match its CRC-32 (the bytes changed "

@@ -365,11 +365,14 @@ def add_arguments(
     for f in chosen:
         meta, (base, _, many) = f.metadata, types[f.name]
         default = f.default if f.default is not MISSING else None
+        on_grid = grid and meta["grid"] is not None
+        if on_grid:  # the grid's values run, not the single field's default
+            default = " ".join(map(str, meta["grid"][1]))
         shown = default is not None and "default" not in meta["help"] and base is not bool
         text = f"{meta['help']} (default: {default})" if shown else meta["help"]
         common = {"dest": f.name, "help": text, "choices": meta["choices"]}
         flag = "--" + f.name.replace("_", "-")
-        if grid and meta["grid"] is not None:
+        if on_grid:
             plural, values = meta["grid"]
             parser.add_argument(f"--{plural}", nargs="+", type=base, default=list(values), **common)
         elif many:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import re
 import shlex
 import shutil
 import sys
@@ -42,6 +43,7 @@ import torch
 from torch import nn
 
 from companion._io import (
+    TEMP_SUFFIX,
     atomic_write,
     atomic_write_json,
     atomic_write_text,
@@ -54,11 +56,13 @@ from companion.data.tasks import IMAGE_SIZE
 from companion.experiments.evaluation import evaluation_splits, labels_record, split_results
 from companion.experiments.runs.pool import run_all, threads_per_worker
 from companion.train.provenance import hardware, provenance, source_digest
+from companion.experiments.integrity import seal
 from companion.experiments.runs.publish import (
     check_derived,
     derived_state,
+    finish_staging,
+    publish_lock,
     restore_interrupted_swap,
-    swap_in,
 )
 from companion.experiments.results import (
     DERIVED,
@@ -71,7 +75,10 @@ from companion.experiments.results import (
     summarize,
 )
 from companion.train import CHECKPOINT, ModelFactory, TrainConfig, load_checkpoint, train
-from companion.train.checkpoint import settings_differences
+from companion.position import Position
+from companion.swin_configs import canonical_variant
+from companion.train.build import build_model
+from companion.train.checkpoint import load_states, settings_differences
 from companion.train.cli import add_debug_flag, run_reporting_errors
 from companion.train.config import (
     MAX_PROCESSES,
@@ -87,6 +94,8 @@ from companion.train.config import (
 )
 from companion.train.rundir import RunLock, check_writable_folder
 
+#: ``companion._io``'s temporary files of a run record or bias table in the work folder.
+WORK_TEMP = re.compile(rf"\..+\.(json|bias\.pt)\.\w+{re.escape(TEMP_SUFFIX)}")
 #: Files of a results folder written before its runs (the predictions), carried over unchanged
 #: by every publish.
 KEPT = ("predictions.md",)
@@ -216,6 +225,7 @@ def check_extra_cell(cell: object) -> tuple[str, str, str]:
     try:
         for name, value in (("dataset", dataset), ("pos", pos), ("variant", variant)):
             check_setting(name, value)
+        variant = canonical_variant(variant)  # torus+torus and torus are one model, one cell
         if variant == "swin":
             raise ValueError("variant 'swin' is the main grid's (--datasets, --pos)")
     except (TypeError, ValueError) as exc:
@@ -260,12 +270,6 @@ def _differences(saved_settings: dict[str, Any], saved_code: object, cfg: TrainC
     if saved_code != source_digest():
         diff.append("the companion code changed since (its sha256 differs)")
     return "; ".join(diff)
-
-
-def seal(record: dict[str, Any]) -> dict[str, Any]:
-    """``record`` with ``record_sha256``: the content hash of everything else in it."""
-    body = {k: v for k, v in record.items() if k != "record_sha256"}
-    return {**body, "record_sha256": json_sha256(body)}
 
 
 def check_sealed(record: dict[str, Any], path: Path) -> None:
@@ -328,6 +332,8 @@ def _run_one(
         why = _differences(record["settings"], record["code_sha256"], cfg)
         if why:
             raise _refuse(plan, record_path, why)
+        if not _tables_intact(record, out.with_name(out.name + ".bias.pt")):
+            _restore_tables(record, cfg, out, dataset, factory)
         return record
     if (out / CHECKPOINT).exists():
         saved = load_checkpoint(out / CHECKPOINT)
@@ -357,9 +363,7 @@ def _run_one(
             result.model, dataset, cfg.test_size, cfg.data_seed, data_size(cfg), cfg.rendering
         ),
     }
-    tables = bias_tables(result.model)
-    if tables:
-        atomic_write(out.with_name(out.name + ".bias.pt"), lambda f: torch.save(tables, f))
+    record["bias_sha256"] = _save_tables(result.model, out)
     record = seal(json.loads(json.dumps(record)))  # hashed as a reuse reads it back
     atomic_write_json(record_path, record)  # last: its presence means the run is complete
     return record
@@ -436,37 +440,92 @@ def _publish(plan: AblationPlan, results: dict[str, Any], records: list[dict[str
     """Write the results folder into a staging folder, then swap it in (one atomic exchange
     where the OS has one): the previous folder stays whole and readable until that moment.
     Results derived from the previous folder's runs (the resolution experiment's) are carried
-    over when they were computed from exactly these records and checkpoints."""
+    over when they were computed from exactly these records and checkpoints. One publisher at a
+    time (``publish_lock``): derived results are checked again under the lock, and the new
+    folder must keep every file of the old one (``finish_staging``)."""
     folder = plan.folder
-    staging = folder.with_name(f".{folder.name}.staging")
-    shutil.rmtree(staging, ignore_errors=True)  # left by an interrupted publish
-    bias_files = []
-    for r in records:
-        variant = r.get("variant", "swin")
-        key = run_key(r["dataset"], r["pos"], r["seed"], variant)
-        summary = {k: r[k] for k in ("final", "best_test_acc", "wall_s", "num_params")}
-        atomic_write_json(
-            staging / "curves" / f"{key}.json",
-            {"summary": summary, "settings": r["settings"], "code_sha256": r["code_sha256"],
-             "epochs": r["epochs"]},
-        )  # fmt: skip
-        tables = plan.work / f"{key}.bias.pt"
-        if r["seed"] == plan.seeds[0] and tables.is_file():
-            rel = bias_file(r["dataset"], r["pos"], variant)
-            (staging / "bias").mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(tables, staging / rel)
-            bias_files.append(rel)
-    results["bias_files"] = bias_files
-    atomic_write_json(staging / "results.json", results)
-    atomic_write_text(staging / "results.md", results_table(results["summary"], results["chance"]))
-    for name in KEPT:  # written before the run (predictions); never rewritten by it
-        if (folder / name).is_file():
-            shutil.copyfile(folder / name, staging / name)
-    if derived_state(folder, run_sources(results)) == "current":
-        for name in DERIVED:
+    with publish_lock(folder) as staging:
+        _check_derived(plan, records)  # again: another process may have published meanwhile
+        bias_files = []
+        for r in records:
+            variant = r.get("variant", "swin")
+            key = run_key(r["dataset"], r["pos"], r["seed"], variant)
+            summary = {k: r[k] for k in ("final", "best_test_acc", "wall_s", "num_params")}
+            atomic_write_json(
+                staging / "curves" / f"{key}.json",
+                {"summary": summary, "settings": r["settings"], "code_sha256": r["code_sha256"],
+                 "epochs": r["epochs"]},
+            )  # fmt: skip
+            tables = plan.work / f"{key}.bias.pt"
+            if r["seed"] == plan.seeds[0] and tables.is_file():
+                if not _tables_intact(r, tables):
+                    raise ValueError(f"{tables} changed after its run: run the command again")
+                rel = bias_file(r["dataset"], r["pos"], variant)
+                (staging / "bias").mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(tables, staging / rel)
+                bias_files.append(rel)
+        results["bias_files"] = bias_files
+        results["header"]["hashed"] = "at publish"
+        atomic_write_json(staging / "results.json", results)
+        table = results_table(results["summary"], results["chance"])
+        atomic_write_text(staging / "results.md", table)
+        for name in KEPT:  # written before the run (predictions); never rewritten by it
             if (folder / name).is_file():
                 shutil.copyfile(folder / name, staging / name)
-    swap_in(staging, folder)
+        kept = derived_state(folder, run_sources(results)) == "current"
+        for name in DERIVED if kept else ():
+            if (folder / name).is_file():
+                shutil.copyfile(folder / name, staging / name)
+        finish_staging(staging, folder, dropped=() if kept else DERIVED)
+
+
+def _save_tables(model: nn.Module, out: Path) -> str | None:
+    """Save ``model``'s bias tables beside its run folder (``<run>.bias.pt``); their sha256, or
+    ``None`` for a model without tables."""
+    tables = bias_tables(model)
+    if not tables:
+        return None
+    path = out.with_name(out.name + ".bias.pt")
+    atomic_write(path, lambda f: torch.save(tables, f))
+    return file_sha256(path)
+
+
+def _tables_intact(record: dict[str, Any], tables: Path) -> bool:
+    """Whether ``tables`` (a run's ``.bias.pt``) is the file its run wrote: the hash the record
+    sealed (``bias_sha256``; ``None``: the model had no tables), or, for a record from before
+    runs recorded it, a file that loads (missing: only if the run's position has no table)."""
+    if "bias_sha256" in record:
+        expected = record["bias_sha256"]
+        return expected is None or (tables.is_file() and file_sha256(tables) == expected)
+    if not tables.is_file():
+        return not Position.parse(record["pos"]).has_table
+    try:
+        torch.load(tables, map_location="cpu", weights_only=True)
+    except Exception:  # any reason: the file is not one the run could have written
+        return False
+    return True
+
+
+def _restore_tables(
+    record: dict[str, Any],
+    cfg: TrainConfig,
+    out: Path,
+    dataset: str,
+    factory: ModelFactory | None,
+) -> None:
+    """Write a reused run's missing or damaged ``.bias.pt`` again from its checkpoint (whose
+    hash ``_read_record`` has checked): the same tables, without training again."""
+    tables = out.with_name(out.name + ".bias.pt")
+    print(f"{tables} is missing or damaged: writing it again from {out / CHECKPOINT}", flush=True)
+    saved = load_checkpoint(out / CHECKPOINT)
+    model = build_model(cfg, num_classes(dataset), factory)
+    load_states(out / CHECKPOINT, saved, model=model)
+    written = _save_tables(model, out)
+    if record.get("bias_sha256", written) != written:
+        raise StaleRunError(
+            f"{tables} written again from {out / CHECKPOINT} is not the one its record names; "
+            f"pass --fresh to train the runs again"
+        )
 
 
 def _check_derived(plan: AblationPlan, records: list[dict[str, Any]] | None) -> None:
@@ -491,6 +550,9 @@ def run_ablation(
     start = time.perf_counter()
     plan.work.mkdir(parents=True, exist_ok=True)
     with RunLock(plan.work, label="--work-dir/--name"):
+        for stale in plan.work.iterdir():  # left by a run killed while it wrote its record
+            if WORK_TEMP.fullmatch(stale.name):
+                stale.unlink(missing_ok=True)
         if plan.fresh:
             for child in plan.work.iterdir():
                 if child.name not in (".lock", ".lock.json"):
@@ -502,12 +564,13 @@ def run_ablation(
             f"their last checkpoint: run the same command again to continue"
         )
         task = functools.partial(_run_point, plan, factory)
-        records = run_all(task, plan.runs(), plan.jobs, hint)
+        records = run_all(
+            task, plan.runs(), plan.jobs, hint, describe=lambda r: run_key(r[0], r[1], r[3], r[2])
+        )
         header = provenance(command)
         header["wall_s"] = time.perf_counter() - start
         header["jobs"] = plan.jobs
         results = _results(plan, records, header)
-        _check_derived(plan, records)
         _publish(plan, results, records)
     return json.loads(json.dumps(results))
 

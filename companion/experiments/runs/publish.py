@@ -1,6 +1,8 @@
-"""Publishing a results folder as one unit: swapped in whole, never half-written or missing, and
-the results derived from its runs (``results.DERIVED``: the resolution experiment's) kept only
-while they match those runs by content hash."""
+"""Publishing a results folder as one unit: swapped in whole, never half-written or missing, never
+with fewer or other files than the folder it replaces unless that is asked for, hashed
+(``SHA256SUMS``, :mod:`companion.experiments.integrity`), one publisher at a time, and the
+results derived from its runs (``results.DERIVED``: the resolution experiment's) kept only while
+they match those runs by content hash."""
 
 from __future__ import annotations
 
@@ -9,10 +11,61 @@ import json
 import os
 import shutil
 import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock, Timeout
+
+from companion.experiments.integrity import file_hashes, write_manifest
 from companion.experiments.results import DERIVED, load_results, run_sources
+
+
+@contextmanager
+def publish_lock(folder: Path) -> Iterator[Path]:
+    """Hold the OS lock that serialises every publish to ``folder`` (the ablation's and the
+    resolution experiment's), waiting for another publisher to finish; yields a staging folder of
+    this process's own. The lock file sits beside ``folder`` (``.<name>.lock``), not in it: the
+    folder itself is swapped. Staging folders that a killed publisher left are removed (under
+    the lock nobody else is using one), and so is this one's if the publish does not finish."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(folder.with_name(f".{folder.name}.lock"))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        print(f"waiting for another process publishing {folder}", file=sys.stderr, flush=True)
+        lock.acquire()
+    staging = folder.with_name(f".{folder.name}.staging-{os.getpid()}")
+    try:
+        for stale in folder.parent.glob(f".{folder.name}.staging*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        yield staging
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # what a refused or failed publish left
+        lock.release()
+
+
+def check_nothing_lost(staging: Path, folder: Path, dropped: Iterable[str] = ()) -> None:
+    """Refuse to replace ``folder`` with ``staging`` when a file of ``folder`` (but ``dropped``)
+    would be lost. (A damaged file never reaches ``staging``: the ablation checks each bias table
+    against the hash its run recorded before copying it.)"""
+    before, after = file_hashes(folder) if folder.is_dir() else {}, file_hashes(staging)
+    lost = sorted(set(before) - set(after) - set(dropped))
+    if lost:
+        raise ValueError(
+            f"publishing would remove {len(lost)} file(s) from {folder} ({', '.join(lost[:4])}"
+            f"{', ...' if len(lost) > 4 else ''}): restore them in the work folder (or run with "
+            f"--fresh to train everything again), or publish under another --name"
+        )
+
+
+def finish_staging(staging: Path, folder: Path, dropped: Iterable[str] = ()) -> None:
+    """Hash ``staging`` (``SHA256SUMS``), check that it loses nothing of ``folder``
+    (:func:`check_nothing_lost`) and swap it in (:func:`swap_in`)."""
+    check_nothing_lost(staging, folder, dropped)
+    write_manifest(staging)
+    swap_in(staging, folder)
 
 
 def derived_state(folder: Path, sources: dict[str, Any] | None) -> str:

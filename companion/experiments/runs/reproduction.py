@@ -6,7 +6,9 @@ Two folders written by :mod:`companion.experiments.runs.ablation` reproduce each
 the same runs and every run has the same per-image test bits, final metrics, best test accuracy
 and per-epoch curve, and every saved bias table is equal, element for element. Timings (epoch
 times, speeds, wall times), headers, code digests and content hashes are not compared: they say
-when and how a run was made, not what it learned. (An earlier folder is at hand with, e.g.,
+when and how a run was made, not what it learned. Both folders are read verified
+(``companion.experiments.results``): a folder whose files or runs were changed after they were
+published is refused, not compared. (An earlier folder is at hand with, e.g.,
 ``git archive COMMIT results/cpu-ablation | tar -x -C /tmp/old``.)
 """
 
@@ -21,7 +23,9 @@ from typing import Any
 
 import torch
 
-from companion.experiments.results import run_key
+from companion.experiments.integrity import verified_tensors
+from companion.experiments.results import check_results, run_key
+from companion.train.cli import add_debug_flag, run_reporting_errors
 
 #: Per-epoch fields that measure the machine, not the run.
 TIMING = frozenset({"epoch_time_s", "images_per_s"})
@@ -39,9 +43,12 @@ def _learned(record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _runs(folder: Path) -> dict[str, dict[str, Any]]:
-    runs = json.loads((folder / "results.json").read_text())["runs"]
-    return {run_key(r["dataset"], r["pos"], r["seed"], r.get("variant", "swin")): r for r in runs}
+def _runs(folder: Path) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """Every run of ``folder`` and its curve, by run key, verified."""
+    results, curves = check_results(folder)
+    runs = results["runs"]
+    keyed = {run_key(r["dataset"], r["pos"], r["seed"], r.get("variant", "swin")): r for r in runs}
+    return keyed, curves
 
 
 def _equal(a: Any, b: Any) -> bool:
@@ -65,7 +72,7 @@ def differences(old: str | Path, new: str | Path) -> list[str]:
     for folder in (old, new):
         if not (folder / "results.json").is_file():
             raise FileNotFoundError(f"no results.json in {folder} (not an ablation folder)")
-    a, b = _runs(old), _runs(new)
+    (a, curves_a), (b, curves_b) = _runs(old), _runs(new)
     found = [f"run {k} only in {old}" for k in sorted(a.keys() - b.keys())]
     found += [f"run {k} only in {new}" for k in sorted(b.keys() - a.keys())]
     for key in sorted(a.keys() & b.keys()):
@@ -73,15 +80,13 @@ def differences(old: str | Path, new: str | Path) -> list[str]:
         found += [
             f"{key}: {field} differs" for field in LEARNED if not _equal(la[field], lb[field])
         ]
-        curves = [
-            json.loads((f / "curves" / f"{key}.json").read_text())["epochs"] for f in (old, new)
-        ]
+        curves = curves_a[key], curves_b[key]
         if [_without_timing(e) for e in curves[0]] != [_without_timing(e) for e in curves[1]]:
             found.append(f"{key}: curve differs")
     tables = [{p.name for p in (f / "bias").glob("*.pt")} for f in (old, new)]
     found += [f"bias/{n} only in one folder" for n in sorted(tables[0] ^ tables[1])]
     for name in sorted(tables[0] & tables[1]):
-        pair = [torch.load(f / "bias" / name, weights_only=True) for f in (old, new)]
+        pair = [verified_tensors(f, f"bias/{name}") for f in (old, new)]
         if not _equal(*pair):
             found.append(f"bias/{name} differs")
     return found
@@ -94,14 +99,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument("old", type=Path)
     p.add_argument("new", type=Path)
+    add_debug_flag(p)
     args = p.parse_args(argv)
-    found = differences(args.old, args.new)
-    runs = len(_runs(args.new))
-    for line in found:
-        print(line)
-    verdict = "reproduces" if not found else f"does not reproduce ({len(found)} differences)"
-    print(f"{args.new} {verdict} {args.old}: {runs} runs compared")
-    return 1 if found else 0
+    found: list[str] = []
+
+    def work() -> None:
+        found.extend(differences(args.old, args.new))
+        runs = len(_runs(args.new)[0])
+        for line in found:
+            print(line)
+        verdict = "reproduces" if not found else f"does not reproduce ({len(found)} differences)"
+        print(f"{args.new} {verdict} {args.old}: {runs} runs compared")
+
+    code = run_reporting_errors(p.prog, work, args.debug)
+    return code if code or not found else 1
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ import dataclasses
 import functools
 import json
 import shlex
+import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -40,7 +41,9 @@ import torch
 from companion._io import atomic_write_json, atomic_write_text, file_sha256
 from companion.data import RENDERINGS, ImageClassificationData, make_dataset, num_classes
 from companion.experiments.evaluation import pack_bits
+from companion.experiments.integrity import seal
 from companion.experiments.runs.pool import run_all, threads_per_worker
+from companion.experiments.runs.publish import finish_staging, publish_lock
 from companion.train.provenance import provenance
 from companion.experiments.resolution_transfer import (
     EVAL_SIZES,
@@ -295,14 +298,24 @@ def run_transfer(
     task = functools.partial(_moved_run, work, threads, settings)
     items = [(d, p, s, v, source["checkpoint_sha256"]) for d, p, s, v, source in runs]
     hint = "nothing was written; run the same command again to start over"
-    per_run = run_all(task, items, jobs, hint)
+    per_run = run_all(task, items, jobs, hint, describe=lambda r: run_key(*r[:4]))
     rows = [row for run_rows in per_run for row in run_rows]
     header = {**provenance(command), "wall_s": time.perf_counter() - start, "jobs": jobs}
     results = {"header": header, "plan": plan, "settings": recorded, "rows": rows}
     results["summary"] = transfer_summary(rows)
     results["sources"] = sources
-    atomic_write_text(results_dir / DERIVED[1], transfer_table(results["summary"]) + "\n")
-    atomic_write_json(results_dir / DERIVED[0], results)  # last: it names the sources
+    results = seal(results)  # the rows as this run computed them (load_transfer checks it)
+    with publish_lock(results_dir) as staging:  # one publisher at a time, the ablation included
+        if run_sources(_published(results_dir)) != sources:
+            raise ValueError(
+                f"{results_dir} was published again while its runs were moved: the runs there "
+                f"are not the ones moved; nothing was written, run this again"
+            )
+        _check_previous(results_dir, recorded, replace)  # again: another may have written one
+        shutil.copytree(results_dir, staging)
+        atomic_write_text(staging / DERIVED[1], transfer_table(results["summary"]) + "\n")
+        atomic_write_json(staging / DERIVED[0], results)
+        finish_staging(staging, results_dir)
     return json.loads(json.dumps(results))
 
 

@@ -1,0 +1,166 @@
+"""What the chapters read is what the runs wrote: a published folder with one file changed,
+damaged, removed or unlisted is refused by every reading function, in one line naming the file;
+where the runs sealed their records, even a hash list made to match does not let an edit through."""
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from companion.experiments.integrity import (
+    MANIFEST,
+    ResultsError,
+    manifest_differences,
+    read_manifest,
+    write_manifest,
+)
+from companion.experiments.reading import (
+    find_results,
+    load_bias_tables,
+    load_curves,
+    load_learned_embedding,
+    load_results,
+    load_transfer_predictions,
+)
+from companion.experiments.runs.hash_results import AFTER_THE_RUN, hash_folder
+from companion.experiments.transfer_results import load_transfer
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    """A copy of the committed ``cpu-transfer`` folder (runs, curves, tables, transfer rows)."""
+    return Path(shutil.copytree(find_results("cpu-transfer"), tmp_path / "cpu-transfer"))
+
+
+def edit_json(path: Path, change) -> None:
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def flip_bit(results: dict) -> None:
+    split = results["runs"][0]["splits"]["test"]
+    key = next(k for k, v in split.items() if isinstance(v, str) and len(v) > 8)
+    split[key] = ("1" if split[key][0] == "0" else "0") + split[key][1:]
+
+
+def drop_run(results: dict) -> None:
+    results["runs"].pop()
+
+
+def shift_summary(results: dict) -> None:
+    results["summary"][0]["mean"] += 0.01
+
+
+def change_commit(results: dict) -> None:
+    results["header"]["git"]["commit"] = "0" * 40
+
+
+def first_curve(folder: Path) -> Path:
+    return sorted((folder / "curves").glob("*.json"))[0]
+
+
+def change_curve(folder: Path) -> None:
+    edit_json(first_curve(folder), lambda c: c["epochs"][0].update(test_acc=0.123))
+
+
+def change_table(folder: Path) -> None:
+    path = sorted((folder / "bias").glob("*.pt"))[0]
+    tables = torch.load(path, weights_only=True)
+    first = next(iter(tables.values()))
+    first["table"][0, 0] += 1.0
+    torch.save(tables, path)
+
+
+def change_transfer_row(folder: Path) -> None:
+    edit_json(folder / "transfer.json", lambda t: t["rows"][0].update(acc=1.0))
+
+
+RESULTS = Path("results.json")
+#: (what is changed, how, the file the message must name, what the runs' seals say once the hash
+#: list is made to match; None: only the hash list guards it)
+TAMPERED = [
+    ("per-image bits", lambda f: edit_json(f / RESULTS, flip_bit), "results.json", "record_sha256"),
+    ("a dropped seed", lambda f: edit_json(f / RESULTS, drop_run), "results.json", "not its plan"),
+    ("a summary value", lambda f: edit_json(f / RESULTS, shift_summary), "results.json", "summary"),
+    ("the commit", lambda f: edit_json(f / RESULTS, change_commit), "results.json", None),
+    ("a curve", change_curve, "curves/", "record_sha256"),
+    ("a bias table entry", change_table, "bias/", None),
+    ("a transfer row", change_transfer_row, "transfer.json", None),
+]
+
+
+def read_everything(folder: Path) -> None:
+    """Every reading function a chapter calls on a results folder."""
+    results = load_results(folder)
+    load_curves(folder, variant=None)
+    load_transfer_predictions(folder)
+    for name in results["bias_files"]:
+        dataset, pos = Path(name).stem.split("__")[:2]
+        load_bias_tables(folder, dataset, pos)
+    load_transfer(folder)
+
+
+def test_the_committed_folders_read_verified_and_are_marked_hashed():
+    for name in ("cpu-ablation", "cpu-far-relation", "cpu-transfer"):
+        folder = find_results(name)
+        assert manifest_differences(folder) == []
+        assert load_results(folder)["header"]["hashed"] == AFTER_THE_RUN
+    embedding, record = load_learned_embedding()
+    assert record["hashed"] == AFTER_THE_RUN and embedding.dim() == 4
+
+
+@pytest.mark.parametrize(
+    ("what", "tamper", "named", "sealed"), TAMPERED, ids=[t[0] for t in TAMPERED]
+)
+def test_a_changed_file_is_refused_in_one_line_naming_it(folder, what, tamper, named, sealed):
+    read_everything(folder)  # intact: reads
+    tamper(folder)
+    with pytest.raises(ResultsError) as info:
+        read_everything(folder)
+    message = str(info.value)
+    assert "\n" not in message and named in message and "changed or damaged" in message
+    write_manifest(folder)  # the hash list made to match the edit
+    if sealed is None:
+        read_everything(folder)  # nothing the runs sealed covers it: the hash list was the guard
+    else:
+        with pytest.raises(ResultsError, match=sealed):
+            read_everything(folder)
+
+
+@pytest.mark.parametrize("damage", ["remove", "truncate", "unlist"])
+def test_a_missing_damaged_or_unlisted_file_is_refused(folder, damage):
+    curve = first_curve(folder)
+    if damage == "remove":
+        curve.unlink()
+    elif damage == "truncate":
+        curve.write_bytes(curve.read_bytes()[:10])
+    else:
+        hashes = read_manifest(folder)
+        del hashes[f"curves/{curve.name}"]
+        (folder / MANIFEST).write_text("".join(f"{h}  {p}\n" for p, h in hashes.items()))
+    with pytest.raises(ResultsError, match=re.escape(curve.name)):
+        load_results(folder)
+
+
+def test_a_folder_without_a_hash_list_says_how_to_hash_it(folder):
+    (folder / MANIFEST).unlink()
+    with pytest.raises(ResultsError, match="hash it once with python -m companion"):
+        load_results(folder)
+
+
+def test_hashing_a_published_folder_checks_it_first_and_only_once(folder):
+    (folder / MANIFEST).unlink()
+    edit_json(folder / RESULTS, shift_summary)
+    with pytest.raises(ResultsError, match="summary"):
+        hash_folder(folder)  # an inconsistent folder is not hashed
+    assert not (folder / MANIFEST).exists()
+    edit_json(
+        folder / RESULTS, lambda r: r["summary"][0].update(mean=r["summary"][0]["mean"] - 0.01)
+    )
+    assert "checked and hashed" in hash_folder(folder)
+    assert "already hashed, intact" in hash_folder(folder)
+    assert load_results(folder)["header"]["hashed"] == AFTER_THE_RUN
