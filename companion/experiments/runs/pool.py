@@ -3,8 +3,9 @@
 ``python -m companion.ablation --jobs 2`` and the resolution experiment hand their runs to
 :func:`run_all`. The parent alone reacts to Ctrl-C (and to SIGTERM, see
 ``companion.train.cli.sigterm_as_interrupt``): the workers ignore SIGINT from their first
-instruction (:func:`_start_ignoring_ctrl_c`), and on an interrupt or an error the parent
-terminates them at once instead of waiting for the queued runs. A worker whose parent dies (even
+instruction (:func:`_launcher`), the parent holds a Ctrl-C that comes while the pool starts until
+it can stop the pool (:func:`_held`), and on an interrupt or an error it terminates the workers at
+once instead of waiting for the queued runs. A worker whose parent dies (even
 by SIGKILL, which no handler sees) notices within half a second and ends itself. A worker that
 dies (SIGKILL, SIGTERM, a crash) is noticed within about a second: ``multiprocessing.Pool`` would
 quietly replace it and wait for ever for its run, so the parent raises :class:`WorkerDied`,
@@ -14,12 +15,18 @@ records, written as each run ends), so each message says how many did and how to
 
 from __future__ import annotations
 
+import atexit
 import os
+import shlex
+import shutil
 import signal
+import sys
+import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
-from multiprocessing import active_children, get_context
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from multiprocessing import active_children, get_context, spawn
 from multiprocessing.process import BaseProcess
 from multiprocessing.queues import SimpleQueue
 from typing import Any, TypeVar
@@ -63,13 +70,16 @@ def run_all(
         except KeyboardInterrupt:
             raise Interrupted(_stopped(len(done), len(items), resume_hint)) from None
         return done
-    started: Started = get_context("spawn").SimpleQueue()
-    workers = _Workers(started)
-    pool, mask = _start_ignoring_ctrl_c(jobs, started)
+    pool: Any = None
     pending: list[Any] = []
+    started: Started | None = None
+    workers: _Workers | None = None
     try:
         try:
-            _release_ctrl_c(mask)  # a Ctrl-C held while the workers started is raised here
+            with _held(signal.SIGINT, signal.SIGTERM):  # raised once the pool can be stopped
+                started = get_context("spawn").SimpleQueue()
+                workers = _Workers(started)
+                pool = _start_pool(jobs, started)
             pending = [
                 pool.apply_async(_announced, (task, index, item))
                 for index, item in enumerate(items)
@@ -84,11 +94,13 @@ def run_all(
         except KeyboardInterrupt:
             raise Interrupted(_stopped(_finished(pending), len(items), resume_hint)) from None
     finally:
-        if workers.gone():
-            _free_queues(pool)
-        pool.terminate()  # at once: running runs stop, queued ones never start
-        pool.join()
-        started.close()
+        if pool is not None:
+            if workers is not None and workers.gone():
+                _free_queues(pool)
+            pool.terminate()  # at once: running runs stop, queued ones never start
+            pool.join()
+        if started is not None:
+            started.close()
 
 
 def threads_per_worker(jobs: int, threads: int | None) -> int | None:
@@ -100,43 +112,68 @@ def threads_per_worker(jobs: int, threads: int | None) -> int | None:
     return threads if threads is not None or jobs == 1 else 1
 
 
-def _start_ignoring_ctrl_c(
-    jobs: int, started: Started
-) -> tuple[Any, set[int | signal.Signals] | None]:
-    """A spawn pool of ``jobs`` workers that ignore SIGINT from their first instruction and say
-    on ``started`` which run they start, and this thread's signal mask from before (``None``
-    where there is no ``pthread_sigmask``).
-
-    On POSIX, ``SIG_IGN`` survives ``exec`` (a Python handler does not) and Python keeps an
-    inherited ``SIG_IGN``, so a Ctrl-C while a worker still imports can neither kill it half-way
-    nor raise in it. Meanwhile SIGINT is blocked in this thread: one that arrives stays pending
-    (Linux does not discard a blocked signal, even an ignored one) until
-    :func:`_release_ctrl_c`. Elsewhere the pool starts as it is."""
-    posix = hasattr(signal, "pthread_sigmask")
-    previous = signal.getsignal(signal.SIGINT)  # None: set outside Python, left alone
-    main = threading.current_thread() is threading.main_thread()  # where signal.signal works
-    swap = posix and main and previous is not None
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if posix else None
+@contextmanager
+def _held(*signals: signal.Signals) -> Iterator[None]:
+    """Within the block, ``signals`` whose handler is Python's are held, not acted on: the first
+    one is handed to its handler (Ctrl-C: ``KeyboardInterrupt``) when the block ends. So a Ctrl-C
+    while the pool starts can neither stop its start half-way (leaving workers that nobody stops)
+    nor be lost. Ignored or default signals, and other threads than the main one (where Python
+    runs handlers), are left as they are."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {}
+    for signum in signals:
+        handler = signal.getsignal(signum)
+        if callable(handler):
+            previous[signum] = handler
+            signal.signal(signum, lambda number, frame: caught.append(number))
     try:
-        if swap:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
-            pool = get_context("spawn").Pool(
-                jobs, initializer=_worker_start, initargs=(os.getpid(), started)
-            )
-        finally:
-            if swap:
-                signal.signal(signal.SIGINT, previous)
-    except BaseException:
-        _release_ctrl_c(mask)
-        raise
-    return pool, mask
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if caught:
+            previous[signal.Signals(caught[0])](caught[0], None)
 
 
-def _release_ctrl_c(mask: set[int | signal.Signals] | None) -> None:
-    """Put back the signal mask :func:`_start_ignoring_ctrl_c` found."""
-    if mask is not None:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+def _start_pool(jobs: int, started: Started) -> Any:
+    """A spawn pool of ``jobs`` workers that say on ``started`` which run they start, launched
+    (on POSIX) with Ctrl-C ignored from their first instruction (:func:`_launcher`)."""
+    launcher = _launcher()
+    previous = spawn.get_executable()
+    if launcher is not None:
+        spawn.set_executable(launcher)
+    try:
+        return get_context("spawn").Pool(
+            jobs, initializer=_worker_start, initargs=(os.getpid(), started)
+        )
+    finally:
+        spawn.set_executable(previous)
+
+
+_LAUNCHER: list[str] = []  # the launcher this process wrote, once
+
+
+def _launcher() -> str | None:
+    """A launcher that starts this Python with SIGINT ignored (``trap '' INT``), or ``None``
+    where there is no POSIX shell. An ignored signal stays ignored across ``exec`` and Python
+    keeps an inherited ``SIG_IGN``, so a terminal's Ctrl-C (sent to the whole process group)
+    cannot stop a worker half-way through its start and print its traceback; the parent alone
+    answers it. (The parent never ignores SIGINT itself for this, even for a moment: a signal
+    ignored then is lost if another of its threads, such as one torch starts, takes it.)"""
+    if os.name != "posix" or not os.path.exists("/bin/sh"):
+        return None
+    if not _LAUNCHER:
+        folder = tempfile.mkdtemp(prefix="companion-pool-")
+        atexit.register(shutil.rmtree, folder, True)
+        path = os.path.join(folder, "python")
+        with open(path, "w") as f:
+            f.write(f"#!/bin/sh\ntrap '' INT\nexec {shlex.quote(sys.executable)} \"$@\"\n")
+        os.chmod(path, 0o700)
+        _LAUNCHER.append(path)
+    return _LAUNCHER[0]
 
 
 def _finished(pending: Sequence[Any]) -> int:
