@@ -48,22 +48,12 @@ from companion._io import (
     atomic_write_json,
     atomic_write_text,
     file_sha256,
-    json_sha256,
 )
 from companion.attention import WindowAttention
 from companion.data import num_classes
 from companion.data.tasks import IMAGE_SIZE
 from companion.experiments.evaluation import evaluation_splits, labels_record, split_results
-from companion.experiments.runs.pool import run_all, threads_per_worker
-from companion.train.provenance import hardware, provenance, source_digest
 from companion.experiments.integrity import seal
-from companion.experiments.runs.publish import (
-    check_derived,
-    derived_state,
-    finish_staging,
-    publish_lock,
-    restore_interrupted_swap,
-)
 from companion.experiments.results import (
     DERIVED,
     RESULTS_DIR,
@@ -74,9 +64,17 @@ from companion.experiments.results import (
     run_sources,
     summarize,
 )
-from companion.train import CHECKPOINT, ModelFactory, TrainConfig, load_checkpoint, train
+from companion.experiments.runs.pool import run_all, threads_per_worker
+from companion.experiments.runs.publish import (
+    check_derived,
+    derived_state,
+    finish_staging,
+    publish_lock,
+    restore_interrupted_swap,
+)
 from companion.position import Position
 from companion.swin_configs import canonical_variant
+from companion.train import CHECKPOINT, ModelFactory, TrainConfig, load_checkpoint, train
 from companion.train.build import build_model
 from companion.train.checkpoint import load_states, settings_differences
 from companion.train.cli import add_debug_flag, run_reporting_errors
@@ -92,6 +90,7 @@ from companion.train.config import (
     recorded_settings,
     setting,
 )
+from companion.train.provenance import hardware, provenance, source_digest
 from companion.train.rundir import RunLock, check_writable_folder
 
 #: ``companion._io``'s temporary files of a run record or bias table in the work folder.

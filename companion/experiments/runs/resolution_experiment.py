@@ -42,9 +42,6 @@ from companion._io import atomic_write_json, atomic_write_text, file_sha256
 from companion.data import RENDERINGS, ImageClassificationData, make_dataset, num_classes
 from companion.experiments.evaluation import pack_bits
 from companion.experiments.integrity import seal
-from companion.experiments.runs.pool import run_all, threads_per_worker
-from companion.experiments.runs.publish import finish_staging, publish_lock
-from companion.train.provenance import provenance
 from companion.experiments.resolution_transfer import (
     EVAL_SIZES,
     MAX_SIZE,
@@ -61,6 +58,8 @@ from companion.experiments.results import (
     run_key,
     run_sources,
 )
+from companion.experiments.runs.pool import run_all, threads_per_worker
+from companion.experiments.runs.publish import finish_staging, publish_lock
 from companion.experiments.transfer_results import transfer_summary, transfer_table
 from companion.swin import SwinTransformer
 from companion.swin_configs import variant_overrides
@@ -77,6 +76,7 @@ from companion.train.config import (
     check_setting,
     setting,
 )
+from companion.train.provenance import provenance
 
 
 def trained_run(
