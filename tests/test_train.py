@@ -24,11 +24,13 @@ from companion.train import (
     TrainConfig,
     demo_config,
     main,
+    native_bf16,
     param_groups,
     pick_device,
     resolve_precision,
     train,
     train_demo,
+    train_on_gpu,
     warmup_cosine,
 )
 
@@ -231,13 +233,29 @@ def test_precision_auto_is_bf16_then_fp16_on_gpus_and_fp32_elsewhere(
     ("requested", "device", "bf16", "message"),
     [
         ("fp16", "cpu", False, "precision='fp16' needs a CUDA device"),
-        ("bf16", "cuda", False, "precision='bf16' is not supported"),
+        ("bf16", "cuda", False, "precision='bf16' is only emulated by this GPU"),
         ("fp8", "cuda", True, "precision must be one of"),
     ],
 )
 def test_precision_rejects_what_the_device_cannot_do(requested, device, bf16, message):
     with pytest.raises(ValueError, match=message):
         resolve_precision(requested, device, bf16)
+
+
+@pytest.mark.parametrize(
+    ("gpu", "capability", "expected"),
+    [("T4", (7, 5), "fp16"), ("V100", (7, 0), "fp16"), ("A100", (8, 0), "bf16"),
+     ("H100", (9, 0), "bf16")],
+)  # fmt: skip
+def test_auto_precision_follows_the_gpus_compute_capability_not_emulation(
+    monkeypatch, gpu, capability, expected
+):
+    # torch.cuda.is_bf16_supported() says True on all four (it counts emulation): not asked.
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: True)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
+    native = native_bf16(torch.device("cuda"))
+    assert resolve_precision("auto", "cuda", native) == expected
+    assert not native_bf16(torch.device("cpu"))
 
 
 def test_auto_device_falls_back_to_the_cpu_here():
@@ -318,6 +336,41 @@ def test_train_demo_trains_the_demo_config(tmp_path, monkeypatch):
     monkeypatch.setattr(train_module.demo, "train", lambda cfg: seen.append(cfg) or "done")
     assert train_demo(tmp_path) == "done"
     assert seen == [demo_config(tmp_path)]
+
+
+@pytest.mark.parametrize(
+    ("name", "capability", "precision"),
+    [("Tesla T4", (7, 5), "fp16"), ("NVIDIA A100-SXM4-40GB", (8, 0), "bf16")],
+)
+def test_the_colab_gpu_cell_trains_the_cifar_swin_in_the_gpus_precision(
+    tmp_path, monkeypatch, capsys, name, capability, precision
+):
+    seen = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: name)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
+    monkeypatch.setattr(train_module.demo, "with_available_data", lambda cfg: cfg)
+    monkeypatch.setattr(train_module.demo, "train", lambda cfg: seen.append(cfg) or "trained")
+    assert train_on_gpu(tmp_path) == "trained"
+    (cfg,) = seen
+    assert (cfg.config, cfg.dataset, cfg.precision, cfg.progress) == (
+        "cifar",
+        "cifar10",
+        "auto",
+        True,
+    )
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0] == f"{name}, compute capability {capability[0]}.{capability[1]}: {precision}"
+    assert lines[1] == "(This run is yours: the book's own results are CPU runs.)"
+
+
+def test_the_colab_gpu_cell_says_in_one_line_that_there_is_no_gpu(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(train_module.demo, "train", None)  # must not be called
+    assert train_on_gpu(tmp_path) is None
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and out[0].startswith("No GPU in this runtime")
+    assert not any(tmp_path.iterdir())
 
 
 def test_learning_curves_figure_has_a_panel_per_metric(tmp_path, tiny_run, stand_in):

@@ -13,8 +13,9 @@ The package, one module per concern:
 * ``config``: :class:`TrainConfig`, every setting once (type, default, allowed values, help); the
   command-line flags of ``companion-train`` and of the ablation runner are generated from it.
 * ``runtime``: device (``auto``: CUDA, else MPS, else CPU), precision (``auto``: bf16 on CUDA
-  GPUs that support it, else fp16 with a ``GradScaler``; fp32 elsewhere), ``torchrun`` processes
-  (``DistributedSampler``, NCCL on CUDA, Gloo otherwise; only rank 0 prints and writes files).
+  GPUs that compute it natively, compute capability 8.0 and later, else fp16 with a
+  ``GradScaler``; fp32 elsewhere), ``torchrun`` processes (``DistributedSampler``, NCCL on CUDA,
+  Gloo otherwise; only rank 0 prints and writes files).
 * ``build``: data, model, AdamW (no decay on 1-D tensors and on what ``model.no_weight_decay()``
   names) and the per-step warm-up + cosine schedule.
 * ``checkpoint``: atomic checkpoints each epoch with every state a continued run needs (model,
@@ -38,10 +39,15 @@ from companion.train.checkpoint import (
 )
 from companion.train.cli import main
 from companion.train.config import PRECISIONS, TrainConfig
-from companion.train.demo import demo_config, train_demo
+from companion.train.demo import demo_config, train_demo, train_on_gpu
 from companion.train.evaluate import NonFiniteError
 from companion.train.loop import TrainingInterrupted, TrainResult, train, train_steps
-from companion.train.runtime import pick_device, resolve_precision, shutdown_distributed
+from companion.train.runtime import (
+    native_bf16,
+    pick_device,
+    resolve_precision,
+    shutdown_distributed,
+)
 
 __all__ = [
     "CHECKPOINT",
@@ -58,12 +64,14 @@ __all__ = [
     "demo_config",
     "load_checkpoint",
     "main",
+    "native_bf16",
     "param_groups",
     "pick_device",
     "resolve_precision",
     "shutdown_distributed",
     "train",
     "train_demo",
+    "train_on_gpu",
     "train_steps",
     "warmup_cosine",
 ]

@@ -171,7 +171,11 @@ class TrainConfig:
         check=parse_device,
     )  # fmt: skip
     precision: str = setting(
-        "auto", "auto: bf16 or fp16 on CUDA, fp32 elsewhere", kind="hardware", choices=PRECISIONS
+        "auto",
+        "auto: bf16 on GPUs that compute it natively (compute capability >= 8.0), "
+        "fp16 on other CUDA GPUs, fp32 elsewhere",
+        kind="hardware",
+        choices=PRECISIONS,
     )
     compile: bool = setting(False, "torch.compile the model", kind="speed")
     num_workers: int = setting(

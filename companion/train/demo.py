@@ -1,4 +1,4 @@
-"""The run chapter 5 trains live."""
+"""The run chapter 5 trains live, and the one a Colab reader trains on a GPU (appendix A)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import torch
 from companion.data.cifar import load_cifar10
 from companion.train.config import TrainConfig
 from companion.train.loop import TrainResult, train
+from companion.train.runtime import native_bf16, resolve_precision
 
 #: What the GPU demo trains instead of CIFAR-10 when CIFAR-10 cannot be had (offline runtime).
 FALLBACK_DATASET = "relation"
@@ -68,3 +69,20 @@ def train_demo(out: str | os.PathLike[str], cuda: bool | None = None) -> TrainRe
     """Train :func:`demo_config`'s run (GPU if there is one, else the short CPU run); on a GPU
     without CIFAR-10, the generated task instead (:func:`with_available_data`)."""
     return train(with_available_data(demo_config(out, cuda)))
+
+
+def train_on_gpu(out: str | os.PathLike[str]) -> TrainResult | None:
+    """The ``cifar`` Swin on CIFAR-10 on this runtime's GPU (:func:`demo_config` with a GPU:
+    progress bars, checkpoints in ``out``, the precision ``native_bf16`` picks), after one line
+    naming the GPU and the precision and one saying that the book's own results are CPU runs.
+    Without a GPU: one line saying so, and nothing else
+    (returns ``None``)."""
+    if not torch.cuda.is_available():
+        print("No GPU in this runtime: nothing trained (Colab: Runtime > Change runtime type).")
+        return None
+    device = torch.device("cuda")
+    major, minor = torch.cuda.get_device_capability(device)
+    precision = resolve_precision("auto", "cuda", native_bf16(device))
+    print(f"{torch.cuda.get_device_name(device)}, compute capability {major}.{minor}: {precision}")
+    print("(This run is yours: the book's own results are CPU runs.)")
+    return train(with_available_data(demo_config(out, cuda=True)))

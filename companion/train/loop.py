@@ -43,6 +43,7 @@ from companion.train.runtime import (
     dist_info_from_env,
     init_distributed,
     log,
+    native_bf16,
     process_device,
     progress_bar,
     resolve_precision,
@@ -95,8 +96,7 @@ def _train(
     factory: ModelFactory | None,
     out: Path,
 ) -> TrainResult:
-    bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported()
-    precision = resolve_precision(cfg.precision, device.type, bf16)
+    precision = resolve_precision(cfg.precision, device.type, native_bf16(device))
     dtype = AMP_DTYPES[precision]
     autocast: dict[str, Any] = {"device_type": device.type, "dtype": dtype}
     autocast["enabled"] = dtype is not None

@@ -15,6 +15,18 @@ import torch.distributed as dist
 from companion.train.config import PRECISIONS, parse_device
 
 AMP_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+#: The first CUDA compute capability with bfloat16 in hardware (NVIDIA Ampere, sm_80: the A100
+#: whitepaper introduced BF16 Tensor Cores). Older GPUs (Colab's T4: 7.5, V100: 7.0) only emulate
+#: it, yet ``torch.cuda.is_bf16_supported()`` answers True for them (it counts emulation).
+NATIVE_BF16_CAPABILITY = (8, 0)
+
+
+def native_bf16(device: torch.device) -> bool:
+    """Whether ``device`` computes bfloat16 in hardware: a CUDA GPU of compute capability at
+    least ``NATIVE_BF16_CAPABILITY``."""
+    if device.type != "cuda":
+        return False
+    return tuple(torch.cuda.get_device_capability(device)) >= NATIVE_BF16_CAPABILITY
 
 
 def accumulator_dtype(device: torch.device) -> torch.dtype:
@@ -39,19 +51,24 @@ def pick_device(name: str = "auto") -> torch.device:
     return torch.device(name)
 
 
-def resolve_precision(requested: str, device_type: str, bf16_supported: bool) -> str:
-    """``auto`` -> ``bf16`` on a CUDA GPU that supports it, ``fp16`` on other CUDA GPUs (with
-    loss scaling), ``fp32`` on CPU and MPS. Explicit ``bf16``/``fp16`` need CUDA."""
+def resolve_precision(requested: str, device_type: str, bf16_native: bool) -> str:
+    """``auto`` -> ``bf16`` on a CUDA GPU that computes it in hardware (``native_bf16``), ``fp16``
+    on other CUDA GPUs (with loss scaling), ``fp32`` on CPU and MPS. Explicit ``bf16``/``fp16``
+    need CUDA, and ``bf16`` a GPU that computes it natively."""
     if requested not in PRECISIONS:
         raise ValueError(f"precision must be one of {list(PRECISIONS)}, got {requested!r}")
     if requested == "auto":
         if device_type != "cuda":
             return "fp32"
-        return "bf16" if bf16_supported else "fp16"
+        return "bf16" if bf16_native else "fp16"
     if requested != "fp32" and device_type != "cuda":
         raise ValueError(f"precision={requested!r} needs a CUDA device, got {device_type!r}")
-    if requested == "bf16" and not bf16_supported:
-        raise ValueError("precision='bf16' is not supported by this GPU; use fp16 or auto")
+    if requested == "bf16" and not bf16_native:
+        raise ValueError(
+            f"precision='bf16' is only emulated by this GPU (compute capability below "
+            f"{NATIVE_BF16_CAPABILITY[0]}.{NATIVE_BF16_CAPABILITY[1]}), slower than fp16; use fp16 "
+            f"or auto"
+        )
     return requested
 
 
