@@ -17,6 +17,7 @@ Each window code owns its behaviour behind one small interface, so ``WindowAtten
 per-code branches and a new code is one new class:
 
     build(attn)                  create the code's parameters on the attention module
+    no_decay(name)               whether a parameter is the code's, kept from weight decay
     bias(attn) -> B | None       the additive bias ``(H, N, N)``, or nothing
     rotate(attn, q, k)           ``q`` and ``k`` with position applied (unchanged by default)
     resize(attn, window, method) move the parameters to another window
@@ -107,6 +108,11 @@ class WindowCode:
         """The learned bias of every signed offset, or ``None`` for a code without a table."""
         return None
 
+    def no_decay(self, name: str) -> bool:
+        """Whether the attention's parameter ``name`` is this code's and should not be decayed
+        (position parameters, as Swin V2 and RoPE-ViT keep them)."""
+        return False
+
     def resize(self, attn: CodeHost, window: tuple[int, int], method: ResizeMethod) -> None:
         """Move the code's parameters from ``attn.window_size`` to ``window``."""
 
@@ -183,6 +189,9 @@ class BiasTable(WindowCode):
         rows = magnitude_index(offset_grid(attn.window_size).long(), attn.window_size)
         return table[rows.flatten()]
 
+    def no_decay(self, name: str) -> bool:
+        return name == "relative_position_bias_table"
+
     def resize(self, attn: CodeHost, window: tuple[int, int], method: ResizeMethod) -> None:
         """Resize the table with ``method`` (``companion.transfer``) and recompute the index. A
         ``"magnitude"`` table is resized as the signed table it stands for. A table that wraps
@@ -223,6 +232,9 @@ class ContinuousBias(WindowCode):
     def bias(self, attn: CodeHost) -> Tensor:
         return attn.cpb()
 
+    def no_decay(self, name: str) -> bool:
+        return name.startswith("cpb.cpb_mlp.")
+
     def resize(self, attn: CodeHost, window: tuple[int, int], method: ResizeMethod) -> None:
         attn.cpb.set_window_size(window)
 
@@ -247,6 +259,9 @@ class Rotary(WindowCode):
 
     def rotate(self, attn: CodeHost, q: Tensor, k: Tensor) -> tuple[Tensor, Tensor]:
         return attn.rope(q, k)
+
+    def no_decay(self, name: str) -> bool:
+        return name == "rope.freqs"
 
     def resize(self, attn: CodeHost, window: tuple[int, int], method: ResizeMethod) -> None:
         attn.rope.set_window_size(window)

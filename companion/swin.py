@@ -326,14 +326,18 @@ class SwinTransformer(nn.Module):
         return self.head(self.forward_features(x))
 
     def no_weight_decay(self) -> set[str]:
-        """Names of parameters that an optimiser should not decay: the position tables, the
-        continuous bias's MLP and the rotary frequencies (as Swin V2 and RoPE-ViT do)."""
-        kept = ("relative_position_bias_table", "absolute_pos_embed", "rope.freqs")
-        return {
-            name
-            for name, _ in self.named_parameters()
-            if name.endswith(kept) or ".cpb.cpb_mlp." in name
-        }
+        """Names of parameters that an optimiser should not decay: the absolute embedding and
+        what each window code names (``WindowCode.no_decay``: its table, MLP or frequencies, as
+        Swin V2 and RoPE-ViT do)."""
+        kept = {"absolute_pos_embed"} if self.config.absolute else set()
+        for prefix, module in self.named_modules():
+            if isinstance(module, WindowAttention):
+                kept |= {
+                    f"{prefix}.{name}"
+                    for name, _ in module.named_parameters()
+                    if module.code.no_decay(name)
+                }
+        return kept
 
     def set_window_size(self, window_size: WindowSize, method: ResizeMethod = "geometric") -> None:
         """Use another window in every stage (clamped to each map as at construction); bias

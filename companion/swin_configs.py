@@ -130,6 +130,13 @@ class SwinConfig:
             raise ValueError(
                 f"mlp_ratio must give at least 1 hidden channel, got mlp_ratio={self.mlp_ratio!r}"
             )
+        if self.torus:
+            for i, (side, window) in enumerate(self.stage_maps()):
+                if any(s % min(s, w) for s, w in zip(side, window, strict=True)):
+                    raise ValueError(
+                        f"torus=True needs every stage's map to be a multiple of its window, got "
+                        f"stage {i}: a {side} map in {window} windows (img_size={self.img_size})"
+                    )
         if self.torus and not self.pos.can_wrap:
             raise ValueError(
                 f"torus=True wraps offsets around the map, which only a bias table can do: use it "
@@ -141,6 +148,17 @@ class SwinConfig:
     def stage_dims(self) -> list[int]:
         """Channels of each stage: ``embed_dim * 2**i``."""
         return [self.embed_dim * 2**i for i in range(len(self.depths))]
+
+    def stage_maps(self) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+        """Each stage's feature map ``(H, W)`` with the window ``(Wh, Ww)`` asked for (a block
+        clamps it to the map): the patch grid, then halved (rounded up) by each merge."""
+        side = (self.img_size[0] // self.patch_size[0], self.img_size[1] // self.patch_size[1])
+        maps = []
+        for i in range(len(self.depths)):
+            if i > 0:
+                side = ((side[0] + 1) // 2, (side[1] + 1) // 2)
+            maps.append((side, self.window_size))
+        return maps
 
     @property
     def absolute(self) -> bool:

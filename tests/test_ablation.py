@@ -283,3 +283,10 @@ def test_a_variant_has_one_canonical_name():
     assert canonical_variant("swin") == "swin" and canonical_variant("swin+torus") == "torus"
     with pytest.raises(ValueError, match="variant must be one of"):
         canonical_variant("torus+wobble")
+
+
+def test_the_main_grids_variant_is_canonical_too(tmp_path, tiny_plan):
+    base = TrainConfig(variant="torus+no-shift+torus", progress=False)
+    assert tiny_plan(tmp_path, base=base).base.variant == "no-shift+torus"
+    with pytest.raises(ValueError, match="already in the plan"):
+        tiny_plan(tmp_path, base=base, extra=(("relation", "rel", "no-shift+torus"),))

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from companion.experiments.integrity import write_manifest
 from companion.experiments.results import load_bias_tables, load_results, results_table, summarize
 from companion.experiments.runs import ablation, resolution_experiment
 from companion.experiments.runs.ablation import AblationPlan, StaleRunError, run_ablation
@@ -147,6 +148,16 @@ def test_a_reused_runs_lost_work_table_is_written_again_from_its_checkpoint(
     assert load_bias_tables(folder / "results" / "mini", "grid-cell", "rel")
 
 
+def test_a_folder_changed_since_it_was_published_is_not_published_over(folder, plan_in):
+    predictions = folder / "results" / "mini" / "results.md"
+    predictions.write_text(predictions.read_text() + "an edit\n")
+    with pytest.raises(ValueError, match=r"was changed since it was published \(results\.md"):
+        run_ablation(plan_in(folder))  # every run reused: it would re-hash the edit
+    with pytest.raises(ValueError, match="was changed since it was published"):
+        run_transfer(folder / "results" / "mini", folder / "work" / "mini", MOVE, replace=True)
+    assert "an edit" in predictions.read_text()  # refused, and left for the user to restore
+
+
 def test_a_killed_runs_temporary_files_in_the_work_folder_are_cleaned(folder, plan_in):
     work = folder / "work" / "mini"
     left = [
@@ -160,10 +171,13 @@ def test_a_killed_runs_temporary_files_in_the_work_folder_are_cleaned(folder, pl
     assert not any(p.exists() for p in left) and kept.exists()
 
 
-def test_a_publish_that_would_lose_published_files_is_refused(folder, plan_in):
+def test_a_publish_that_would_lose_published_runs_is_refused_before_training(
+    folder, plan_in, monkeypatch
+):
     before = {p: p.read_bytes() for p in (folder / "results" / "mini").rglob("*") if p.is_file()}
-    with pytest.raises(ValueError, match=r"publishing would remove .*grid-cell__rel"):
-        run_ablation(plan_in(folder, pos=("none",), replace_derived=True))
+    monkeypatch.setattr(ablation, "train", None)  # refused before any training
+    with pytest.raises(ValueError, match=r"1 published run\(s\) this plan does not have"):
+        run_ablation(plan_in(folder, pos=("none",), replace_derived=True, fresh=True))
     assert {p: p.read_bytes() for p in before} == before  # untouched
     assert not list((folder / "results").glob(".mini.staging*"))
 
@@ -247,6 +261,7 @@ def test_the_experiment_checks_replace_again_when_it_publishes(folder, monkeypat
         record = json.loads(path.read_text())
         record["settings"]["finetune_steps"] = 99
         path.write_text(json.dumps(record))
+        write_manifest(target)  # published, as the other experiment would
         return out
 
     monkeypatch.setattr(resolution_experiment, "run_all", meanwhile)

@@ -154,6 +154,9 @@ def test_a_folder_without_a_hash_list_says_how_to_hash_it(folder):
 
 def test_hashing_a_published_folder_checks_it_first_and_only_once(folder):
     (folder / MANIFEST).unlink()
+    with pytest.raises(ResultsError, match="says it was hashed after the run, but its SHA256SUM"):
+        hash_folder(folder)  # once hashed, never again: an edit since could not be told apart
+    edit_json(folder / RESULTS, lambda r: r["header"].pop("hashed"))  # as before it was hashed
     edit_json(folder / RESULTS, shift_summary)
     with pytest.raises(ResultsError, match="summary"):
         hash_folder(folder)  # an inconsistent folder is not hashed

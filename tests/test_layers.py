@@ -22,27 +22,33 @@ COMMANDS = {"ablation", "resolution_experiment", "learned_embedding"}
 LAYERS = ["support", "subject", "data", "train", "experiments", "figures", "exercises", "runs"]
 
 
-def module_names() -> dict[str, Path]:
+def module_names(root: Path = COMPANION) -> dict[str, Path]:
     names = {}
-    for path in COMPANION.rglob("*.py"):
-        parts = path.relative_to(COMPANION.parent).with_suffix("").parts
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root.parent).with_suffix("").parts
         names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return names
 
 
-def import_graph() -> dict[str, set[str]]:
+def import_graph(root: Path = COMPANION) -> dict[str, set[str]]:
     """Module -> the package's modules it imports anywhere in its text (type-only imports and
     imports inside functions included: a circle hidden in a function is still a circle).
-    ``from package import name`` counts as importing the submodule when ``name`` is one."""
-    modules = module_names()
+    ``from package import name`` counts as importing the submodule when ``name`` is one, and a
+    relative import (``from .x import y``) as the absolute one it stands for."""
+    modules = module_names(root)
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                full = [f"{node.module}.{alias.name}" for alias in node.names]
-                targets = [t if t in modules else node.module for t in full]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:  # relative: up level - 1 packages from this module's own
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, *([node.module] if node.module else [])])
+                full = [f"{base}.{alias.name}" for alias in node.names]
+                targets = [t if t in modules else base for t in full]
             else:
                 continue
             graph[name].update(t for t in targets if t in modules and t != name)
@@ -149,6 +155,20 @@ def test_no_module_imports_one_of_a_later_layer():
     graph = import_graph()
     assert {layer(m) for m in graph} == {*LAYERS, "command"}  # every layer holds a module
     assert imports_against_the_layers(graph) == []
+
+
+def test_a_relative_import_against_the_order_is_found_too(tmp_path):
+    package = tmp_path / "companion"
+    (package / "experiments").mkdir(parents=True)
+    for name in ("__init__.py", "experiments/__init__.py", "experiments/results.py"):
+        (package / name).write_text("")
+    (package / "swin.py").write_text("from .experiments.results import run_key\n")
+    (package / "window.py").write_text("from .experiments import results\n")
+    graph = import_graph(package)
+    assert imports_against_the_layers(graph) == [
+        "companion.swin (subject) -> companion.experiments.results (experiments)",
+        "companion.window (subject) -> companion.experiments.results (experiments)",
+    ]
 
 
 def test_the_layer_check_finds_an_import_against_the_order():

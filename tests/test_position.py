@@ -16,6 +16,7 @@ from companion.position import (
     Rotary,
     WindowCode,
 )
+from companion.swin import swin_from_config
 from companion.swin_configs import SwinConfig, model_config
 
 
@@ -102,6 +103,9 @@ class ConstantBias(WindowCode):
     def bias(self, attn) -> Tensor:
         return attn.constant.expand(-1, attn.num_tokens, attn.num_tokens)
 
+    def no_decay(self, name: str) -> bool:
+        return name == "constant"
+
 
 def test_a_new_code_is_one_class_and_needs_no_change_to_the_attention():
     torch.manual_seed(0)
@@ -114,6 +118,11 @@ def test_a_new_code_is_one_class_and_needs_no_change_to_the_attention():
     plain.load_state_dict({k: v for k, v in attn.state_dict().items() if k != "constant"})
     x = torch.randn(3, 6, 8)
     torch.testing.assert_close(attn(x), plain(x))
+    # A whole Swin takes it as its position, and the optimiser's no-decay set asks the code.
+    model = swin_from_config("tiny-cpu", pos=Position(absolute=False, window=ConstantBias()))
+    assert model.no_weight_decay() == {
+        f"layers.{i}.blocks.{j}.attn.constant" for i in (0, 1) for j in (0, 1)
+    }
 
 
 @pytest.mark.parametrize("position", [BiasTable(), ContinuousBias(), Rotary("axial"), None])

@@ -285,3 +285,10 @@ def test_window_and_merge_variants_combine_with_the_later_position_codes(variant
     model = tiny_swin(pos=pos, **VARIANTS[variant])
     model.set_window_size(2)
     assert model(images()).shape == (2, 10)
+
+
+def test_a_torus_the_maps_cannot_hold_is_refused_by_the_config_before_any_model_is_built():
+    # 40 px in 4-px patches: a 10 x 10 map, not a multiple of the 4 x 4 window.
+    with pytest.raises(ValueError, match=r"stage 0: a \(10, 10\) map in \(4, 4\) windows"):
+        model_config("tiny-cpu", torus=True, img_size=40)
+    model_config("tiny-cpu", img_size=40)  # without the torus, padding makes it fit

@@ -74,8 +74,12 @@ def read_manifest(folder: str | os.PathLike[str]) -> dict[str, str]:
             f"published before files were hashed, hash it once with python -m "
             f"companion.experiments.runs.hash_results {folder}"
         )
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResultsError(f"{path} cannot be read ({type(exc).__name__})") from None
     hashes = {}
-    for number, line in enumerate(path.read_text().splitlines(), 1):
+    for number, line in enumerate(text.splitlines(), 1):
         digest, sep, name = line.partition("  ")
         if not sep or len(digest) != 64 or not name:
             raise ResultsError(f"{path} line {number} is not '<sha256>  <file>': {line[:80]!r}")

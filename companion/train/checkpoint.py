@@ -78,12 +78,14 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
     ckpt = _read(path)
     if not isinstance(ckpt, dict):
         raise CheckpointError(
-            f"{path} holds a {type(ckpt).__name__}, not a companion-train checkpoint (a dict)"
+            f"{path} holds a {type(ckpt).__name__}, not a companion-train checkpoint (a dict); "
+            f"delete it and start afresh"
         )
     if "format" not in ckpt:
         shown = sorted(map(str, ckpt))[:5]
         raise CheckpointError(
-            f"{path} is not a companion-train checkpoint (no 'format' entry; it has {shown})"
+            f"{path} is not a companion-train checkpoint (no 'format' entry; it has {shown}); "
+            f"delete it and start afresh"
         )
     if ckpt["format"] != CHECKPOINT_FORMAT:
         raise CheckpointError(
@@ -124,7 +126,8 @@ def _read(path: Path) -> Any:
         return torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
         raise CheckpointError(
-            f"{path} holds objects that weights_only loading refuses ({_first_line(exc)})"
+            f"{path} holds objects that weights_only loading refuses ({_first_line(exc)}): not "
+            f"a checkpoint this trainer wrote, or a damaged one; delete it and start afresh"
         ) from None
     except Exception as exc:
         raise _unreadable(path, exc) from None

@@ -67,7 +67,7 @@ def convert_official_state_dict(
     method = check_resize_method(method)
     weights: Mapping[str, Tensor] = state_dict.get("model", state_dict)
     has_ape = "absolute_pos_embed" in weights
-    if has_ape != hasattr(model, "absolute_pos_embed"):
+    if has_ape != model.config.pos.absolute:
         wanted = "abs+rel" if has_ape else "rel"
         raise ValueError(
             f"state_dict has ape={has_ape} (an absolute embedding or not) but model has "

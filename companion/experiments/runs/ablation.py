@@ -141,6 +141,11 @@ class AblationPlan:
         if not self.name or "/" in self.name or self.name.startswith("."):
             raise ValueError(f"name must be a plain folder name, got {self.name!r}")
         check_grid({"dataset": self.datasets, "pos": self.pos, "seed": self.seeds})
+        for name in ("datasets", "pos", "seeds"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        variant = canonical_variant(self.base.variant)  # one model, one name (and one row)
+        if variant != self.base.variant:
+            object.__setattr__(self, "base", replace(self.base, variant=variant))
         object.__setattr__(self, "extra", tuple(check_extra_cell(tuple(c)) for c in self.extra))
         if self.extra_seeds is not None:
             object.__setattr__(self, "extra_seeds", tuple(self.extra_seeds))
@@ -527,6 +532,19 @@ def _restore_tables(
         )
 
 
+def _check_keeps_published_runs(plan: AblationPlan) -> None:
+    """Before any training: refuse a plan that would publish over ``plan.folder`` without some
+    of the runs published there (``publish.check_nothing_lost`` would refuse it afterwards)."""
+    published = {p.stem for p in (plan.folder / "curves").glob("*.json")}
+    dropped = sorted(published - {run_key(d, p, s, v) for d, p, v, s in plan.runs()})
+    if dropped:
+        raise ValueError(
+            f"{plan.folder} holds {len(dropped)} published run(s) this plan does not have "
+            f"({', '.join(dropped[:3])}{', ...' if len(dropped) > 3 else ''}): publish under "
+            f"another --name, or remove {plan.folder} first if this is meant to replace it"
+        )
+
+
 def _check_derived(plan: AblationPlan, records: list[dict[str, Any]] | None) -> None:
     """:func:`~companion.experiments.runs.publish.check_derived` for ``plan`` (``--replace-derived``
     lets the publish remove derived results instead)."""
@@ -546,6 +564,7 @@ def run_ablation(
     check_writable_folder(plan.work, "--work-dir/--name")
     restore_interrupted_swap(plan.folder)
     _check_derived(plan, None)
+    _check_keeps_published_runs(plan)
     start = time.perf_counter()
     plan.work.mkdir(parents=True, exist_ok=True)
     with RunLock(plan.work, label="--work-dir/--name"):

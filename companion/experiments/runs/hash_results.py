@@ -42,6 +42,16 @@ def _plain_json(folder: Path, name: str) -> Any:
         raise ResultsError(f"{path} cannot be read as JSON ({type(exc).__name__})") from None
 
 
+def _refuse_hashed(path: Path, record: dict[str, Any]) -> None:
+    """A folder hashed once (at publish, or by this command) is never hashed again: its
+    ``SHA256SUMS`` is missing, so whatever changed since could not be told apart."""
+    if "hashed" in record:
+        raise ResultsError(
+            f"{path} says it was hashed {record['hashed']}, but its {MANIFEST} is missing: "
+            f"restore the folder (e.g. from version control); it is not hashed again"
+        )
+
+
 def hash_folder(folder: str | Path) -> str:
     """Check ``folder``, mark it and write its ``SHA256SUMS``; returns what was done, one line."""
     folder = Path(folder)
@@ -50,20 +60,27 @@ def hash_folder(folder: str | Path) -> str:
         if differences:
             raise ResultsError(f"{folder} is already hashed and differs: {differences[0]}")
         return f"{folder}: already hashed, intact"
-    if (folder / "results.json").is_file():
-        results, _ = check_results(folder, read=_plain_json)
-        if (folder / DERIVED[0]).is_file():
-            derived = _plain_json(folder, DERIVED[0])
-            if derived.get("sources") != run_sources(results):
-                raise ResultsError(f"{folder / DERIVED[0]} was computed from other runs")
-        results["header"]["hashed"] = AFTER_THE_RUN
-        atomic_write_json(folder / "results.json", results)
-    elif (folder / "provenance.json").is_file():
-        record = _plain_json(folder, "provenance.json")
-        record["hashed"] = AFTER_THE_RUN
-        atomic_write_json(folder / "provenance.json", record)
-    else:
-        raise ResultsError(f"{folder} holds neither results.json nor provenance.json")
+    try:
+        if (folder / "results.json").is_file():
+            results, _ = check_results(folder, read=_plain_json)
+            _refuse_hashed(folder / "results.json", results["header"])
+            if (folder / DERIVED[0]).is_file():
+                derived = _plain_json(folder, DERIVED[0])
+                if derived.get("sources") != run_sources(results):
+                    raise ResultsError(f"{folder / DERIVED[0]} was computed from other runs")
+            results["header"]["hashed"] = AFTER_THE_RUN
+            atomic_write_json(folder / "results.json", results)
+        elif (folder / "provenance.json").is_file():
+            record = _plain_json(folder, "provenance.json")
+            _refuse_hashed(folder / "provenance.json", record)
+            record["hashed"] = AFTER_THE_RUN
+            atomic_write_json(folder / "provenance.json", record)
+        else:
+            raise ResultsError(f"{folder} holds neither results.json nor provenance.json")
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ResultsError(
+            f"{folder} is not a results folder as the runs write one ({type(exc).__name__}: {exc})"
+        ) from None
     hashes = write_manifest(folder)
     if (folder / "results.json").is_file():
         load_results(folder)  # reads back as every chapter will

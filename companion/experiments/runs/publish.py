@@ -7,6 +7,7 @@ they match those runs by content hash."""
 from __future__ import annotations
 
 import ctypes
+import glob
 import json
 import os
 import shutil
@@ -18,7 +19,12 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from companion.experiments.integrity import file_hashes, write_manifest
+from companion.experiments.integrity import (
+    MANIFEST,
+    file_hashes,
+    manifest_differences,
+    write_manifest,
+)
 from companion.experiments.results import DERIVED, load_results, run_sources
 
 
@@ -38,12 +44,29 @@ def publish_lock(folder: Path) -> Iterator[Path]:
         lock.acquire()
     staging = folder.with_name(f".{folder.name}.staging-{os.getpid()}")
     try:
-        for stale in folder.parent.glob(f".{folder.name}.staging*"):
+        for stale in folder.parent.glob(f".{glob.escape(folder.name)}.staging-*"):
             shutil.rmtree(stale, ignore_errors=True)
+        check_intact(folder)
         yield staging
     finally:
         shutil.rmtree(staging, ignore_errors=True)  # what a refused or failed publish left
         lock.release()
+
+
+def check_intact(folder: Path) -> None:
+    """Refuse to publish over ``folder`` when its files differ from its ``SHA256SUMS``: what a
+    publish carries over (the predictions, derived results) or keeps would otherwise be hashed
+    again as if it were what the runs wrote. (A folder without a hash list, published before
+    folders were hashed, is left to ``python -m companion.experiments.runs.hash_results``.)"""
+    if not (folder / MANIFEST).is_file():
+        return
+    differences = manifest_differences(folder)
+    if differences:
+        raise ValueError(
+            f"{folder} was changed since it was published ({differences[0]}"
+            f"{f', and {len(differences) - 1} more' if len(differences) > 1 else ''}): restore "
+            f"it (e.g. git checkout -- {folder}), or publish under another --name"
+        )
 
 
 def check_nothing_lost(staging: Path, folder: Path, dropped: Iterable[str] = ()) -> None:
@@ -55,8 +78,8 @@ def check_nothing_lost(staging: Path, folder: Path, dropped: Iterable[str] = ())
     if lost:
         raise ValueError(
             f"publishing would remove {len(lost)} file(s) from {folder} ({', '.join(lost[:4])}"
-            f"{', ...' if len(lost) > 4 else ''}): restore them in the work folder (or run with "
-            f"--fresh to train everything again), or publish under another --name"
+            f"{', ...' if len(lost) > 4 else ''}): publish under another --name, or remove "
+            f"{folder} first if this is meant to replace it"
         )
 
 
