@@ -171,3 +171,16 @@ def test_a_new_out_folder_receives_the_embedding_and_its_provenance(tmp_path, ca
     torch.save(embedding + 1, out / "absolute_pos_embed.pt")
     with pytest.raises(ResultsError, match="changed or damaged"):
         load_learned_embedding(out)
+
+
+def test_an_interrupted_run_says_nothing_was_saved(tmp_path, capsys, monkeypatch):
+    from companion.experiments.runs import learned_embedding as run
+
+    def interrupted(cfg):
+        raise KeyboardInterrupt("interrupted in epoch 3; continue with --resume")
+
+    monkeypatch.setattr(run, "train", interrupted)
+    monkeypatch.setattr(run, "provenance", lambda command: {"command": command})
+    assert run.main(["--out", str(tmp_path / "out")]) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "nothing was saved" in err[0] and "--resume" not in err[0]

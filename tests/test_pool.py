@@ -7,6 +7,7 @@ instead of hanging the tests."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -45,9 +46,12 @@ def test_a_worker_that_dies_in_a_run_is_named_and_the_others_stop(tmp_path, deat
     outcome = _run_all_in_child(tmp_path, ("a", "ok"), ("b", "sleep"), ("c", death))
     pid = (tmp_path / "pid-c").read_text()
     assert outcome["raised"] == "WorkerDied"
-    assert outcome["message"] == (
-        f"the worker running run c died ({how}, pid {pid}); 1 of 3 runs had finished; {HINT}"
-    )
+    # a's result has (most likely) reached the parent by then; the count is not what is pinned
+    assert re.fullmatch(
+        rf"the worker running run c died \({how}, pid {pid}\); [01] of 3 runs had finished; "
+        + re.escape(HINT),
+        outcome["message"],
+    ), outcome["message"]
     assert outcome["seconds"] < 10  # seen within seconds, and b was stopped, not waited for
 
 
@@ -58,10 +62,12 @@ def test_a_worker_killed_while_it_waits_for_a_run_stops_the_runs_too(tmp_path):
     outcome = _run_all_in_child(tmp_path, ("v", "meet-then-finish"), ("k", "kill-the-idle-one"))
     pid = (tmp_path / "pid-v").read_text()
     assert outcome["raised"] == "WorkerDied"
-    assert outcome["message"] == (
-        f"a worker process died before reporting its run (killed by SIGKILL, pid {pid}); "
-        f"1 of 2 runs had finished, 1 had not; {HINT}"
-    )
+    # v's process is (most likely) idle by then, holding the task queue's lock; if it was still
+    # returning v, it is named as running it: either way the pool must stop, not hang.
+    idle = f"a worker process died before reporting its run (killed by SIGKILL, pid {pid}); "
+    running = f"the worker running run v died (killed by SIGKILL, pid {pid}); "
+    assert outcome["message"].startswith((idle, running)), outcome["message"]
+    assert outcome["message"].endswith(HINT)
     assert outcome["seconds"] < 10  # k (which would sleep for minutes) was stopped
 
 

@@ -86,7 +86,13 @@ def main(argv: list[str] | None = None) -> int:
     command = shlex.join(["python", "-m", "companion.learned_embedding", *argv])
 
     def work() -> None:
-        record = train_and_save(Path(args.out), command)  # checks --out before training
+        try:
+            record = train_and_save(Path(args.out), command)  # checks --out before training
+        except KeyboardInterrupt:  # the trainer's own message names a temporary folder, gone now
+            raise KeyboardInterrupt(
+                "interrupted: nothing was saved (the run trains in a temporary folder); run the "
+                "same command again to train it from the start"
+            ) from None
         print(f"final test acc {record['final_test_acc']:.1f}, wall {record['wall_s']} s")
 
     return run_reporting_errors(PROG, work, args.debug)
