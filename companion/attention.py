@@ -17,7 +17,7 @@ from torch import Tensor, nn
 
 from companion._checks import check_choice, check_divisible, check_positive_int, to_pair
 from companion.cpb import ContinuousPositionBias
-from companion.position import BiasTable, WindowCode, WindowPosition, check_window_position
+from companion.position import SWIN_CODE, WindowCode, WindowPosition, check_window_position
 from companion.relative import WindowSize
 from companion.rope import WindowRoPE
 from companion.transfer import ResizeMethod
@@ -69,7 +69,7 @@ class WindowAttention(nn.Module):
         window_size: WindowSize,
         num_heads: int,
         qkv_bias: bool = True,
-        position: WindowPosition = BiasTable(),
+        position: WindowPosition = SWIN_CODE,
         attn_impl: AttnImpl = "sdpa",
     ) -> None:
         super().__init__()

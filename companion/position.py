@@ -269,6 +269,8 @@ class Rotary(WindowCode):
 
 #: What a ``WindowAttention`` adds position with; ``None``: nothing (plain self-attention).
 WindowPosition = WindowCode | None
+#: Swin's own window code: the default of everything that takes one (stated here only).
+SWIN_CODE = BiasTable()
 
 
 def check_window_position(name: str, value: object) -> WindowPosition:
@@ -298,7 +300,7 @@ class Position:
     """
 
     absolute: bool = False
-    window: WindowPosition = BiasTable()
+    window: WindowPosition = SWIN_CODE
 
     def __post_init__(self) -> None:
         check_bool("absolute", self.absolute)

@@ -37,7 +37,7 @@ from companion.attention import AttnImpl, WindowAttention
 from companion.init import trunc_normal_
 from companion.layers import DropPath, Mlp
 from companion.merging import PatchMerging, PoolMerging
-from companion.position import BiasTable, WindowPosition
+from companion.position import SWIN_CODE, WindowPosition
 from companion.relative import WindowSize
 from companion.swin_configs import SwinConfig, model_config
 from companion.transfer import ResizeMethod, check_resize_method
@@ -115,7 +115,7 @@ class SwinBlock(nn.Module):
         mlp_ratio: float = 4.0,
         qkv_bias: bool = True,
         drop_path: float = 0.0,
-        position: WindowPosition = BiasTable(),
+        position: WindowPosition = SWIN_CODE,
         attn_impl: AttnImpl = "sdpa",
         torus: bool = False,
     ) -> None:
