@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_batched_seeds.py --seeds 5 --iters 20 --out report.json
 
-Issue 18's remedy for the ablation's budget: stack the seeds' models
+A remedy for the ablation's budget: stack the seeds' models
 (``torch.func.stack_module_state``) and run one step of all of them at once under ``vmap``
 (``torch.func.functional_call``), so that each operator is launched once per step for every seed
 instead of once per seed. This measures what that buys on this machine before any trainer is

@@ -157,16 +157,13 @@ SWINV2_TABLE1_SOURCE = (
     "Liu et al. 2022, Swin Transformer V2: Scaling Up Capacity and Resolution (CVPR 2022), "
     "arXiv:2111.09883, Table 1 (Swin-T)"
 )
-#: Where the numbers of ``SWINV2_TABLE1`` were read (not recalled). The paper itself could not be
-#: opened here (no web access); three unofficial text conversions of arXiv:2111.09883 in the
-#: search tool's index of public GitHub files, read on 2026-12-01 by file id, agree on every cell:
-#: id 70546844893 (Markdown, Table 1 as a Markdown table, offset ~14,100), id 63280385250
-#: (Markdown with HTML tables; Table 1 and its caption, offset ~15,700) and id 56769180978 (a
-#: conversion of the LaTeX source, ``tab:lcpb``; its first row, offset ~18,300). Check against
+#: Where the numbers of ``SWINV2_TABLE1`` were read (not recalled): three independent text
+#: conversions of arXiv:2111.09883 (two Markdown renderings of Table 1 and its caption, and the
+#: LaTeX source's ``tab:lcpb``), which agree on every cell; not the paper's PDF. Check against
 #: the paper before quoting it elsewhere.
 SWINV2_TABLE1_READ_FROM = (
-    "three text conversions of arXiv:2111.09883 in the search tool's index of public GitHub "
-    "files (ids 70546844893, 63280385250, 56769180978), which agree; not the paper's PDF"
+    "three text conversions of arXiv:2111.09883 (Table 1, and the LaTeX source's tab:lcpb), "
+    "which agree; not the paper's PDF"
 )
 
 #: Table 1's columns, the book's key -> the paper's heading. ``imagenet_w8`` is the model trained
