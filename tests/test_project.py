@@ -117,13 +117,6 @@ def test_notebook_code_cells_define_nothing_and_are_executed(nb):
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_has_objectives_summary_and_exercises(nb):
-    markdown = "\n".join(_source(c) for c in _cells(nb) if c["cell_type"] == "markdown")
-    for heading in ("Learning objectives", "Summary", "Exercises"):
-        assert heading.lower() in markdown.lower(), f"{nb.name} lacks '{heading}'"
-
-
-@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
 def test_ignored_outputs_say_why(nb):
     for i, cell in enumerate(_cells(nb)):
         if "nbval-ignore-output" in cell.get("metadata", {}).get("tags", []):

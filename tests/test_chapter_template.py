@@ -1,0 +1,158 @@
+"""Every chapter follows one template (CONTRIBUTING.md, "The chapter template").
+
+Title cell with the learning-objectives block; numbered sections ending with Summary and
+Exercises; one fold per exercise solution ("### Solution N", its text, code and output
+together), in the order of the exercises, folded by the one mechanism of tools/book_folds.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import book_folds  # noqa: E402 (tools/ is not a package; see sys.path above)
+
+NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
+OBJECTIVES = "**Learning objectives.** After this chapter you can"
+TITLE = re.compile(r"^# (?:Appendix )?([0-9A-Z])\. \S")
+
+
+def _cells(path: Path) -> list[dict]:
+    return json.loads(path.read_text())["cells"]
+
+
+def _source(cell: dict) -> str:
+    src = cell["source"]
+    return "".join(src) if isinstance(src, list) else src
+
+
+def _markdown_lines(path: Path) -> list[str]:
+    """The Markdown lines of a chapter outside code fences."""
+    lines, fenced = [], False
+    for cell in _cells(path):
+        if cell["cell_type"] != "markdown":
+            continue
+        for line in _source(cell).splitlines():
+            if line.startswith("```"):
+                fenced = not fenced
+            elif not fenced:
+                lines.append(line)
+    return lines
+
+
+def _prefix(path: Path) -> str:
+    title = _source(_cells(path)[1]).splitlines()[0]
+    match = TITLE.match(title)
+    assert match, f"{path.name}: the second cell must start with '# N. Title', found {title!r}"
+    return match.group(1)
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_title_cell_holds_the_learning_objectives_block(nb):
+    _prefix(nb)
+    title_cell = _source(_cells(nb)[1])
+    assert OBJECTIVES in title_cell, f"{nb.name}: the title cell lacks {OBJECTIVES!r}"
+    after = title_cell.split(OBJECTIVES, 1)[1].strip().splitlines()
+    bullets = [line for line in after if line.startswith("- ")]
+    assert len(bullets) >= 3, f"{nb.name}: the objectives are a list of at least three items"
+    assert all(b[2].islower() or not b[2].isalpha() for b in bullets), (
+        f"{nb.name}: each objective continues 'you can' in lower case"
+    )
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_sections_are_numbered_in_order_and_end_with_summary_and_exercises(nb):
+    prefix = _prefix(nb)
+    sections = [line for line in _markdown_lines(nb) if line.startswith("## ")]
+    numbers = [re.match(rf"## {prefix}\.(\d+) \S", line) for line in sections]
+    unnumbered = [s for s, m in zip(sections, numbers, strict=True) if m is None]
+    assert not unnumbered, f"{nb.name}: sections must read '## {prefix}.k Title': {unnumbered}"
+    assert [int(m.group(1)) for m in numbers if m] == list(range(1, len(sections) + 1))
+    assert sections[-2].endswith(" Summary") and sections[-1].endswith(" Exercises"), (
+        f"{nb.name}: the last two sections are Summary and Exercises, found {sections[-2:]}"
+    )
+
+
+def _exercise_count(nb: Path) -> int:
+    lines = _markdown_lines(nb)
+    start = next(i for i, line in enumerate(lines) if re.match(r"## \S+ Exercises$", line))
+    items = [int(m.group(1)) for line in lines[start:] if (m := re.match(r"(\d+)\. \*\*", line))]
+    assert items == list(range(1, len(items) + 1)), f"{nb.name}: exercises numbered 1..n: {items}"
+    return len(items)
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_exercise_has_one_solution_fold_in_order(nb):
+    cells = _cells(nb)
+    solutions = [book_folds.solution_number(c) for c in cells]
+    numbers = [n for n in solutions if n is not None]
+    assert numbers == list(range(1, _exercise_count(nb) + 1)), (
+        f"{nb.name}: one '### Solution N' cell per exercise, in order; found {numbers}"
+    )
+    first = solutions.index(1)
+    # The solutions close the chapter: nothing after them but their own code cells.
+    for i, cell in enumerate(cells[first:], start=first):
+        if cell["cell_type"] == "markdown":
+            assert solutions[i] is not None, f"{nb.name}: cell {i} interrupts the solutions"
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_nothing_is_folded_outside_the_one_mechanism(nb):
+    for i, cell in enumerate(_cells(nb)):
+        tags = cell.get("metadata", {}).get("tags", [])
+        assert "hide-cell" not in tags and "hide-output" not in tags, (
+            f"{nb.name}: cell {i} is folded by a tag the Colab notebook cannot fold; "
+            "use a '### Solution N' section or 'hide-input' (tools/book_folds.py)"
+        )
+        if cell["cell_type"] == "markdown":
+            assert not re.search(r":class: .*dropdown", _source(cell)), (
+                f"{nb.name}: cell {i} folds with a dropdown admonition, which Colab shows open"
+            )
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_some_exercise_asks_to_predict_then_check(nb):
+    lines = "\n".join(_markdown_lines(nb))
+    assert re.search(r"\*\*[^*]*predict, then check", lines, re.IGNORECASE), (
+        f"{nb.name}: no 'Predict, then check'"
+    )
+
+
+def test_solution_heading_is_recognised_only_in_its_one_form():
+    def markdown(text: str) -> dict:
+        return {"cell_type": "markdown", "source": text}
+
+    assert book_folds.solution_number(markdown("### Solution 12\n\nText.")) == 12
+    for other in ("## Solution 1", "### Solutions", "Solution 1", "### Solution 1: the idea"):
+        assert book_folds.solution_number(markdown(other)) is None
+    assert book_folds.solution_number({"cell_type": "code", "source": "### Solution 1"}) is None
+
+
+def test_colab_folds_collapse_every_solution_and_hide_tagged_inputs():
+    nb = {
+        "metadata": {},
+        "cells": [
+            {"cell_type": "markdown", "metadata": {}, "source": "## 1.2 Exercises\n"},
+            {"cell_type": "markdown", "metadata": {}, "source": "### Solution 1\n\nText."},
+            {"cell_type": "code", "metadata": {"tags": ["hide-input"]}, "source": "x = 1"},
+            {"cell_type": "markdown", "metadata": {}, "source": "### Solution 2\n"},
+            {"cell_type": "code", "metadata": {}, "source": "y = 2"},
+        ],
+    }
+    book_folds.colab_folds(nb)
+    assert nb["metadata"]["colab"]["collapsed_sections"] == ["solution-1", "solution-2"]
+    assert [c["metadata"].get("id") for c in nb["cells"]] == [
+        None,
+        "solution-1",
+        None,
+        "solution-2",
+        None,
+    ]
+    assert nb["cells"][2]["metadata"]["cellView"] == "form"
+    assert "cellView" not in nb["cells"][4]["metadata"]
