@@ -146,7 +146,8 @@ def make_bias_table(window_size: WindowSize, num_heads: int) -> nn.Parameter:
     """A ``((2Wh-1)(2Ww-1), num_heads)`` parameter, initialised with ``trunc_normal_(std=.02)``.
 
     Small random values (rather than zeros) give each head a slightly different starting bias;
-    ``.02`` is the scale ViT and Swin use for all their embeddings.
+    ``.02`` is Swin's choice for this table and ViT's for its position embedding (not for every
+    parameter: timm's ViT starts its class token at ``std=1e-6``, the original JAX ViT at zeros).
     """
     check_positive_int("num_heads", num_heads)
     table = nn.Parameter(torch.zeros(bias_table_size(window_size), num_heads))

@@ -59,9 +59,10 @@ def fit_window(
     window is clamped to the map (one window covers the axis) and the shift is 0: shifting a single
     window would only move tokens around inside it. Otherwise the shift is half the window.
     """
-    window = tuple(min(r, w) for r, w in zip(resolution, window_size, strict=True))
-    shift = tuple(0 if r <= w else w // 2 for r, w in zip(resolution, window_size, strict=True))
-    return window, shift  # type: ignore[return-value]
+    (rh, rw), (wh, ww) = resolution, window_size
+    window = (min(rh, wh), min(rw, ww))
+    shift = (0 if rh <= wh else wh // 2, 0 if rw <= ww else ww // 2)
+    return window, shift
 
 
 class PatchEmbed(absolute.PatchEmbed):

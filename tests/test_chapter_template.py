@@ -156,3 +156,24 @@ def test_colab_folds_collapse_every_solution_and_hide_tagged_inputs():
     ]
     assert nb["cells"][2]["metadata"]["cellView"] == "form"
     assert "cellView" not in nb["cells"][4]["metadata"]
+
+
+#: What reader-visible code must not carry: notes about the book's own tests and tool pragmas.
+PLUMBING = re.compile(
+    r"compared by the tests|not compared|fmt: (?:skip|off|on)|noqa|nbval|pytest|tests/test_\w+"
+)
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_reader_visible_code_carries_no_test_plumbing(nb):
+    """A chapter's code cells and the listings they print (``show_source``) speak to the reader."""
+    found = []
+    for i, cell in enumerate(_cells(nb)[1:], start=1):  # the install cell is Colab's, not shown
+        if cell["cell_type"] != "code":
+            continue
+        texts = [_source(cell)]
+        for output in cell.get("outputs", []):
+            plain = output.get("data", {}).get("text/plain", output.get("text", ""))
+            texts.append("".join(plain) if isinstance(plain, list) else plain)
+        found += [f"cell {i}: {m.group(0)!r}" for text in texts for m in PLUMBING.finditer(text)]
+    assert not found, f"{nb.name}: reader-visible code mentions test plumbing: {found}"

@@ -48,7 +48,7 @@ def test_marked_gaps_markdown_marks_each_cell():
         "| absolute + relative − relative (default) | (+0.0) | (+0.0) | (-0.3) | (-0.3) | -2.1 |"
         in text
     )
-    assert "one run per row" in text
+    assert "one number per row and no spread" in text
 
 
 def test_vit_table8_has_the_papers_four_rows_three_columns_and_na_cells():
@@ -132,7 +132,7 @@ def test_swinv2_reading_marks_sub_point_gaps_and_reads_the_large_drop():
     text = swinv2_table1_reading_markdown()
     assert "| log-spaced CPB: change from W8 | (+0.6) / +1.4 |" in text
     assert "| log-spaced CPB − linear-spaced CPB | (+0.4) / (+0.3) |" in text
-    assert "one training run per cell" in text
+    assert "one number per cell and no spread" in text
 
 
 def test_swinv2_reading_names_a_bad_row_or_window():

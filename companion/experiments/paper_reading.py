@@ -1,13 +1,15 @@
 """How the book reads the Swin paper's Table 4 (and ViT's Table 8 and Swin V2's Table 1): the
 rules, written once, and the marked gaps.
 
-Table 4 reports one training run per row and no spread. The book therefore reads it by three
+Table 4 prints one number per row, with no spread and no word on how many training runs each
+number is. The book therefore reads it by three
 rules (chapters 0, 3 and 5 use them alike; chapter 1 reads ViT's Table 8, which also prints one
 number per cell and no spread, by the same rules; so does chapter 6 with Swin V2's Table 1):
 
-1. A gap below one point is not readable: run-to-run noise of that size is common, and one run
-   per row cannot tell it apart from an effect. Such gaps are printed in parentheses.
-2. A gap of a point or more is a hint from one run per row, not a measured effect.
+1. A gap below one point is not readable. A table without a spread cannot say how far two runs
+   of one model land apart; one point is the line the book draws in advance, below which it reads
+   nothing. Such gaps are printed in parentheses.
+2. A gap of a point or more is a hint from one printed number per row, not a measured effect.
 3. Each column is its own metric on its own scale (top-1 accuracy, box and mask AP, mIoU): gaps
    are compared within a column, never ranked across columns.
 
@@ -29,7 +31,7 @@ from companion.experiments.paper import (
     VIT_TABLE8_SOURCE,
 )
 
-#: Gaps smaller than this (in points) are printed in parentheses: unreadable from one run per row.
+#: Gaps smaller than this (in points) are printed in parentheses: not read (rule 1 above).
 READABLE_GAP = 1.0
 
 
@@ -57,8 +59,9 @@ def marked_gaps_markdown(pairs: tuple[tuple[str, str], ...]) -> str:
         cells = [mark_gap(table4_gap(a, b, m)) for m in TABLE4_METRICS]
         lines.append(f"| {a} − {b} | " + " | ".join(cells) + " |")
     note = (
-        f"*Points, computed from {SWIN_TABLE4_SOURCE}; one run per row, so gaps below "
-        f"{READABLE_GAP:g} point are in parentheses (not readable); compare within a column only.*"
+        f"*Points, computed from {SWIN_TABLE4_SOURCE}; one number per row and no spread, so "
+        f"gaps below {READABLE_GAP:g} point are in parentheses (not read); compare within a "
+        "column only.*"
     )
     return "\n".join(lines) + "\n\n" + note
 
@@ -153,7 +156,7 @@ def swinv2_table1_reading_markdown() -> str:
         ]
         lines.append(f"| {a} − {b} | " + " | ".join(cells) + " |")
     note = (
-        f"*Points, computed from {SWINV2_TABLE1_SOURCE}; one training run per cell and no spread "
-        f"reported, so gaps below {READABLE_GAP:g} point are in parentheses (not readable).*"
+        f"*Points, computed from {SWINV2_TABLE1_SOURCE}; one number per cell and no spread, so "
+        f"gaps below {READABLE_GAP:g} point are in parentheses (not read).*"
     )
     return "\n".join(lines) + "\n\n" + note

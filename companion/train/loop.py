@@ -125,10 +125,14 @@ def _train(
     optimizer, scheduler = build_optimizer(cfg, model, epoch_steps)
     scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
     header = {
-        "config": recorded_settings(cfg), "code_sha256": source_digest(), "precision": precision,
-        "device": str(device), "world_size": info.world_size, "torch": torch.__version__,
+        "config": recorded_settings(cfg),
+        "code_sha256": source_digest(),
+        "precision": precision,
+        "device": str(device),
+        "world_size": info.world_size,
+        "torch": torch.__version__,
         "num_params": sum(p.numel() for p in model.parameters()),
-    }  # fmt: skip
+    }
     history: list[dict[str, float]] = []
     start_epoch, path = 0, out / ck.CHECKPOINT
     if cfg.resume:
@@ -182,13 +186,15 @@ def _train(
             check_test_metrics(test, epoch, cfg)
             history.append(
                 {
-                    "epoch": epoch + 1, "train_loss": loss_total / seen,
-                    "train_acc": correct_total / seen, **test,
+                    "epoch": epoch + 1,
+                    "train_loss": loss_total / seen,
+                    "train_acc": correct_total / seen,
+                    **test,
                     "lr": optimizer.param_groups[0]["lr"],
                     "epoch_time_s": time.perf_counter() - start,
                     "images_per_s": seen / train_time,
                 }
-            )  # fmt: skip
+            )
             if info.is_main:
                 states = {"model": model, "optimizer": optimizer, "scheduler": scheduler}
                 states["scaler"] = scaler

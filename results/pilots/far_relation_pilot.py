@@ -6,7 +6,7 @@ is the direction (the four labels of ``companion.data.RELATIONS``). At d >= 2 th
 always in different 2 x 2 merge groups, so neither a patch's embedding nor patch merging's
 concatenation order sees both; only a position code that relates two tokens (a relative bias
 inside a stage-0 window) can read the direction. Training draws d from a mix (d = 1 opens the
-hierarchy's shortcut, which the pilots in shared/pilots found lets bias-table models take off);
+hierarchy's shortcut, which earlier 20-epoch pilots found lets bias-table models take off);
 the test split of the experiment is d = 2 (d = 1 and d = 3 are reported beside it).
 
 Usage (from the repository root, one training process at a time):
