@@ -177,3 +177,18 @@ def test_reader_visible_code_carries_no_test_plumbing(nb):
             texts.append("".join(plain) if isinstance(plain, list) else plain)
         found += [f"cell {i}: {m.group(0)!r}" for text in texts for m in PLUMBING.finditer(text)]
     assert not found, f"{nb.name}: reader-visible code mentions test plumbing: {found}"
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_figure_has_alt_text_in_its_cell_metadata(nb):
+    """Alt text says what a figure shows; it lives in the cell's metadata (``mystnb.image.alt``),
+    not in the output, so that a translation can carry it."""
+    missing = []
+    for i, cell in enumerate(_cells(nb)):
+        images = [o for o in cell.get("outputs", []) if "image/png" in o.get("data", {})]
+        if not images:
+            continue
+        alt = cell["metadata"].get("mystnb", {}).get("image", {}).get("alt", "")
+        if len(alt) < 20 or "/" in alt.split()[0] or alt.endswith(".png") or "$" in alt:
+            missing.append(f"cell {i}: {alt!r}")
+    assert not missing, f"{nb.name}: figures without a real alt text: {missing}"
