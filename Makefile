@@ -87,14 +87,18 @@ offline-js: $(OFFLINE_STAMP)
 # Sphinx skips a build whose sources are unchanged, and with it the copy of _static/: a change
 # there alone (book.css, toc-highlight.js) starts the HTML over, or the old files would stay.
 $(STATIC_STAMP): $(wildcard _static/*)
-	rm -rf _build/html
+	rm -rf _build/html _build/zh
 	mkdir -p _build && touch $@
 
 # The build renders the committed outputs (_config.yml: execute_notebooks: off); nbval is what
 # proves them reproduced, so `make test` runs every chapter once, not twice.
+# Both editions: the English book in _build/html, the Chinese edition (zh/, its notebooks generated
+# by tools/zh_edition.py from the English ones) built beside it and served under _build/html/zh/.
 book: node-deps setup $(OFFLINE_STAMP) $(STATIC_STAMP)
 	$(VENV)/bin/jupyter-book build . $(JB_FLAGS)
-	@echo "Book built: _build/html/index.html"
+	$(VENV)/bin/jupyter-book build zh --path-output _build/zh $(JB_FLAGS)
+	rm -rf _build/html/zh && cp -r _build/zh/_build/html _build/html/zh
+	@echo "Book built: _build/html/index.html (Chinese edition: _build/html/zh/index.html)"
 
 book-check: book
 

@@ -26,7 +26,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-SOLUTION_HEADING = re.compile(r"^### Solution (\d+)\s*$")
+#: "Solution N" in the English edition, "解答 N" in the Chinese one (tools/zh_edition.py).
+SOLUTION_LABELS = ("Solution", "解答")
+SOLUTION_HEADING = re.compile(rf"^### (?:{'|'.join(SOLUTION_LABELS)}) (\d+)\s*$")
 HIDE_INPUT = "hide-input"
 FOLD_CLASSES = ("book-fold", "solution")
 
@@ -64,7 +66,7 @@ def colab_folds(nb: dict[str, Any]) -> dict[str, Any]:
         if number is not None:
             meta["id"] = solution_id(number)
             collapsed.append(meta["id"])
-        elif cell.get("cell_type") == "markdown" and str(meta.get("id", "")).startswith("solution-"):
+        elif str(meta.get("id", "")).startswith("solution-"):  # no longer a solution heading
             del meta["id"]
         if cell.get("cell_type") == "code" and HIDE_INPUT in meta.get("tags", []):
             meta["cellView"] = "form"
@@ -102,7 +104,7 @@ if nodes is not None:
                 if title is None or title.parent is not section:
                     continue
                 text = title.astext().strip()
-                match = re.fullmatch(r"Solution (\d+)", text)
+                match = re.fullmatch(rf"(?:{'|'.join(SOLUTION_LABELS)}) (\d+)", text)
                 if not match:
                     continue
                 folded = fold(

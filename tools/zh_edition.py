@@ -1,0 +1,267 @@
+"""The Chinese edition: generated from the English notebooks and the translations of their prose.
+
+One source of code: a Chinese chapter, ``zh/book/<name>.ipynb``, is the English notebook with its
+prose replaced, and nothing else. Its code cells, their outputs, tags, ids and the Colab install
+cell are the English ones byte for byte, so nbval's run of the English chapters validates both.
+
+The translations live in ``zh/translations/<name>.md``, one **unit** per English Markdown cell
+(and one per figure's alt text), each headed by a comment naming what it translates and a hash
+of that English text::
+
+    <!-- unit: 4440e3ba | en: 1f2e3d4c5b6a -->
+    ## 2.1 计划：六个小步骤
+    ...
+
+``python tools/zh_edition.py --check`` (and ``tests/test_zh_edition.py`` in ``make test``) fails,
+naming the chapter and the cell, when an English unit was added, removed or changed since its
+translation was written (the recorded hash no longer matches), and when a translation lost or
+changed an inline code span, a formula, a number, a link, a cross-reference, a heading or a
+directive of its English unit. ``--sync`` writes the Chinese notebooks from the translations;
+``--stub NAME`` starts a translation file (each unit holds the English text, to be replaced).
+
+A chapter without a translation file is built from the English prose under a one-line note
+saying so, so that every page of the English book has its counterpart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import hashlib
+import json
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+EN_BOOK = ROOT / "book"
+ZH_ROOT = ROOT / "zh"
+ZH_BOOK = ZH_ROOT / "book"
+TRANSLATIONS = ZH_ROOT / "translations"
+UNIT_HEADER = re.compile(r"^<!-- unit: (\S+) \| en: ([0-9a-f]{12}) -->$", re.M)
+ALT = "/alt"
+UNTRANSLATED_NOTE = (
+    "```{note}\n本章尚未译成中文，以下为英文原文。代码、输出与英文版完全相同。\n```\n\n"
+)
+
+
+def _source(cell: dict[str, Any]) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def en_hash(text: str) -> str:
+    """The 12-hex-digit hash a unit records of the English text it translates."""
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _alt(cell: dict[str, Any]) -> str | None:
+    alt = cell.get("metadata", {}).get("mystnb", {}).get("image", {}).get("alt")
+    return alt if isinstance(alt, str) and alt else None
+
+
+def english_units(nb: dict[str, Any]) -> dict[str, str]:
+    """``{unit key: English text}`` of a notebook, in order: Markdown cells, then alt texts."""
+    units = {}
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            units[cell["id"]] = _source(cell)
+        elif (alt := _alt(cell)) is not None:
+            units[cell["id"] + ALT] = alt
+    return units
+
+
+def parse_translation(text: str) -> dict[str, tuple[str, str]]:
+    """``{unit key: (recorded English hash, Chinese text)}`` of a translation file."""
+    found: dict[str, tuple[str, str]] = {}
+    headers = list(UNIT_HEADER.finditer(text))
+    for i, match in enumerate(headers):
+        end = headers[i + 1].start() if i + 1 < len(headers) else len(text)
+        key, recorded = match.group(1), match.group(2)
+        if key in found:
+            raise ValueError(f"unit {key} appears twice")
+        found[key] = (recorded, text[match.end() : end].strip("\n") + "\n")
+    return found
+
+
+def format_translation(units: dict[str, tuple[str, str]]) -> str:
+    """The file text of ``{key: (English hash, text)}`` (the inverse of ``parse_translation``)."""
+    parts = [
+        f"<!-- unit: {key} | en: {h} -->\n{text.strip(chr(10))}\n"
+        for key, (h, text) in units.items()
+    ]
+    return "\n".join(parts)
+
+
+# --- What a translation must keep ------------------------------------------------------------
+
+_FENCE = re.compile(r"^(```+|:::+)\s*(\{[^}]+\})?[^\n]*$", re.M)
+_OPTION = re.compile(r"^:(\w[\w-]*):", re.M)
+_DISPLAY_MATH = re.compile(r"\$\$.+?\$\$", re.S)
+_INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)[^$\n]+?(?<!\\)\$")
+_ROLE = re.compile(r"\{\w+\}`[^`]+`")
+_CODE = re.compile(r"`[^`\n]+`")
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+_HEADING = re.compile(r"^(#{1,6}) ", re.M)
+_NUMBER = re.compile(r"(?<![\w.])[-−+]?\d+(?:[.,]\d+)*")
+
+
+def kept_elements(text: str) -> dict[str, Counter[str]]:
+    """The elements a translation keeps exactly, by kind (each a multiset: order may change)."""
+    kept: dict[str, Counter[str]] = {}
+    rest = text
+    for kind, pattern in (
+        ("formula", _DISPLAY_MATH),
+        ("formula", _INLINE_MATH),
+        ("cross-reference", _ROLE),
+        ("inline code", _CODE),
+    ):
+        found = pattern.findall(rest)
+        kept.setdefault(kind, Counter()).update(f.strip() for f in found)
+        rest = pattern.sub(" ", rest)
+    kept["link"] = Counter(_LINK.findall(rest))
+    kept["directive"] = Counter(
+        (m.group(1)[0] + (m.group(2) or "")) for m in _FENCE.finditer(rest)
+    ) + Counter(":" + m.group(1) for m in _OPTION.finditer(rest))
+    kept["heading"] = Counter(_HEADING.findall(rest))
+    kept["number"] = Counter(n.replace("−", "-").replace(",", "") for n in _NUMBER.findall(rest))
+    return kept
+
+
+def element_changes(english: str, chinese: str) -> list[str]:
+    """What ``chinese`` lost or added of ``english``'s kept elements, one line per kind."""
+    en, zh = kept_elements(english), kept_elements(chinese)
+    problems = []
+    for kind in en.keys() | zh.keys():
+        lost, added = (
+            en.get(kind, Counter()) - zh.get(kind, Counter()),
+            zh.get(kind, Counter()) - en.get(kind, Counter()),
+        )
+        if lost or added:
+            problems.append(f"{kind}: lost {sorted(lost)} added {sorted(added)}")
+    return sorted(problems)
+
+
+# --- Checking and generating -----------------------------------------------------------------
+
+
+def chapters() -> list[Path]:
+    """The English chapters (notebooks) the Chinese edition mirrors."""
+    return sorted(EN_BOOK.glob("*.ipynb"))
+
+
+def translation_path(chapter: Path) -> Path:
+    return TRANSLATIONS / f"{chapter.stem}.md"
+
+
+def check_chapter(chapter: Path) -> list[str]:
+    """Every way the chapter's translation is out of step with its English text (empty: none)."""
+    path = translation_path(chapter)
+    if not path.exists():
+        return []
+    name = chapter.name
+    nb = json.loads(chapter.read_text())
+    english = english_units(nb)
+    try:
+        units = parse_translation(path.read_text())
+    except ValueError as exc:
+        return [f"{path.relative_to(ROOT)}: {exc}"]
+    problems = []
+    for key, text in english.items():
+        if key not in units:
+            problems.append(f"{name}, cell {key}: English unit added, no translation")
+            continue
+        recorded, chinese = units[key]
+        if recorded != en_hash(text):
+            problems.append(
+                f"{name}, cell {key}: the English changed since it was translated "
+                f"(recorded {recorded}, now {en_hash(text)}); update the translation"
+            )
+        elif chinese.strip() == text.strip():
+            problems.append(f"{name}, cell {key}: not translated yet (the English text)")
+        else:
+            problems += [f"{name}, cell {key}: {p}" for p in element_changes(text, chinese)]
+    for key in units.keys() - english.keys():
+        problems.append(f"{name}, cell {key}: translated, but the English unit was removed")
+    return problems
+
+
+def chinese_notebook(chapter: Path) -> dict[str, Any]:
+    """The Chinese notebook of ``chapter``: its English notebook with the prose translated."""
+    nb = json.loads(chapter.read_text())
+    zh = copy.deepcopy(nb)
+    path = translation_path(chapter)
+    units = parse_translation(path.read_text()) if path.exists() else {}
+    for cell in zh["cells"]:
+        if cell["cell_type"] == "markdown" and cell["id"] in units:
+            cell["source"] = units[cell["id"]][1].splitlines(keepends=True)
+        elif cell["id"] + ALT in units:
+            cell["metadata"]["mystnb"]["image"]["alt"] = units[cell["id"] + ALT][1].strip()
+    if not units:  # built from the English prose, under a note that says so
+        title = next(c for c in zh["cells"] if c["cell_type"] == "markdown")
+        text = _source(title)
+        head, _, rest = text.partition("\n")
+        title["source"] = (head + "\n\n" + UNTRANSLATED_NOTE + rest.lstrip("\n")).splitlines(
+            keepends=True
+        )
+    zh["metadata"]["language_info"] = nb["metadata"].get("language_info", {})
+    zh["metadata"]["book_language"] = "zh_CN"
+    return zh
+
+
+def dump(nb: dict[str, Any]) -> str:
+    return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+
+
+def sync(check_only: bool) -> list[str]:
+    """Write (or, with ``check_only``, compare) every Chinese notebook; returns the problems."""
+    problems = []
+    for chapter in chapters():
+        problems += check_chapter(chapter)
+        target = ZH_BOOK / chapter.name
+        text = dump(chinese_notebook(chapter))
+        if check_only:
+            if not target.exists() or target.read_text() != text:
+                problems.append(f"{target.relative_to(ROOT)} is not generated from its sources")
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_suffix(".tmp")
+            tmp.write_text(text)
+            tmp.replace(target)
+    return problems
+
+
+def stub(name: str) -> Path:
+    """Start ``zh/translations/<name>.md``: every unit with its hash and the English text."""
+    chapter = EN_BOOK / f"{name}.ipynb"
+    if not chapter.exists():
+        raise ValueError(f"name must be a chapter of book/, got {name!r}")
+    path = translation_path(chapter)
+    if path.exists():
+        raise ValueError(f"{path} exists already: edit it")
+    units = {k: (en_hash(t), t) for k, t in english_units(json.loads(chapter.read_text())).items()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(format_translation(units))
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--sync", action="store_true", help="write zh/book/*.ipynb")
+    group.add_argument("--check", action="store_true", help="fail when out of step")
+    group.add_argument("--stub", metavar="NAME", help="start zh/translations/NAME.md")
+    args = parser.parse_args(argv)
+    if args.stub:
+        print(stub(args.stub).relative_to(ROOT))
+        return 0
+    problems = sync(check_only=args.check)
+    for line in problems:
+        print(line, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
