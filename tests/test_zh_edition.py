@@ -133,3 +133,9 @@ def test_added_removed_and_untranslated_units_are_named(tmp_path, monkeypatch):
     untranslated = f"<!-- unit: abc123 | en: {zh_edition.en_hash(ENGLISH)} -->\n{ENGLISH}"
     chapter = _chapter(tmp_path / "b", monkeypatch, ENGLISH, untranslated)
     assert "not translated yet" in " ".join(zh_edition.check_chapter(chapter))
+
+
+def test_a_number_written_against_chinese_characters_still_counts():
+    assert zh_edition.element_changes(ENGLISH, GOOD.replace("共 49 对", "共49对")) == []
+    problems = zh_edition.element_changes(ENGLISH, GOOD.replace("共 49 对", "共48对"))
+    assert any(p.startswith("number:") and "'48'" in p for p in problems), problems

@@ -105,7 +105,7 @@ _ROLE = re.compile(r"\{\w+\}`[^`]+`")
 _CODE = re.compile(r"`[^`\n]+`")
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
 _HEADING = re.compile(r"^(#{1,6}) ", re.M)
-_NUMBER = re.compile(r"(?<![\w.])[-−+]?\d+(?:[.,]\d+)*")
+_NUMBER = re.compile(r"(?<![A-Za-z0-9_.])[-−+]?\d+(?:[.,]\d+)*")
 
 
 def kept_elements(text: str) -> dict[str, Counter[str]]:
