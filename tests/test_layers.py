@@ -14,7 +14,7 @@ COMPANION = ROOT / "companion"
 #: or live in the folder of its role).
 SUBJECT = {
     "absolute", "attention", "cpb", "init", "layers", "merging", "permutation", "position",
-    "relative", "rope", "shifted_offsets", "swin", "swin_configs", "transfer", "window",
+    "relative", "rope", "shifted_offsets", "swin", "swin_configs", "transfer", "vit", "window",
 }  # fmt: skip
 #: ``python -m companion.<name>``: the commands the results record, above every layer.
 COMMANDS = {"ablation", "resolution_experiment", "learned_embedding"}

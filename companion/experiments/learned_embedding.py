@@ -1,65 +1,103 @@
-"""A learned absolute position embedding, trained by the book, and a null for reading it.
+"""Learned absolute position embeddings, trained by the book, and a null for reading them.
 
-Chapter 1 draws the embedding the way the ViT paper's Figure 7 draws its own (the cosine
+Chapter 1 draws each embedding the way the ViT paper's Figure 7 draws its own (the cosine
 similarity of each patch's embedding with every other one). Any structure read from that picture
 ("neighbours look alike") is a number set against a null: the same number on the *same* vectors
 dealt out to the grid cells in a random order, which keeps every vector and destroys only the
-layout.
+layout (:func:`permutation_test`).
 
-The run that writes the embedding is ``companion.experiments.runs.learned_embedding``
-(``python -m companion.learned_embedding``); this module only reads what it saved.
+Two embeddings are read here, both trained on ``grid-cell`` with an ``8 x 8`` patch grid and
+``D = 32``: the small Swin's (``results/learned-abs``, :func:`load_learned_embedding`, written
+by ``companion.experiments.runs.learned_embedding``) and a plain ViT's (``results/learned-vit``,
+:func:`load_vit_embedding`, written by ``companion.experiments.runs.learned_vit``), whose
+predictions were committed before its run (:func:`check_similarity_predictions`). This module
+only reads what the runs saved.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal, get_args
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
-from companion._checks import check_positive_int, to_pair
+from companion._checks import check_choice, check_positive_int, to_pair
+from companion.data.tasks import CELL, PATCH
 from companion.experiments.integrity import (
     ResultsError,
     read_manifest,
     verified_json,
     verified_tensors,
 )
+from companion.experiments.predictions import PREDICTIONS, load_predictions
 from companion.train.provenance import PACKAGE_DIR
 
 RESULT_NAME = "learned-abs"
 EMBEDDING_FILE = "absolute_pos_embed.pt"
 PROVENANCE_FILE = "provenance.json"
+#: The plain ViT's folder and file (``companion.experiments.runs.learned_vit`` writes them).
+VIT_RESULT_NAME = "learned-vit"
+VIT_EMBEDDING_FILE = "pos_embed.pt"
+#: ``grid-cell``'s cells, in patches of the small models (8-px cells, 4-px patches: 2 x 2
+#: patches per cell). The Swin's 2 x 2 patch-merging groups are these same blocks.
+TASK_CELL = CELL // PATCH
+
+Alternative = Literal["two-sided", "greater", "less"]
+ALTERNATIVES: tuple[Alternative, ...] = get_args(Alternative)
+
+
+def _result_places(name: str, folder: str | Path | None) -> list[Path]:
+    """``[folder]``, or where chapter notebooks find ``results/<name>``: the current directory,
+    its parent (notebooks run in ``book/``), the installed package's ``book_results`` (a plain
+    install, as Colab's) and beside the package (a clone)."""
+    if folder is not None:
+        return [Path(folder)]
+    return [
+        Path.cwd() / "results" / name,
+        Path.cwd().parent / "results" / name,
+        PACKAGE_DIR / "book_results" / name,
+        PACKAGE_DIR.parent / "results" / name,
+    ]
+
+
+def _load_embedding(
+    name: str, embedding_file: str, folder: str | Path | None
+) -> tuple[Tensor, dict]:
+    places = _result_places(name, folder)
+    for place in places:
+        if (place / embedding_file).is_file() and (place / PROVENANCE_FILE).is_file():
+            record = verified_json(place, PROVENANCE_FILE)
+            embedding = verified_tensors(place, embedding_file)
+            recorded = record.get("embedding_sha256")  # a run from before recorded none
+            if recorded is not None and recorded != read_manifest(place)[embedding_file]:
+                raise ResultsError(f"{place / embedding_file} is not the one its run recorded")
+            return embedding, record
+    raise FileNotFoundError(
+        f"folder: no {embedding_file} with {PROVENANCE_FILE} in any of {[str(p) for p in places]}"
+    )
 
 
 def load_learned_embedding(folder: str | Path | None = None) -> tuple[Tensor, dict]:
-    """The saved ``(1, h, w, D)`` embedding and its provenance record, checked against the
-    folder's ``SHA256SUMS`` (``companion.experiments.integrity``).
+    """The small Swin's saved ``(1, h, w, D)`` embedding and its provenance record, checked
+    against the folder's ``SHA256SUMS`` (``companion.experiments.integrity``).
 
     Without ``folder``, ``results/learned-abs`` is looked for where chapter notebooks find their
     results: the current directory, its parent (notebooks run in ``book/``), the installed
     package's ``book_results`` (a plain install, as Colab's) and beside the package (a clone).
     """
-    places = (
-        [Path(folder)]
-        if folder is not None
-        else [
-            Path.cwd() / "results" / RESULT_NAME,
-            Path.cwd().parent / "results" / RESULT_NAME,
-            PACKAGE_DIR / "book_results" / RESULT_NAME,
-            PACKAGE_DIR.parent / "results" / RESULT_NAME,
-        ]
-    )
-    for place in places:
-        if (place / EMBEDDING_FILE).is_file() and (place / PROVENANCE_FILE).is_file():
-            record = verified_json(place, PROVENANCE_FILE)
-            embedding = verified_tensors(place, EMBEDDING_FILE)
-            recorded = record.get("embedding_sha256")  # a run from before recorded none
-            if recorded is not None and recorded != read_manifest(place)[EMBEDDING_FILE]:
-                raise ResultsError(f"{place / EMBEDDING_FILE} is not the one its run recorded")
-            return embedding, record
-    raise FileNotFoundError(
-        f"folder: no {EMBEDDING_FILE} with {PROVENANCE_FILE} in any of {[str(p) for p in places]}"
-    )
+    return _load_embedding(RESULT_NAME, EMBEDDING_FILE, folder)
+
+
+def load_vit_embedding(folder: str | Path | None = None) -> tuple[Tensor, dict]:
+    """The plain ViT's saved embedding, ``(1, h, w, D)`` (its ``(1, N, D)`` parameter with the
+    ``N = h * w`` rows laid out on the grid, row-major), and its provenance record, checked
+    against the folder's ``SHA256SUMS``; ``results/learned-vit`` is looked for as
+    :func:`load_learned_embedding` looks for its folder."""
+    return _load_embedding(VIT_RESULT_NAME, VIT_EMBEDDING_FILE, folder)
 
 
 def grid_table(pos_embed: Tensor) -> tuple[Tensor, tuple[int, int]]:
@@ -89,6 +127,23 @@ def same_parity_pairs(grid_size: int | tuple[int, int]) -> Tensor:
     return (slot[:, None] == slot[None, :]) & ~torch.eye(h * w, dtype=torch.bool)
 
 
+def cosine_matrix(table: Tensor) -> Tensor:
+    """``(N, D)`` -> ``(N, N)``: the cosine similarity of every row with every row."""
+    if not isinstance(table, Tensor) or table.dim() != 2:
+        got = tuple(table.shape) if isinstance(table, Tensor) else type(table).__name__
+        raise ValueError(f"table must be an (N, D) tensor, got {got}")
+    unit = F.normalize(table.detach().float(), dim=1)
+    return unit @ unit.T
+
+
+def _pair_gap(sim: Tensor, related: Tensor) -> float:
+    """Mean of ``sim`` over the ``related`` pairs minus its mean over all distinct pairs."""
+    n = sim.shape[0]
+    if related.shape != (n, n):
+        raise ValueError(f"related must have shape ({n}, {n}), got {tuple(related.shape)}")
+    return float(sim[related].mean() - sim[~torch.eye(n, dtype=torch.bool)].mean())
+
+
 def similarity_gap(table: Tensor, related: Tensor, magnitude: bool = False) -> float:
     """Mean cosine similarity of the ``related`` pairs minus that of all pairs of distinct cells.
 
@@ -96,15 +151,12 @@ def similarity_gap(table: Tensor, related: Tensor, magnitude: bool = False) -> f
     alike embeddings than two cells picked at random; about 0 when the relation leaves no trace.
     ``magnitude=True`` compares ``|cosine|`` instead: related vectors that are parallel *or*
     anti-parallel (bright and dark spots alike in a similarity map) then count as alike.
+
+    Under the shuffle null its expected value is exactly 0: a random permutation sends each
+    related pair to a pair of distinct cells drawn uniformly, whose mean is the second term.
     """
-    n = table.shape[0]
-    if related.shape != (n, n):
-        raise ValueError(f"related must have shape ({n}, {n}), got {tuple(related.shape)}")
-    unit = torch.nn.functional.normalize(table.detach().float(), dim=1)
-    sim = unit @ unit.T
-    if magnitude:
-        sim = sim.abs()
-    return float(sim[related].mean() - sim[~torch.eye(n, dtype=torch.bool)].mean())
+    sim = cosine_matrix(table)
+    return _pair_gap(sim.abs() if magnitude else sim, related)
 
 
 def shuffled_null(
@@ -121,6 +173,301 @@ def shuffled_null(
     return torch.tensor([similarity_gap(table[p], related, magnitude) for p in perms])
 
 
-def permutation_p_value(observed: float, null: Tensor) -> float:
-    """One-sided p-value ``(1 + #{null >= observed}) / (1 + draws)`` (never exactly 0)."""
-    return (1 + int((null >= observed).sum())) / (1 + null.numel())
+def permutation_p_value(
+    observed: float,
+    null: Tensor,
+    alternative: Alternative = "two-sided",
+    center: float | None = None,
+) -> float:
+    """The permutation p-value ``(k + 1) / (B + 1)`` of ``observed`` against ``B`` null draws.
+
+    ``k`` counts the draws at least as extreme as ``observed``:
+
+    - ``"two-sided"`` (the default, for a statistic whose direction was not fixed before it was
+      seen): ``|draw - center| >= |observed - center|``, with ``center`` the statistic's
+      expected value under the null (by default the draws' mean; 0 for :func:`similarity_gap`);
+    - ``"greater"``: ``draw >= observed`` (a direction fixed in advance: larger);
+    - ``"less"``: ``draw <= observed``.
+
+    Counting ``observed`` itself as one more draw makes the p-value valid and never exactly 0:
+    with 1000 draws the smallest possible is ``1/1001``.
+    """
+    check_choice("alternative", alternative, ALTERNATIVES)
+    if not isinstance(null, Tensor) or null.dim() != 1 or null.numel() == 0:
+        got = tuple(null.shape) if isinstance(null, Tensor) else type(null).__name__
+        raise ValueError(f"null must be a non-empty 1-D tensor of draws, got {got}")
+    if alternative == "greater":
+        k = int((null >= observed).sum())
+    elif alternative == "less":
+        k = int((null <= observed).sum())
+    else:
+        c = float(null.mean()) if center is None else float(center)
+        k = int(((null - c).abs() >= abs(observed - c)).sum())
+    return (1 + k) / (1 + null.numel())
+
+
+# --------------------------------------------------------------------------- layout statistics
+# Each takes the (N, N) cosine-similarity matrix of an (h, w) grid's embedding (rows row-major)
+# and returns one number; the shuffle null permutes the matrix's rows and columns alike.
+
+
+def _grid_coordinates(grid: tuple[int, int]) -> tuple[Tensor, Tensor]:
+    rows, cols = torch.meshgrid(torch.arange(grid[0]), torch.arange(grid[1]), indexing="ij")
+    return rows.reshape(-1), cols.reshape(-1)
+
+
+def _check_sim(sim: Tensor, grid_size: int | tuple[int, int]) -> tuple[int, int]:
+    h, w = to_pair("grid_size", grid_size)
+    if not isinstance(sim, Tensor) or sim.shape != (h * w, h * w):
+        got = tuple(sim.shape) if isinstance(sim, Tensor) else type(sim).__name__
+        n = h * w
+        raise ValueError(
+            f"sim must be the ({n}, {n}) similarity matrix of {h} x {w} cells, got {got}"
+        )
+    return h, w
+
+
+def same_cell_pairs(grid_size: int | tuple[int, int], cell: int = TASK_CELL) -> Tensor:
+    """``(N, N)`` bool: distinct cells of the patch grid in the same ``cell x cell`` block (for
+    ``grid-cell``, the same label; for the Swin, the same patch-merging group)."""
+    h, w = to_pair("grid_size", grid_size)
+    check_positive_int("cell", cell)
+    rows, cols = _grid_coordinates((h, w))
+    block = rows // cell * w + cols // cell
+    return (block[:, None] == block[None, :]) & ~torch.eye(h * w, dtype=torch.bool)
+
+
+def neighbour_gap(sim: Tensor, grid_size: int | tuple[int, int]) -> float:
+    """Mean similarity of 4-neighbours (cells that touch along a row or a column) minus that of
+    all pairs of distinct cells: :func:`similarity_gap` with :func:`neighbour_pairs`."""
+    grid = _check_sim(sim, grid_size)
+    return _pair_gap(sim, neighbour_pairs(grid))
+
+
+def distance_correlation(sim: Tensor, grid_size: int | tuple[int, int]) -> float:
+    """Pearson correlation, over all pairs of distinct cells, between their similarity and their
+    distance on the grid (Euclidean, in patches). Negative when similarity falls with distance."""
+    grid = _check_sim(sim, grid_size)
+    rows, cols = _grid_coordinates(grid)
+    dist = torch.hypot((rows[:, None] - rows[None]).float(), (cols[:, None] - cols[None]).float())
+    upper = torch.triu(torch.ones_like(sim, dtype=torch.bool), diagonal=1)
+    x, y = sim[upper] - sim[upper].mean(), dist[upper] - dist[upper].mean()
+    return float((x * y).sum() / (x.norm() * y.norm()))
+
+
+def nearest_neighbour_rate(sim: Tensor, grid_size: int | tuple[int, int]) -> float:
+    """The fraction of cells whose most similar *other* cell is one of its 4-neighbours (chance,
+    for a random layout of an 8 x 8 grid: 3.5 neighbours out of 63 cells, 0.056)."""
+    grid = _check_sim(sim, grid_size)
+    others = sim.masked_fill(torch.eye(sim.shape[0], dtype=torch.bool), float("-inf"))
+    nearest = others.argmax(dim=1)
+    return float(neighbour_pairs(grid)[torch.arange(sim.shape[0]), nearest].float().mean())
+
+
+def cell_gap(sim: Tensor, grid_size: int | tuple[int, int], cell: int = TASK_CELL) -> float:
+    """Among 4-neighbours: mean similarity of those inside the same ``cell x cell`` block minus
+    that of those on either side of a block's border (0 when the blocks leave no trace)."""
+    grid = _check_sim(sim, grid_size)
+    near, same = neighbour_pairs(grid), same_cell_pairs(grid, cell)
+    return float(sim[near & same].mean() - sim[near & ~same].mean())
+
+
+def axis_gap(sim: Tensor, grid_size: int | tuple[int, int], cell: int = TASK_CELL) -> float:
+    """Row-and-column structure beyond the blocks: among pairs in *different* ``cell x cell``
+    blocks, the mean similarity of pairs that share a row or a column minus that of pairs that
+    share neither, at the same Manhattan distance ``|dr| + |dc|``.
+
+    The differences at each distance are averaged, weighted by the number of row-or-column
+    pairs there. Matching the distance matters: a pair in one row is *farther* apart (in
+    Euclidean distance) than a diagonal pair with the same ``|dr| + |dc|``, so similarity that
+    only falls with Euclidean distance gives a negative gap, not a positive one.
+    """
+    grid = _check_sim(sim, grid_size)
+    rows, cols = _grid_coordinates(grid)
+    dr, dc = (rows[:, None] - rows[None]).abs(), (cols[:, None] - cols[None]).abs()
+    apart = ~same_cell_pairs(grid, cell) & ~torch.eye(sim.shape[0], dtype=torch.bool)
+    axis = (dr == 0) | (dc == 0)
+    total, weight = 0.0, 0
+    for d in range(1, grid[0] + grid[1] - 1):
+        on, off = apart & axis & (dr + dc == d), apart & ~axis & (dr + dc == d)
+        if on.any() and off.any():
+            n = int(on.sum())
+            total += n * float(sim[on].mean() - sim[off].mean())
+            weight += n
+    return total / weight if weight else 0.0
+
+
+def merge_slot_gap(sim: Tensor, grid_size: int | tuple[int, int]) -> float:
+    """:func:`similarity_gap` of ``|cos|`` over :func:`same_parity_pairs`: cells in the same slot
+    of their 2 x 2 patch-merging group alike, up to sign (the Swin's pattern)."""
+    grid = _check_sim(sim, grid_size)
+    return _pair_gap(sim.abs(), same_parity_pairs(grid))
+
+
+#: The layout statistics by name (what ``predictions.md`` names).
+POSITION_STATISTICS: dict[str, Callable[[Tensor, tuple[int, int]], float]] = {
+    "neighbour_gap": neighbour_gap,
+    "distance_correlation": distance_correlation,
+    "nearest_neighbour_rate": nearest_neighbour_rate,
+    "cell_gap": cell_gap,
+    "axis_gap": axis_gap,
+    "merge_slot_gap": merge_slot_gap,
+}
+
+#: The quantiles of the null that :class:`PermutationTest` reports.
+NULL_QUANTILES = (0.005, 0.025, 0.5, 0.975, 0.995)
+
+
+@dataclass(frozen=True)
+class PermutationTest:
+    """A layout statistic of one embedding against its shuffle null.
+
+    ``null``: ``(B,)`` the statistic on ``B`` random layouts of the same vectors;
+    ``p_value``: :func:`permutation_p_value`'s ``(k + 1) / (B + 1)`` for ``alternative``.
+    """
+
+    statistic: str
+    observed: float
+    null: Tensor
+    alternative: Alternative
+    p_value: float
+
+    @property
+    def quantiles(self) -> dict[float, float]:
+        """``{q: the null's q-quantile}`` for :data:`NULL_QUANTILES`."""
+        values = torch.quantile(self.null.double(), torch.tensor(NULL_QUANTILES).double())
+        return {q: float(v) for q, v in zip(NULL_QUANTILES, values, strict=True)}
+
+    def line(self) -> str:
+        """One printed line: observed, the null's 2.5 / 50 / 97.5 % quantiles, p."""
+        q = self.quantiles
+        return (
+            f"{self.statistic:22} observed {self.observed:+.3f}   null [2.5%, 50%, 97.5%] = "
+            f"[{q[0.025]:+.3f}, {q[0.5]:+.3f}, {q[0.975]:+.3f}]   p = {self.p_value:.4f} "
+            f"({self.alternative}, {self.null.numel()} shuffles)"
+        )
+
+
+def permutation_test(
+    table: Tensor,
+    grid_size: int | tuple[int, int],
+    statistic: str,
+    draws: int = 1000,
+    seed: int = 0,
+    alternative: Alternative = "two-sided",
+) -> PermutationTest:
+    """``statistic`` (a name in :data:`POSITION_STATISTICS`) of the ``(N, D)`` embedding
+    ``table`` on its ``h x w`` grid, against the same statistic over ``draws`` shuffles of the
+    rows over the grid (a permutation null; the ``seed`` fixes the shuffles)."""
+    h, w = to_pair("grid_size", grid_size)
+    measure = POSITION_STATISTICS[check_choice("statistic", statistic, list(POSITION_STATISTICS))]
+    check_positive_int("draws", draws)
+    check_choice("alternative", alternative, ALTERNATIVES)
+    sim = cosine_matrix(table)
+    if sim.shape[0] != h * w:
+        raise ValueError(
+            f"table must have h * w = {h * w} rows for grid_size={(h, w)}, got {sim.shape[0]}"
+        )
+    observed = measure(sim, (h, w))
+    gen = torch.Generator().manual_seed(seed)
+    perms = (torch.randperm(h * w, generator=gen) for _ in range(draws))
+    null = torch.tensor([measure(sim[p][:, p], (h, w)) for p in perms], dtype=torch.float64)
+    p_value = permutation_p_value(observed, null, alternative)
+    return PermutationTest(statistic, observed, null, alternative, p_value)
+
+
+# --------------------------------------------------------------------------- predictions
+
+
+@dataclass(frozen=True)
+class SimilarityOutcome:
+    """One prediction of ``predictions.md`` beside its test and whether it held."""
+
+    prediction: dict[str, Any]
+    test: PermutationTest
+    held: bool
+
+
+def similarity_predictions(folder: str | Path | None = None) -> dict[str, Any]:
+    """The ``json`` block of the ViT folder's ``predictions.md`` (checked against its
+    ``SHA256SUMS``): ``{"draws", "seed", "alpha", "predictions": [...]}``, each prediction
+    ``{"id", "text", "kind": "similarity", "statistic", "alternative", "expect"}``."""
+    places = _result_places(VIT_RESULT_NAME, folder)
+    for place in places:
+        if (place / PREDICTIONS).is_file():
+            return load_predictions(place, kinds=("similarity",))
+    raise FileNotFoundError(f"folder: no {PREDICTIONS} in any of {[str(p) for p in places]}")
+
+
+def prediction_held(prediction: dict[str, Any], test: PermutationTest, alpha: float) -> bool:
+    """Whether ``test`` meets ``prediction["expect"]``, one of
+
+    - ``"above X"``: the pattern is there: observed >= X and p <= alpha;
+    - ``"below X"``: observed <= X and p <= alpha;
+    - ``"within X"``: a pattern predicted absent: |observed| < X and p > alpha;
+    - ``"not above X"``: a pattern of one sign predicted absent: *not* (observed >= X and
+      p <= alpha), i.e. the ``"above X"`` of that pattern fails.
+    """
+    expect = str(prediction["expect"])
+    word, _, number = expect.rpartition(" ")
+    try:
+        x = float(number)
+    except ValueError:
+        word = ""
+    significant = test.p_value <= alpha
+    if word == "above":
+        return test.observed >= x and significant
+    if word == "below":
+        return test.observed <= x and significant
+    if word == "within":
+        return abs(test.observed) < x and not significant
+    if word == "not above":
+        return not (test.observed >= x and significant)
+    raise ValueError(
+        f"expect must be 'above X', 'below X', 'within X' or 'not above X', got {expect!r}"
+    )
+
+
+def _expected_text(expect: str, alpha: float) -> str:
+    word, _, number = expect.rpartition(" ")
+    return {
+        "above": f"≥ {number}, p ≤ {alpha}",
+        "below": f"≤ {number}, p ≤ {alpha}",
+        "within": f"within ±{number}, p > {alpha}",
+        "not above": f"not (≥ {number} with p ≤ {alpha})",
+    }[word]
+
+
+def check_similarity_predictions(
+    table: Tensor, grid_size: int | tuple[int, int], predictions: dict[str, Any]
+) -> list[SimilarityOutcome]:
+    """Every prediction of ``predictions`` (:func:`similarity_predictions`) tested on ``table``
+    ``(N, D)`` with the draws, seed and alpha the predictions fixed."""
+    outcomes = []
+    for p in predictions["predictions"]:
+        test = permutation_test(
+            table, grid_size, p["statistic"], predictions["draws"], predictions["seed"],
+            p["alternative"],
+        )  # fmt: skip
+        outcomes.append(SimilarityOutcome(p, test, prediction_held(p, test, predictions["alpha"])))
+    return outcomes
+
+
+def similarity_outcomes_markdown(outcomes: Sequence[SimilarityOutcome], alpha: float) -> str:
+    """A Markdown table: each prediction, what it expected, observed, the null's 2.5 % and
+    97.5 % quantiles, p, and whether it held."""
+    lines = [
+        "| id | prediction | expected | observed | null 2.5 % – 97.5 % | p | held |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for o in outcomes:
+        q = o.test.quantiles
+        side = {"two-sided": "two-sided", "greater": "one-sided, >", "less": "one-sided, <"}
+        lines.append(
+            f"| {o.prediction['id']} | {o.prediction['text']} | "
+            f"{_expected_text(o.prediction['expect'], alpha)} ({side[o.test.alternative]}) | "
+            f"{o.test.observed:+.3f} | "
+            f"{q[0.025]:+.3f} – {q[0.975]:+.3f} | {o.test.p_value:.4f} | "
+            f"{'yes' if o.held else '**no**'} |"
+        )
+    return "\n".join(lines)

@@ -18,6 +18,7 @@ from torch import Tensor
 
 from companion._checks import to_pair
 from companion.absolute import cosine_similarity_map, patchify
+from companion.experiments.learned_embedding import PermutationTest
 
 #: The widest figure the book shows at full size, in inches. Its text column is 688 px and inline
 #: figures render at 100 dpi with 0.1 in of padding on each side, so a figure wider than ~6.7 in
@@ -242,6 +243,17 @@ def plot_similarity_maps(
     return fig
 
 
+def similarity_mosaic(sim: np.ndarray, gap: int = 1) -> np.ndarray:
+    """``(h, w, h, w)`` similarity maps -> one image: tile ``(r, c)`` is map ``sim[r, c]``, tiles
+    placed on the grid with ``gap`` empty (NaN, drawn blank) pixels between them."""
+    h, w = sim.shape[:2]
+    mosaic = np.full((h * (h + gap) - gap, w * (w + gap) - gap), np.nan)
+    for r in range(h):
+        for c in range(w):
+            mosaic[r * (h + gap) : r * (h + gap) + h, c * (w + gap) : c * (w + gap) + w] = sim[r, c]
+    return mosaic
+
+
 def plot_similarity_mosaic(
     embeddings: Mapping[str, Tensor], grid_size: int | tuple[int, int]
 ) -> Figure:
@@ -263,13 +275,7 @@ def plot_similarity_mosaic(
     for ax, (name, table) in zip(axes[:, 0], embeddings.items(), strict=True):
         sim = cosine_similarity_map(table, (h, w)).numpy()
         gap = 1
-        mosaic = np.full((h * (h + gap) - gap, w * (w + gap) - gap), np.nan)
-        for r in range(h):
-            for c in range(w):
-                mosaic[r * (h + gap) : r * (h + gap) + h, c * (w + gap) : c * (w + gap) + w] = sim[
-                    r, c
-                ]
-        im = ax.imshow(mosaic, cmap="viridis", vmin=float(sim.min()), vmax=1)
+        im = ax.imshow(similarity_mosaic(sim, gap), cmap="viridis", vmin=float(sim.min()), vmax=1)
         bar = fig.colorbar(im, ax=ax, shrink=0.8)
         bar.set_label("cosine similarity", fontsize=9)
         bar.ax.tick_params(labelsize=9)
@@ -352,4 +358,81 @@ def plot_class_token_orders(num_patches: int = 4) -> Figure:
         ax.set_xlim(-0.1, 4.0)
         ax.set_ylim(-num_patches - 0.6, 0.6)
         ax.axis("off")
+    return fig
+
+
+def plot_figure7(
+    embeddings: Mapping[str, Tensor], grid_size: int | tuple[int, int], gap: int = 1
+) -> Figure:
+    """Position-embedding similarity drawn as the ViT paper's Figure 7 (centre) draws it.
+
+    ``embeddings``: name -> ``(N, D)`` or ``(1, N, D)`` patch rows, ``N = h * w``, one panel each,
+    side by side. In a panel, the tile at input patch row ``r``, column ``c`` is the ``h x w``
+    map of cosine similarities between the embedding of patch ``(r, c)`` and those of all
+    patches; the tiles sit on the patch grid, ``gap`` blank pixels apart. Every panel uses one
+    colour scale, -1 to 1 (the paper's), so that panels compare: an embedding with no layout
+    shows one bright pixel per tile and noise elsewhere.
+    """
+    h, w = to_pair("grid_size", grid_size)
+    if not embeddings:
+        raise ValueError("embeddings must name at least one embedding, got none")
+    n = len(embeddings)
+    panel = min(3.4, (MAX_WIDTH - 0.9) / n)
+    fig, axes = plt.subplots(
+        1, n, figsize=(panel * n + 0.9, panel + 0.8), layout="constrained", squeeze=False
+    )
+    im = None
+    for ax, (name, table) in zip(axes[0], embeddings.items(), strict=True):
+        sim = cosine_similarity_map(table, (h, w)).numpy()
+        im = ax.imshow(similarity_mosaic(sim, gap), cmap="viridis", vmin=-1, vmax=1)
+        ax.set_title(name, fontsize=10)
+        step = max(1, (max(h, w) + 7) // 8)  # at most about 8 labelled ticks per axis
+        ax.set_xticks(
+            [(c + 0.5) * (w + gap) - 1 for c in range(0, w, step)],
+            [str(c) for c in range(0, w, step)],
+        )
+        ax.set_yticks(
+            [(r + 0.5) * (h + gap) - 1 for r in range(0, h, step)],
+            [str(r) for r in range(0, h, step)],
+        )
+        ax.tick_params(labelsize=9, length=0)
+        ax.set_xlabel("Input patch column", fontsize=9)
+        ax.set_ylabel("Input patch row", fontsize=9)
+        for side in ax.spines.values():
+            side.set_visible(False)
+    assert im is not None
+    bar = fig.colorbar(im, ax=axes[0].tolist(), shrink=0.85)
+    bar.set_label("Cosine similarity", fontsize=9)
+    bar.ax.tick_params(labelsize=9)
+    fig.suptitle("Position embedding similarity", fontsize=11)
+    return fig
+
+
+def plot_permutation_tests(tests: Sequence[PermutationTest], columns: int = 3) -> Figure:
+    """Each test's null (a histogram of the statistic over the shuffles) and, as a red line, the
+    value observed on the embedding's real layout; the title gives p and which side was tested.
+
+    ``tests``: :class:`companion.experiments.learned_embedding.PermutationTest`, one panel each,
+    ``columns`` panels a row.
+    """
+    if not tests:
+        raise ValueError("tests must hold at least one PermutationTest, got none")
+    columns = min(columns, len(tests))
+    rows = -(-len(tests) // columns)
+    fig, axes = plt.subplots(
+        rows, columns, figsize=(MAX_WIDTH, 2.1 * rows + 0.2), layout="constrained", squeeze=False
+    )
+    side = {"two-sided": "two-sided", "greater": "one-sided >", "less": "one-sided <"}
+    for ax, test in zip(axes.flat, tests, strict=False):
+        ax.hist(test.null.numpy(), bins=30, color="0.65")
+        ax.axvline(test.observed, color="tab:red", lw=2)
+        ax.set_title(
+            f"{test.statistic}\np = {test.p_value:.3f} ({side[test.alternative]})", fontsize=9
+        )
+        ax.tick_params(labelsize=9)
+        ax.set_yticks([])
+        ax.xaxis.set_major_locator(MaxNLocator(4))
+    for ax in list(axes.flat)[len(tests) :]:
+        ax.set_visible(False)
+    axes[-1, 0].set_xlabel("statistic (grey: shuffles, red: observed)", fontsize=9)
     return fig
