@@ -8,6 +8,7 @@ import pytest
 import torch
 from book_figures import assert_fits_the_page
 
+from companion._io import file_sha256
 from companion.absolute import sincos_2d_position_embedding
 from companion.experiments.integrity import ResultsError, write_manifest
 from companion.experiments.learned_embedding import (
@@ -386,3 +387,50 @@ def test_a_short_real_training_writes_a_folder_that_reads_back(tmp_path, monkeyp
     embedding, loaded = load_vit_embedding(tmp_path / "out")
     assert embedding.shape == (1, 8, 8, 32) and loaded == record
     assert len(record["test_acc_by_epoch"]) == 1 and record["num_params"] > 0
+
+
+# --------------------------------------------------------------------------- the published folder
+
+
+def test_the_committed_vit_embedding_loads_with_its_provenance():
+    embedding, record = load_vit_embedding()
+    assert embedding.shape == (1, 8, 8, 32) and record["grid_size"] == [8, 8]
+    assert record["git"]["dirty"] is False and record["final_test_acc"] >= 0.9
+    assert record["model"]["class"] == "companion.vit.VisionTransformer"
+
+
+def test_the_committed_predictions_match_the_sha256_the_run_recorded():
+    from companion.experiments.learned_embedding import VIT_RESULT_NAME
+    from companion.train.provenance import PACKAGE_DIR
+
+    folder = PACKAGE_DIR.parent / "results" / VIT_RESULT_NAME
+    _, record = load_vit_embedding(folder)
+    assert record["predictions_sha256"] == file_sha256(folder / "predictions.md")
+    predictions = similarity_predictions(folder)
+    assert [p["id"] for p in predictions["predictions"]] == ["V1", "V2", "V3", "V4", "V5", "V6"]
+    assert predictions["draws"] >= 1000
+
+
+def test_the_predictions_were_committed_before_the_run_and_not_edited_after():
+    import subprocess
+
+    from companion.train.provenance import PACKAGE_DIR
+
+    root = PACKAGE_DIR.parent
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+
+    if git("rev-parse", "--is-inside-work-tree").returncode != 0:
+        pytest.skip("not a git clone: no history to check the order in")
+    if git("rev-parse", "--is-shallow-repository").stdout.strip() == "true":
+        pytest.skip("a shallow clone: the history that shows the order is missing")
+    path = "results/learned-vit/predictions.md"
+    _, record = load_vit_embedding(root / "results" / "learned-vit")
+    run = record["git"]["commit"]
+    last = git("log", "-1", "--format=%H", "--", path).stdout.strip()
+    assert last, f"{path} is not committed"
+    # Committed before the commit the run checked out (as every results/*/predictions.md is).
+    assert last != run, f"{path} was changed in the run's own commit {run}"
+    assert git("merge-base", "--is-ancestor", last, run).returncode == 0
+    assert git("show", f"{run}:{path}").stdout == (root / path).read_text()
