@@ -121,9 +121,10 @@ pdf: browser-deps node-deps setup $(OFFLINE_STAMP)
 
 # Every chapter as Colab runs it: a venv with Colab's Python, torch, torchvision, numpy, matplotlib,
 # ipywidgets (and ipython, timm, anywidget) (_build/colab-venv-RUNTIME, made once), the install
-# cell run as written against a clone of this commit, each chapter executed outside the repository with no network. Fails on any error
-# output or a changed Colab package; _build/colab/drift.txt lists outputs that differ from the
-# committed ones.
+# cell run as written (it pins the release, @v<version>) against a local stand-in for the
+# repository (this working tree, tagged as that release), each chapter executed outside the
+# repository with no network. Fails on any error output or a changed Colab package;
+# _build/colab/drift.txt lists outputs that differ from the committed ones.
 # COLAB_RUNTIME=current (default: Colab's runtime as a new notebook gets it) or 2026.07 (the
 # previous one, which Colab still offers pinned); tools/colab_emulate.py lists their versions.
 COLAB_RUNTIME ?= current

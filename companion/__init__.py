@@ -11,4 +11,4 @@ the experiments) and the three commands ``ablation``, ``resolution_experiment`` 
 ``learned_embedding``, which nothing imports (``tests/test_layers.py``).
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

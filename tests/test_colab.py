@@ -1,4 +1,5 @@
-"""Colab delivery: install cells, links and badges agree with ``_config.yml``; no GPU requests.
+"""Colab delivery: install cells, links and badges agree with ``_config.yml`` and pin the release
+(``v<version>`` of ``pyproject.toml``); Colab folds what the book folds; no GPU requests.
 
 The install cell's promise (it never changes what Colab preinstalls: torch, torchvision, numpy,
 matplotlib, ipywidgets, ipython, timm, anywidget) is checked with a real pip resolution in this
@@ -9,9 +10,11 @@ them are on offer, even to `--upgrade`.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -27,7 +30,8 @@ from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
-import colab_sync  # noqa: E402 (tools/ is not a package; see sys.path above)
+import book_folds  # noqa: E402 (tools/ is not a package; see sys.path above)
+import colab_sync  # noqa: E402
 
 REPO = colab_sync.load_repository(ROOT / "_config.yml")
 NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
@@ -82,8 +86,9 @@ def _run_install_cell(source: str, in_colab: bool, installed: dict[str, str] | N
 
 def test_config_names_the_repository_branch_and_colab() -> None:
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
-    assert config["repository"]["branch"] == REPO.ref == "main"
+    assert config["repository"]["branch"] == REPO.branch == "main"
     assert config["repository"]["url"] == REPO.url
+    assert REPO.version == PROJECT["version"] and REPO.tag == f"v{PROJECT['version']}"
     assert "path_to_book" in config["repository"]
     assert config["launch_buttons"]["colab_url"] == colab_sync.COLAB
     for button in ("use_repository_button", "use_issues_button", "use_edit_page_button"):
@@ -103,9 +108,27 @@ def _project_files() -> list[Path]:
     ]
 
 
+#: Other editions of the book (a folder with its own Jupyter Book config, as zh/): their notebooks
+#: are generated from the English ones, install cell included, and their config names the
+#: repository for Jupyter Book's buttons.
+EDITIONS = sorted(p.parent for p in ROOT.glob("*/_config.yml"))
+
+
+def test_every_edition_names_the_same_repository() -> None:
+    for edition in EDITIONS:
+        config = yaml.safe_load((edition / "_config.yml").read_text(encoding="utf-8"))
+        other = colab_sync.load_repository(edition / "_config.yml", REPO.version)
+        assert (other.url, other.branch) == (REPO.url, REPO.branch), edition.name
+        assert config["repository"]["path_to_book"] == edition.name
+
+
 def test_the_repository_address_is_written_nowhere_else() -> None:
     address = f"github.com/{REPO.owner}/{REPO.name}"
-    generated = {"_config.yml", "README.md"} | {p.relative_to(ROOT).as_posix() for p in NOTEBOOKS}
+    generated = {"_config.yml", "README.md", "CITATION.cff"}
+    generated |= {p.relative_to(ROOT).as_posix() for p in NOTEBOOKS}
+    for edition in EDITIONS:  # checked against _config.yml above, and generated from book/
+        generated.add((edition / "_config.yml").relative_to(ROOT).as_posix())
+        generated |= {p.relative_to(ROOT).as_posix() for p in (edition / "book").glob("*.ipynb")}
     elsewhere = []
     for path in _project_files():
         name = path.relative_to(ROOT).as_posix()
@@ -145,6 +168,37 @@ def test_each_chapter_starts_with_the_configured_hidden_install_cell(path: Path)
     assert first.get("outputs") == []  # outside Colab it does nothing, so it prints nothing
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_each_install_cell_pins_the_release_of_pyprojects_version(path: Path) -> None:
+    # A saved copy of the chapter installs the code it was made with, not whatever main holds.
+    source = _source(_load(path)["cells"][0])
+    [requirement] = re.findall(r'^REQUIREMENT = "([^"]*)"$', source, re.M)
+    parsed = Requirement(requirement)
+    assert parsed.name == PROJECT["name"]
+    assert parsed.url == f"git+{REPO.url}@v{PROJECT['version']}"
+    version_line = f'PACKAGE, VERSION = "{PROJECT["name"]}", "{PROJECT["version"]}"'
+    assert version_line in source.splitlines()
+    assert "@main" not in source and f"@{REPO.branch}" not in source
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_colab_folds_what_the_book_folds(path: Path) -> None:
+    nb = _load(path)
+    headings = [c for c in nb["cells"] if book_folds.solution_number(c) is not None]
+    assert headings, "every chapter ends with its exercises' solutions"
+    assert all(_source(c).startswith("### Solution ") for c in headings)
+    ids = [c["metadata"].get("id") for c in headings]
+    assert ids == [f"solution-{book_folds.solution_number(c)}" for c in headings]
+    assert len(set(ids)) == len(ids)
+    # One collapsed section per "### Solution N" heading cell, in the chapter's order.
+    assert nb["metadata"]["colab"]["collapsed_sections"] == ids
+    # Code is folded as a form exactly where the book hides it (and in the install cell).
+    for i, cell in enumerate(nb["cells"]):
+        tags = cell["metadata"].get("tags", [])
+        hidden = i == 0 or (cell["cell_type"] == "code" and book_folds.HIDE_INPUT in tags)
+        assert (cell["metadata"].get("cellView") == "form") == hidden, f"cell {i}"
+
+
 def test_only_the_timm_chapter_asks_for_the_timm_extra() -> None:
     extras = {p.name: colab_sync.extra_for(p.name) for p in NOTEBOOKS}
     assert {name for name, extra in extras.items() if extra} <= {
@@ -175,7 +229,7 @@ def test_the_install_cell_installs_only_inside_colab() -> None:
     assert _run_install_cell(source, in_colab=False) == []
     [call] = _run_install_cell(source, in_colab=True)
     (argv,), kwargs = call
-    requirement = f"{PROJECT['name']} @ git+{REPO.url}@{REPO.ref}"
+    requirement = f"{PROJECT['name']} @ git+{REPO.url}@v{PROJECT['version']}"
     assert argv[:5] == [sys.executable, "-m", "pip", "install", "--quiet"]
     assert argv[-1] == requirement and Requirement(requirement).name == PROJECT["name"]
     assert kwargs == {"capture_output": True, "text": True}  # quiet: pip's report only on failure
@@ -190,7 +244,7 @@ def test_the_install_cell_skips_when_this_version_is_installed() -> None:
     assert _pins(call) == colab  # Colab's exact builds, local version labels included
     with_timm = colab_sync.install_cell_source(REPO, "timm")
     [call] = _run_install_cell(with_timm, True, {PROJECT["name"]: PROJECT["version"]})
-    assert call[0][0][-1] == f"{PROJECT['name']}[timm] @ git+{REPO.url}@{REPO.ref}"
+    assert call[0][0][-1] == f"{PROJECT['name']}[timm] @ git+{REPO.url}@v{PROJECT['version']}"
     installed = {PROJECT["name"]: PROJECT["version"], "timm": "1.0.20"}
     assert _run_install_cell(with_timm, True, installed) == []
 
@@ -312,8 +366,9 @@ def test_without_its_pins_the_same_upgrade_would_change_them(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_colab_links_in_a_notebook_open_that_notebook(path: Path) -> None:
-    expected = REPO.colab_url(path.relative_to(ROOT).as_posix())
+def test_colab_links_in_a_notebook_open_that_notebook_as_released(path: Path) -> None:
+    expected = REPO.release_colab_url(path.relative_to(ROOT).as_posix())
+    assert f"/blob/v{PROJECT['version']}/" in expected
     for cell in _load(path)["cells"]:
         if cell["cell_type"] == "markdown":
             for link in colab_sync.COLAB_LINK.findall(_source(cell)):
@@ -324,7 +379,9 @@ def test_readme_has_the_book_url_and_a_colab_badge_per_chapter() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert REPO.book_url in readme
     for path in NOTEBOOKS:
-        badge = f"[![Open In Colab]({colab_sync.BADGE})]({REPO.colab_url(f'book/{path.name}')})"
+        link = REPO.release_colab_url(f"book/{path.name}")
+        assert f"/blob/v{PROJECT['version']}/book/{path.name}" in link  # the release's notebook
+        badge = f"[![Open In Colab]({colab_sync.BADGE})]({link})"
         assert badge in readme, path.name
     assert len(colab_sync.COLAB_LINK.findall(readme)) == len(NOTEBOOKS)
 
@@ -361,25 +418,48 @@ def test_notebooks_show_no_image_by_relative_path(path: Path) -> None:
 # ----- the sync tool on a scratch project -------------------------------------------------------
 
 
-def _project(root: Path, url: str, branch: str = "main") -> None:
-    (root / "book").mkdir(parents=True)
+def _project(root: Path, url: str, branch: str = "main", version: str | None = None) -> None:
+    (root / "book").mkdir(parents=True, exist_ok=True)
     (root / "_config.yml").write_text(
         f"repository:\n  url: {url}\n  branch: {branch}\n  path_to_book: ''\n", encoding="utf-8"
     )
     (root / "README.md").write_text("# Book\n\nIntro.\n\n## Run it\n\nmake\n", encoding="utf-8")
+    if version is not None:
+        _pyproject(root, version)
+
+
+def _pyproject(root: Path, version: str) -> None:
+    (root / "pyproject.toml").write_text(
+        f'[project]\nname = "{PROJECT["name"]}"\nversion = "{version}"\n', encoding="utf-8"
+    )
 
 
 def _notebook(cells: list[dict], **metadata) -> dict:
     return {"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}
 
 
+_CELL_IDS = itertools.count()
+
+
 def _markdown(text: str) -> dict:
-    return {"cell_type": "markdown", "id": "md", "metadata": {}, "source": text}
+    return {"cell_type": "markdown", "id": f"md-{next(_CELL_IDS)}", "metadata": {}, "source": text}
+
+
+def _code(text: str, *tags: str) -> dict:
+    return {
+        "cell_type": "code",
+        "execution_count": None,
+        "id": f"code-{next(_CELL_IDS)}",
+        "metadata": {"tags": list(tags)} if tags else {},
+        "outputs": [],
+        "source": text,
+    }
 
 
 def test_sync_rewrites_cells_links_readme_and_drops_gpu_requests(tmp_path: Path) -> None:
-    _project(tmp_path, "https://github.com/old-owner/old-name")
+    _project(tmp_path, "https://github.com/old-owner/old-name", version="1.0.0")
     old = colab_sync.load_repository(tmp_path / "_config.yml")
+    assert old.tag == "v1.0.0"
     stale = {
         "cell_type": "code",
         "execution_count": 1,
@@ -388,6 +468,7 @@ def test_sync_rewrites_cells_links_readme_and_drops_gpu_requests(tmp_path: Path)
         "outputs": [],
         "source": colab_sync.install_cell_source(old),
     }
+    # A link at the branch, as an older sync wrote it: the sync moves it to the release's tag.
     body = _markdown(f"# 5. Train\n\n[open]({old.colab_url('book/05_train.ipynb')})")
     gpu = {"accelerator": "GPU", "colab": {"gpuType": "T4"}}  # a stale GPU request
     (tmp_path / "book" / "05_train.ipynb").write_text(json.dumps(_notebook([stale, body], **gpu)))
@@ -398,22 +479,31 @@ def test_sync_rewrites_cells_links_readme_and_drops_gpu_requests(tmp_path: Path)
         "README.md",
     ]
     assert colab_sync.sync(tmp_path, check=True) == []
+    train = _load(tmp_path / "book" / "05_train.ipynb")
+    assert old.release_colab_url("book/05_train.ipynb") in _source(train["cells"][1])
+    assert "/blob/v1.0.0/book/05_train.ipynb" in _source(train["cells"][1])
 
+    # A new address and a new release: every pin moves to the new repository and tag.
     (tmp_path / "_config.yml").write_text(
-        "repository:\n  url: https://github.com/new-owner/new-name\n  branch: v1.0\n",
+        "repository:\n  url: https://github.com/new-owner/new-name\n  branch: trunk\n",
         encoding="utf-8",
     )
+    _pyproject(tmp_path, "1.1.0")
     assert colab_sync.main(["--check", "--root", str(tmp_path)]) == 1
     assert colab_sync.main(["--root", str(tmp_path)]) == 0
     assert colab_sync.main(["--check", "--root", str(tmp_path)]) == 0
     new = colab_sync.load_repository(tmp_path / "_config.yml")
+    assert (new.branch, new.version, new.tag) == ("trunk", "1.1.0", "v1.1.0")
     train = _load(tmp_path / "book" / "05_train.ipynb")
-    assert _source(train["cells"][0]) == colab_sync.install_cell_source(new)
-    assert "@v1.0" in _source(train["cells"][0])
+    install = _source(train["cells"][0])
+    assert install == colab_sync.install_cell_source(new)
+    assert 'REQUIREMENT = "' + new.requirement() + '"' in install
+    assert install.count("@v1.1.0") == 1 and '"1.1.0"' in install  # the tag and the version
     assert train["cells"][0]["execution_count"] == 1  # only the source changed
-    assert new.colab_url("book/05_train.ipynb") in _source(train["cells"][1])
+    link = "https://colab.research.google.com/github/new-owner/new-name/blob/v1.1.0/book/05_train"
+    assert link in _source(train["cells"][1])
     assert "accelerator" not in train["metadata"]  # the stale GPU request is gone
-    assert train["metadata"]["colab"] == {}
+    assert train["metadata"]["colab"] == {"collapsed_sections": []}  # no solution to fold
     abs_nb = _load(tmp_path / "book" / "01_abs.ipynb")
     assert abs_nb["cells"][0]["metadata"]["tags"] == ["remove-input"]  # inserted
     assert abs_nb["cells"][0]["metadata"]["cellView"] == "form"
@@ -421,9 +511,112 @@ def test_sync_rewrites_cells_links_readme_and_drops_gpu_requests(tmp_path: Path)
     readme = (tmp_path / "README.md").read_text(encoding="utf-8")
     assert readme.count(colab_sync.README_START) == 1
     assert "https://new-owner.github.io/new-name/" in readme
-    assert f"| 1. Abs | [![Open In Colab]({colab_sync.BADGE})]" in readme
-    assert "old-owner" not in readme
+    assert (
+        f"| 1. Abs | [![Open In Colab]({colab_sync.BADGE})]({link[: -len('05_train')]}01_abs"
+        in (readme)
+    )
+    assert "as released in **v1.1.0**" in readme
+    assert "old-owner" not in readme and "v1.0.0" not in readme
     assert readme.index(colab_sync.README_END) < readme.index("## Run it")
+
+
+def test_sync_writes_colab_folds_and_check_fails_when_they_are_missing_or_stale(
+    tmp_path: Path,
+) -> None:
+    _project(tmp_path, REPO.url)
+    cells = [
+        _markdown("# 1. Abs\n\n## 1.9 Exercises\n\n1. **Do it.**"),
+        _markdown("### Solution 1\n\nThe idea."),
+        _code("show_source(answer_1)", "hide-input"),
+        _markdown("### Solution 2\n\nAnother."),
+        _code("answer_2()"),
+    ]
+    cells[4]["metadata"]["cellView"] = "form"  # a form the book does not fold: stale
+    path = tmp_path / "book" / "01_abs.ipynb"
+    path.write_text(json.dumps(_notebook(cells)))
+    assert colab_sync.sync(tmp_path, check=False) == ["book/01_abs.ipynb", "README.md"]
+    nb = _load(path)
+    assert nb["metadata"]["colab"]["collapsed_sections"] == ["solution-1", "solution-2"]
+    by_heading = {_source(c).split("\n")[0]: c["metadata"].get("id") for c in nb["cells"]}
+    assert by_heading["### Solution 1"] == "solution-1"
+    assert by_heading["### Solution 2"] == "solution-2"
+    views = [c["metadata"].get("cellView") for c in nb["cells"]]
+    assert views == ["form", None, None, "form", None, None]  # install cell, hide-input cell
+    assert colab_sync.sync(tmp_path, check=True) == []
+
+    del nb["metadata"]["colab"]["collapsed_sections"]  # missing: Colab would show them open
+    path.write_text(colab_sync.dump_notebook(nb))
+    assert colab_sync.main(["--check", "--root", str(tmp_path)]) == 1
+    assert colab_sync.main(["--root", str(tmp_path)]) == 0
+
+    nb = _load(path)  # stale: a third solution the metadata does not know of
+    nb["cells"].append(_markdown("### Solution 3\n\nA third."))
+    path.write_text(colab_sync.dump_notebook(nb))
+    assert colab_sync.sync(tmp_path, check=True) == ["book/01_abs.ipynb"]
+    colab_sync.sync(tmp_path, check=False)
+    assert _load(path)["metadata"]["colab"]["collapsed_sections"] == [
+        "solution-1",
+        "solution-2",
+        "solution-3",
+    ]
+
+
+def test_a_notebook_edited_during_the_sync_is_synced_again_not_overwritten(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _project(tmp_path, REPO.url)
+    path = tmp_path / "book" / "01_abs.ipynb"
+    path.write_text(json.dumps(_notebook([_markdown("# 1. Abs")])))
+    real = colab_sync.sync_notebook
+    edits = []
+
+    def sync_while_edited(nb, repo, notebook):
+        synced = real(nb, repo, notebook)
+        if not edits:  # another editor saves the chapter while the first sync computes
+            edits.append(1)
+            path.write_text(json.dumps(_notebook([_markdown("# 1. Abs"), _markdown("New.")])))
+        return synced
+
+    monkeypatch.setattr(colab_sync, "sync_notebook", sync_while_edited)
+    assert colab_sync.sync(tmp_path, check=False) == ["book/01_abs.ipynb", "README.md"]
+    nb = _load(path)
+    assert [_source(c) for c in nb["cells"][1:]] == ["# 1. Abs", "New."]  # the edit survives
+    assert colab_sync.INSTALL_MARKER in _source(nb["cells"][0])  # and the sync was made
+
+
+def test_citation_and_changelog_follow_the_release(tmp_path: Path) -> None:
+    _project(tmp_path, "https://github.com/owner/book", version="1.0.0")
+    (tmp_path / "CHANGELOG.md").write_text(
+        "# Changelog\n\n## [1.0.0] - 2026-01-02\n\n### Added\n\n- A book.\n", encoding="utf-8"
+    )
+    kept = 'cff-version: 1.2.0\ntitle: "Book"\nauthors:\n  - name: "The authors"\n'
+    (tmp_path / "CITATION.cff").write_text(kept + 'version: "0.9.0"\n', encoding="utf-8")
+    assert colab_sync.sync(tmp_path, check=False) == ["README.md", "CITATION.cff"]
+    citation = yaml.safe_load((tmp_path / "CITATION.cff").read_text(encoding="utf-8"))
+    assert citation["version"] == "1.0.0" and citation["date-released"] == "2026-01-02"
+    assert citation["repository-code"] == "https://github.com/owner/book"
+    assert citation["url"] == "https://owner.github.io/book/"
+    assert (tmp_path / "CITATION.cff").read_text(encoding="utf-8").startswith(kept)
+
+    # A new version without its changelog entry stops the sync before it writes anything.
+    _pyproject(tmp_path, "1.1.0")
+    readme = (tmp_path / "README.md").read_text(encoding="utf-8")
+    with pytest.raises(ValueError, match=r"newest entry is 1\.0\.0.*add `## \[1\.1\.0\] - "):
+        colab_sync.sync(tmp_path, check=False)
+    assert colab_sync.main(["--check", "--root", str(tmp_path)]) == 1
+    assert (tmp_path / "README.md").read_text(encoding="utf-8") == readme
+    changelog = (tmp_path / "CHANGELOG.md").read_text(encoding="utf-8")
+    (tmp_path / "CHANGELOG.md").write_text(
+        changelog.replace("## [1.0.0]", "## [Unreleased]\n\n## [1.1.0]\n\n- More.\n\n## [1.0.0]")
+    )
+    with pytest.raises(ValueError, match=r"entry for 1\.1\.0 needs its date"):
+        colab_sync.sync(tmp_path, check=True)
+    (tmp_path / "CHANGELOG.md").write_text(
+        changelog.replace("## [1.0.0]", "## [1.1.0] - 2026-02-03\n\n- More.\n\n## [1.0.0]")
+    )
+    assert colab_sync.sync(tmp_path, check=False) == ["README.md", "CITATION.cff"]
+    citation = yaml.safe_load((tmp_path / "CITATION.cff").read_text(encoding="utf-8"))
+    assert (citation["version"], citation["date-released"]) == ("1.1.0", "2026-02-03")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -435,7 +628,7 @@ def test_rewriting_a_notebook_changes_nothing_but_its_content(path: Path) -> Non
 def test_sync_leaves_an_up_to_date_notebook_byte_for_byte(tmp_path: Path) -> None:
     if not NOTEBOOKS:
         pytest.skip("no chapter notebooks yet")
-    _project(tmp_path, REPO.url, REPO.ref)
+    _project(tmp_path, REPO.url, REPO.branch)
     copy = tmp_path / "book" / NOTEBOOKS[0].name
     copy.write_bytes(NOTEBOOKS[0].read_bytes())
     colab_sync.sync(tmp_path, check=False)
@@ -480,3 +673,93 @@ def test_a_missing_version_is_replaced_by_the_nearest(wanted, offered, chosen) -
     import colab_emulate
 
     assert colab_emulate.nearest(wanted, offered) == chosen
+
+
+# ----- tools/colab_emulate.py: the release the install cells resolve ------------------------------
+
+GIT = [
+    "git",
+    "-c",
+    "user.name=Book",
+    "-c",
+    "user.email=book@localhost",
+    "-c",
+    "commit.gpgsign=false",
+]
+
+
+def _git_project(root: Path, version: str) -> None:
+    """A small git repository shaped like this one: _config.yml, pyproject.toml, one file."""
+    _project(root, "https://github.com/owner/book", version=version)
+    (root / "marker.txt").write_text("first\n", encoding="utf-8")
+    subprocess.run([*GIT, "init", "--quiet", "-b", "main", str(root)], check=True)
+    subprocess.run([*GIT, "-C", str(root), "add", "--all"], check=True)
+    subprocess.run([*GIT, "-C", str(root), "commit", "--quiet", "-m", "first"], check=True)
+
+
+def _clone_tag(tmp_path: Path, scratch: Path, mirror: Path, root: Path, tag: str) -> str:
+    """Clone the GitHub URL at ``tag`` as pip does, through the emulation's redirect; return the
+    marker file it checks out."""
+    import colab_emulate
+
+    env = colab_emulate.offline_env(tmp_path / "venv", scratch, mirror, root)
+    clone = tmp_path / f"clone-{tag}"
+    url = colab_sync.load_repository(root / "_config.yml").url
+    subprocess.run(
+        ["git", "clone", "--quiet", "--branch", tag, url, str(clone)],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    shutil.rmtree(scratch / "home")  # offline_env makes it afresh each time
+    return (clone / "marker.txt").read_text(encoding="utf-8")
+
+
+def test_the_emulation_resolves_an_untagged_release_at_this_working_tree(tmp_path: Path) -> None:
+    import colab_emulate
+
+    root, scratch = tmp_path / "repo", tmp_path / "scratch"
+    _git_project(root, "1.0.0")
+    (root / "marker.txt").write_text("edited\n", encoding="utf-8")  # not committed
+    scratch.mkdir()
+    mirror, note = colab_emulate.snapshot_repository(scratch, root)
+    assert "v1.0.0 is not tagged yet" in note
+    refs = subprocess.run(
+        ["git", "ls-remote", str(mirror)], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    heads = dict(line.split("\t")[::-1] for line in refs if line)
+    assert heads["refs/tags/v1.0.0"] == heads["refs/heads/main"]
+    assert _clone_tag(tmp_path, scratch, mirror, root, "v1.0.0") == "edited\n"
+
+
+def test_the_emulation_installs_an_existing_release_tag_as_colab_would(tmp_path: Path) -> None:
+    import colab_emulate
+
+    root, scratch = tmp_path / "repo", tmp_path / "scratch"
+    _git_project(root, "1.0.0")
+    subprocess.run([*GIT, "-C", str(root), "tag", "-a", "v1.0.0", "-m", "Release"], check=True)
+    (root / "marker.txt").write_text("later\n", encoding="utf-8")
+    subprocess.run([*GIT, "-C", str(root), "commit", "--quiet", "-am", "later"], check=True)
+    scratch.mkdir()
+    mirror, note = colab_emulate.snapshot_repository(scratch, root)
+    assert "v1.0.0 is tagged at" in note and "raise the version" in note
+    assert _clone_tag(tmp_path, scratch, mirror, root, "v1.0.0") == "first\n"  # the release
+    assert _clone_tag(tmp_path, scratch, mirror, root, "main") == "later\n"  # this tree
+
+
+def test_the_emulation_refuses_an_install_cell_not_pinned_to_the_release(tmp_path: Path) -> None:
+    import colab_emulate
+
+    repo = colab_sync.Repository("owner", "book", version="1.0.0")
+    pinned = _notebook([_code(colab_sync.install_cell_source(repo))])
+    (tmp_path / "01_abs.ipynb").write_text(json.dumps(pinned))
+    (tmp_path / "04_timm.ipynb").write_text(json.dumps(pinned))  # chapter 4 needs its extra
+    at_main = colab_sync.install_cell_source(colab_sync.Repository("owner", "book")).replace(
+        "@v" + colab_sync.VERSION, "@main"
+    )
+    (tmp_path / "02_rel.ipynb").write_text(json.dumps(_notebook([_code(at_main)])))
+    failures = colab_emulate.pin_failures(sorted(tmp_path.glob("*.ipynb")), repo)
+    assert [f.split(":")[0] for f in failures] == ["02_rel.ipynb", "04_timm.ipynb"]
+    assert "@main" in failures[0] and "run `make colab-sync`" in failures[0]
+    assert "[timm]" in failures[1]
+    assert colab_emulate.pin_failures([tmp_path / "01_abs.ipynb"], repo) == []

@@ -216,3 +216,9 @@ def test_the_gpu_claim_check_catches_the_phrasings_it_is_for():
     # A title that says the same command "uses a GPU" promises a run that never ran on one.
     assert GPU_CLAIM.search("# 5. Train a small Swin (in Colab the same command uses a GPU)")
     assert not GPU_CLAIM.search("# 5. Train a small Swin on 2 CPU cores")
+
+
+def test_the_package_states_the_version_of_its_release():
+    import companion
+
+    assert companion.__version__ == PYPROJECT["project"]["version"]

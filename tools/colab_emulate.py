@@ -10,22 +10,28 @@ What "as Colab runs it" means here:
   companion. Where a listed version cannot be installed here, the nearest one stands in, and
   every run says so;
 - a stub ``google.colab`` module imported at start-up, so each chapter's install cell runs;
-- the repository's URL redirected (``git config url.<local>.insteadOf <url>`` in a temporary HOME)
-  to a clone of this working tree's commit, so the install cell installs *this* code;
+- each install cell checked to name exactly the release of ``pyproject.toml``'s version, the tag
+  ``v<version>`` (as ``make colab-sync`` writes it), then run as written: the repository's URL is
+  redirected (``git config url.<local>.insteadOf <url>`` in a temporary HOME) to a local
+  repository where that tag resolves, as it does on GitHub once the release exists. The tag there
+  is this clone's own ``v<version>`` when it has one (the released code, which a reader of these
+  notebooks gets), else this working tree (tracked files, as they are): the release CI will tag
+  when this version first passes on ``main``. The configured branch holds this working tree;
 - every chapter executed from a folder outside the repository, in a fresh kernel, with the
   network cut (a new network namespace where ``unshare`` can make one; else pip told ``--no-index``
   and every proxy pointed at a closed port). pip finds the few wheels the install cell needs
   beyond Colab's (the build backend, timm where Colab lacks it) in a wheelhouse filled during
   set-up.
 
-Pass: no error output in any chapter, and every package of the venv at the version it had
-before (the install cells only add). Outputs that differ from the committed ones (other torch,
-other numbers) are listed in ``_build/colab/drift.txt`` for a reader to judge: they are not
-failures.
+Pass: every install cell names the release's tag, no error output in any chapter, and every
+package of the venv at the version it had before (the install cells only add). Outputs that differ
+from the committed ones (other torch, other numbers) are listed in ``_build/colab/drift.txt`` for a
+reader to judge: they are not failures.
 
 Usage: ``python tools/colab_emulate.py [--runtime current|2026.07] [--venv DIR] [--out DIR]
-[NOTEBOOK ...]`` (``make colab-test [COLAB_RUNTIME=2026.07]``), with the project's venv (it
-reads ``_config.yml`` through ``colab_sync``).
+[NOTEBOOK ...]`` (``make colab-test [COLAB_RUNTIME=2026.07]`` runs every chapter; name
+notebooks to run only those), with the project's venv (it reads ``_config.yml`` and the release
+through ``colab_sync``).
 """
 
 from __future__ import annotations
@@ -45,7 +51,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
-from colab_sync import PACKAGE, load_repository  # noqa: E402 (tools/ is not a package)
+from colab_sync import (  # noqa: E402 (tools/ is not a package)
+    PACKAGE,
+    Repository,
+    extra_for,
+    load_repository,
+)
 
 
 @dataclass(frozen=True)
@@ -232,35 +243,111 @@ def installed_versions(venv: Path) -> dict[str, str]:
     return {re.sub(r"[-_.]+", "-", p["name"]).lower(): p["version"] for p in json.loads(listed)}
 
 
-def snapshot_repository(scratch: Path) -> Path:
-    """A bare clone whose configured branch holds this working tree (tracked files, as they are)."""
-    repo = load_repository(ROOT / "_config.yml")
-    commit = subprocess.run(
-        ["git", "-C", str(ROOT), "stash", "create"], capture_output=True, text=True, check=True
+def _git(*args: str, **kwargs) -> str:
+    return subprocess.run(
+        ["git", *args], capture_output=True, text=True, check=True, **kwargs
     ).stdout.strip()
-    if not commit:  # a clean tree: HEAD itself
-        commit = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
+
+
+def _commit_of(root: Path, ref: str) -> str | None:
+    """The commit ``ref`` names in the repository at ``root``, or None."""
+    found = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "--quiet", "--verify", f"{ref}^{{commit}}"],
+        capture_output=True,
+        text=True,
+    )
+    return found.stdout.strip() if found.returncode == 0 else None
+
+
+def _import_tree(root: Path, commit: str, mirror: Path, ref: str, scratch: Path) -> None:
+    """Make ``ref`` of ``mirror`` a one-commit history holding ``commit``'s files.
+
+    The files travel through ``git archive``, not a push: a shallow clone (CI's checkout) cannot
+    push its commits into an empty repository, and a clone of a shallow one is fragile.
+    """
+    files = Path(tempfile.mkdtemp(prefix="tree-", dir=scratch))
+    archive = subprocess.run(
+        ["git", "-C", str(root), "archive", "--format=tar", commit], capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(files)], input=archive, check=True)
+    env = {
+        **os.environ,
+        "GIT_INDEX_FILE": str(files.with_suffix(".index")),
+        "GIT_AUTHOR_NAME": "colab-emulate",
+        "GIT_AUTHOR_EMAIL": "colab-emulate@localhost",
+        "GIT_COMMITTER_NAME": "colab-emulate",
+        "GIT_COMMITTER_EMAIL": "colab-emulate@localhost",
+    }
+    git = ["--git-dir", str(mirror), "--work-tree", str(files)]
+    _git(*git, "add", "--all", "--force", env=env)
+    tree = _git(*git, "write-tree", env=env)
+    made = _git(
+        "--git-dir", str(mirror), "commit-tree", "--no-gpg-sign", tree, "-m", f"{commit}", env=env
+    )
+    _git("--git-dir", str(mirror), "update-ref", ref, made)
+    shutil.rmtree(files)
+
+
+def snapshot_repository(scratch: Path, root: Path = ROOT) -> tuple[Path, str]:
+    """A bare repository standing in for GitHub's: its configured branch holds this working tree
+    (tracked files, as they are) and the tag ``v<version>`` the release the install cells name.
+
+    The tag holds the commit ``root``'s clone tags ``v<version>`` when it has that tag (what
+    Colab's pip gets from GitHub), else this working tree (what the release workflow will tag).
+    Returns the repository and a line saying which.
+    """
+    repo = load_repository(root / "_config.yml")
+    commit = _git("-C", str(root), "stash", "create") or _git("-C", str(root), "rev-parse", "HEAD")
     mirror = scratch / "repository.git"
-    subprocess.run(["git", "init", "--quiet", "--bare", str(mirror)], check=True)
-    subprocess.run(
-        ["git", "-C", str(ROOT), "push", "--quiet", str(mirror), f"{commit}:refs/heads/{repo.ref}"],
-        check=True,
-    )
-    subprocess.run(
-        ["git", "--git-dir", str(mirror), "symbolic-ref", "HEAD", f"refs/heads/{repo.ref}"],
-        check=True,
-    )
-    return mirror
+    _git("init", "--quiet", "--bare", str(mirror))
+    _import_tree(root, commit, mirror, f"refs/heads/{repo.branch}", scratch)
+    _git("--git-dir", str(mirror), "symbolic-ref", "HEAD", f"refs/heads/{repo.branch}")
+    tagged = _commit_of(root, f"refs/tags/{repo.tag}")
+    if tagged is None:
+        _git(
+            "--git-dir",
+            str(mirror),
+            "update-ref",
+            f"refs/tags/{repo.tag}",
+            f"refs/heads/{repo.branch}",
+        )
+        return mirror, (
+            f"{repo.tag} is not tagged yet: it stands at this working tree, as the release "
+            "workflow will tag it"
+        )
+    _import_tree(root, tagged, mirror, f"refs/tags/{repo.tag}", scratch)
+    note = f"{repo.tag} is tagged at {tagged[:12]}: the install cells install that release"
+    if _git("-C", str(root), "rev-parse", f"{tagged}^{{tree}}") != _git(
+        "-C", str(root), "rev-parse", f"{commit}^{{tree}}"
+    ):
+        note += (
+            "; this working tree differs from it, and reaches Colab's readers only in a new "
+            "release (raise the version in pyproject.toml)"
+        )
+    return mirror, note
 
 
-def offline_env(venv: Path, scratch: Path, mirror: Path) -> dict[str, str]:
+def pin_failures(notebooks: list[Path], repo: Repository) -> list[str]:
+    """Each notebook whose install cell does not install exactly the release ``repo.tag`` (the
+    requirement ``make colab-sync`` writes for it), one line each."""
+    failures = []
+    for path in notebooks:
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        first = _source(nb["cells"][0]) if nb.get("cells") else ""
+        found = re.search(r'^REQUIREMENT = "([^"]*)"$', first, re.M)
+        wanted = repo.requirement(extra_for(path.name))
+        if found is None or found[1] != wanted:
+            named = found[1] if found else "no REQUIREMENT"
+            failures.append(
+                f"{path.name}: its install cell names {named!r}, not the release {wanted!r} "
+                "(run `make colab-sync`)"
+            )
+    return failures
+
+
+def offline_env(venv: Path, scratch: Path, mirror: Path, root: Path = ROOT) -> dict[str, str]:
     """The environment of the kernels: no repository on the path, no index, the URL redirected."""
-    repo = load_repository(ROOT / "_config.yml")
+    repo = load_repository(root / "_config.yml")
     home = scratch / "home"
     home.mkdir()
     gitconfig = home / ".gitconfig"
@@ -387,6 +474,13 @@ def main(argv: list[str] | None = None) -> int:
     notebooks = args.notebooks or sorted((ROOT / "book").glob("*.ipynb"))
     venv = (args.venv or ROOT / "_build" / f"colab-venv-{args.runtime}").resolve()
     start = time.perf_counter()
+    # The install line is the one a reader runs: it must name this release's tag, nothing else.
+    repo = load_repository(ROOT / "_config.yml")
+    unpinned = pin_failures(notebooks, repo)
+    if unpinned:
+        for failure in unpinned:
+            print("FAILED", failure, file=sys.stderr)
+        return 1
     make_venv(venv, runtime)
     record = json.loads((venv / "colab-versions.json").read_text())
     used: dict[str, str] = record["versions"]
@@ -417,7 +511,9 @@ def main(argv: list[str] | None = None) -> int:
     failures, drift = [], []
     with tempfile.TemporaryDirectory(prefix="colab-") as tmp:
         scratch = Path(tmp)
-        env = offline_env(venv, scratch, snapshot_repository(scratch))
+        mirror, release = snapshot_repository(scratch)
+        env = offline_env(venv, scratch, mirror)
+        print(f"Release: the install cells install {repo.requirement()}; {release}")
         work = scratch / "content"  # Colab's working folder; outside the repository
         work.mkdir()
         prefix = netns_prefix()
