@@ -434,5 +434,7 @@ def plot_permutation_tests(tests: Sequence[PermutationTest], columns: int = 3) -
         ax.xaxis.set_major_locator(MaxNLocator(4))
     for ax in list(axes.flat)[len(tests) :]:
         ax.set_visible(False)
-    axes[-1, 0].set_xlabel("statistic (grey: shuffles, red: observed)", fontsize=9)
+    fig.supxlabel(
+        "the statistic: grey, over the shuffles; red, on the embedding's own layout", fontsize=9
+    )
     return fig
