@@ -17,13 +17,19 @@ The runs that write the results (``companion.experiments.runs``) are never impor
 
 from companion.experiments.bootstrap import kept_replicates
 from companion.experiments.learned_embedding import (
+    POSITION_STATISTICS,
+    check_similarity_predictions,
     grid_table,
     load_learned_embedding,
+    load_vit_embedding,
     neighbour_pairs,
     permutation_p_value,
+    permutation_test,
     same_parity_pairs,
     shuffled_null,
     similarity_gap,
+    similarity_outcomes_markdown,
+    similarity_predictions,
 )
 from companion.experiments.paper import (
     POS_TO_SWINV2_ROW,
@@ -81,6 +87,7 @@ from companion.experiments.transfer_results import (
 )
 
 __all__ = [
+    "POSITION_STATISTICS",
     "POS_TO_SWINV2_ROW",
     "POS_TO_TABLE4_ROW",
     "SWINV2_TABLE1",
@@ -91,6 +98,7 @@ __all__ = [
     "accuracy_table",
     "beside_their_swin",
     "cells_of",
+    "check_similarity_predictions",
     "constant_answer",
     "describe_run",
     "family_note",
@@ -112,10 +120,12 @@ __all__ = [
     "load_results",
     "load_transfer",
     "load_transfer_predictions",
+    "load_vit_embedding",
     "marked_gaps_markdown",
     "neighbour_pairs",
     "paired_gap",
     "permutation_p_value",
+    "permutation_test",
     "predictions_list",
     "predictions_table",
     "reference_seeds",
@@ -124,6 +134,8 @@ __all__ = [
     "same_parity_pairs",
     "shuffled_null",
     "similarity_gap",
+    "similarity_outcomes_markdown",
+    "similarity_predictions",
     "split_rows",
     "swin_table4_markdown",
     "swinv2_table1_markdown",
