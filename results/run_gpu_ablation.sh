@@ -1,61 +1,133 @@
 #!/usr/bin/env bash
-# The GPU version of chapter 5's position-encoding ablation.
+# Chapter 5's experiments on one CUDA GPU: the design of results/run_cpu_ablation.sh, at GPU scale.
 #
-# NOT RUN YET: the committed results (results/cpu-ablation/, results/cpu-transfer/) come from a CPU. Run this on a machine
-# with a CUDA GPU, from the repository root, after `pip install -e .`:
+# NOT RUN YET: every result the book shows comes from a CPU (results/cpu-far-relation/,
+# results/cpu-ablation/). Run this from the repository root of a clean commit, after
+# `pip install -e .`, on a machine with a CUDA GPU:
 #
 #     bash results/run_gpu_ablation.sh
 #
-# It writes results/gpu-tasks/ and results/gpu-cifar10/ (results.json with the GPU's name, the
-# torch version, the git commit and this exact command line; results.md; curves; bias tables).
-# Precision is "auto": bfloat16 on GPUs that support it (A100, H100, L4...), float16 with loss
-# scaling on the others (T4, V100). Both parts can be stopped and started again: finished runs
-# are kept and an interrupted run resumes from its checkpoint (in runs/ablation/), but only with
-# the same settings and code; otherwise the ablation stops and says so (FRESH=1 passes --fresh,
-# which discards that name's saved runs). A smoke test needs its own NAME_SUFFIX.
+# What it runs (chapter 5's current design, the same cells as run_cpu_ablation.sh):
+#   1. gpu-far-relation: the far-relation-heldout task (direction between two objects; training
+#      pairs in the left 6 of 8 patch columns; tested at distance 2 on seen and on never-seen
+#      positions, and at distance 1: the splits seen, unseen, near); pos none, abs, rel, abs+rel;
+#      FAR_EPOCHS epochs, the first CURRICULUM on the distance-1 images only; controlled variants
+#      none and rel with pool-merge on EXTRA_SEEDS.
+#   2. gpu-ablation: grid-cell and relation; pos none, abs, rel, abs+rel; EPOCHS epochs;
+#      controlled variants on EXTRA_SEEDS, each beside a positive control: grid-cell
+#      none/rel/abs with torus, rel with no-shift, rel and abs+rel with abs-offset-bias;
+#      relation none/rel/abs with pool-merge.
+#   3. Only with CIFAR=1: gpu-cifar10, the four encodings on CIFAR-10 with the cifar Swin.
+# The model is the book's tiny-cpu Swin (CONFIG): the tasks' design and their exact bounds
+# (companion.data.far_relation_bounds) are about its 4-px patches, 4-patch windows and one
+# patch merging. "GPU scale" is more images per epoch in larger batches: with the defaults each
+# run takes as many optimiser steps as on the CPU (8000 / 64 = 2000 / 16 = 125 per epoch), with
+# four times the images. A run made so is a new experiment: write its predictions.md into
+# results/<name>/ and commit it before the run (the publish carries it over unchanged).
+#
+# Nothing is downloaded: the generated tasks are drawn by the package, and a lent GPU machine
+# may have no network. CIFAR=1 reads CIFAR-10 from DATA_DIR; DOWNLOAD=1 lets it fetch the
+# archive there first (about 170 MB, MD5-checked).
 #
 # Budget knobs (environment variables), with their defaults:
-#   SEEDS="0 1 2"   TASK_EPOCHS=30   TASK_TRAIN=20000   TASK_WARMUP=3   BATCH=128
-#   CIFAR_EPOCHS=100   CIFAR_WARMUP=5
-#   DATA_DIR=~/.cache/vit-position-book (CIFAR-10 goes there, ~170 MB, MD5-checked)
-#   SKIP_CIFAR=1 to run only the generated tasks; ALLOW_CPU=1 to smoke-test the script on a CPU
-#   (with tiny budgets, e.g. TASK_EPOCHS=1 TASK_WARMUP=0.5 TASK_TRAIN=64 BATCH=16 SKIP_CIFAR=1
-#   SEEDS=0 NAME_SUFFIX=-smoke).
+#   SEEDS="0 1 2 3 4 5 6 7 8 9"  EXTRA_SEEDS="0 1 2 3 4"   seeds of the main cells, of the variants
+#   EPOCHS=20  FAR_EPOCHS=40  CURRICULUM=5  WARMUP=2       epochs (grid-cell/relation, far-relation)
+#   TRAIN=8000  TEST=1000                                  training images; test images per split
+#   BATCH=64  LR=1e-3                                      images per step; peak learning rate
+#   JOBS=12                                                runs at a time, one process each
+#   CIFAR_EPOCHS=30  CIFAR_WARMUP=2  CIFAR_BATCH=256       part 3 only
+#   CONFIG=tiny-cpu  DEVICE=cuda  PRECISION=auto  RESULTS_DIR=results  WORK_DIR=runs/ablation
+#   NAME_SUFFIX=  (appended to every results name)  FRESH=1 (discard this name's saved runs)
+# Sizing to about 10 minutes (an estimate, not measured: no GPU run of it exists). Parts 1 and 2
+# are 175 runs and, with the defaults, 562,500 optimiser steps (the script prints the count
+# before it starts). A step of this small model on a GPU costs about what its kernel launches
+# cost on the host CPU: on the 2-core CPU of the committed runs a step of batch 16 took about
+# 23 ms all told, so expect roughly 5-10 ms per step on a modern host, and JOBS processes
+# sharing the GPU, one core each: 562,500 x 10 ms / 12 = about 8 minutes, plus drawing the
+# images (a few seconds per run) and the tests. If the first part runs long, cut in this order:
+# TRAIN with BATCH (steps per epoch), then JOBS up to the host's cores, then EPOCHS; the seeds
+# last, since chapter 5 reads split cells as counts over 10 seeds. With CUDA's multi-process
+# service (MPS) running, the processes' kernels can share the GPU at once.
+# Stopping and starting again is safe: finished runs are kept (in WORK_DIR) and reused, but only
+# with the same settings and code; FRESH=1 passes --fresh.
+#
+# Smoke test on a CPU (what tests/test_gpu_ablation_script.py runs; never publish it):
+#   ALLOW_CPU=1 RESULTS_DIR=/tmp/smoke WORK_DIR=/tmp/smoke-runs SEEDS=0 EXTRA_SEEDS=0 EPOCHS=1 \
+#       FAR_EPOCHS=2 CURRICULUM=1 WARMUP=0.5 TRAIN=32 TEST=16 BATCH=16 JOBS=1 \
+#       bash results/run_gpu_ablation.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PY=${PYTHON:-python}
-SEEDS=${SEEDS:-"0 1 2"}
-TASK_EPOCHS=${TASK_EPOCHS:-30}
-TASK_TRAIN=${TASK_TRAIN:-20000}
-TASK_TEST=${TASK_TEST:-2000}
-TASK_WARMUP=${TASK_WARMUP:-3}
-CIFAR_EPOCHS=${CIFAR_EPOCHS:-100}
-CIFAR_WARMUP=${CIFAR_WARMUP:-5}
-BATCH=${BATCH:-128}
+SEEDS=${SEEDS:-"0 1 2 3 4 5 6 7 8 9"}
+EXTRA_SEEDS=${EXTRA_SEEDS:-"0 1 2 3 4"}
+EPOCHS=${EPOCHS:-20}
+FAR_EPOCHS=${FAR_EPOCHS:-40}
+CURRICULUM=${CURRICULUM:-5}
+WARMUP=${WARMUP:-2}
+TRAIN=${TRAIN:-8000}
+TEST=${TEST:-1000}
+BATCH=${BATCH:-64}
+LR=${LR:-1e-3}
+JOBS=${JOBS:-12}
+CIFAR_EPOCHS=${CIFAR_EPOCHS:-30}
+CIFAR_WARMUP=${CIFAR_WARMUP:-2}
+CIFAR_BATCH=${CIFAR_BATCH:-256}
+CONFIG=${CONFIG:-tiny-cpu}
+DEVICE=${DEVICE:-cuda}
+PRECISION=${PRECISION:-auto}
+RESULTS_DIR=${RESULTS_DIR:-results}
+WORK_DIR=${WORK_DIR:-runs/ablation}
 DATA_DIR=${DATA_DIR:-$HOME/.cache/vit-position-book}
 SUFFIX=${NAME_SUFFIX:-}
 FRESH_FLAG=${FRESH:+--fresh}
 
-if [[ -z "${ALLOW_CPU:-}" ]]; then
+if [[ -n "${ALLOW_CPU:-}" ]]; then
+    DEVICE=cpu
+    PRECISION=fp32
+else
     "$PY" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else
-        'run_gpu_ablation.sh: no CUDA GPU here (set ALLOW_CPU=1 for a CPU smoke test)')"
+        'run_gpu_ablation.sh: no CUDA GPU here (ALLOW_CPU=1 runs it on the CPU, as a smoke test)')"
     "$PY" -c "import torch; print('GPU:', torch.cuda.get_device_name(0))"
 fi
 
-# 1. The two generated tasks (grid-cell needs absolute position, relation relative position),
-#    with the CIFAR-sized Swin (2 x 2 patches: a 16 x 16 token grid, windows of 4 x 4).
-"$PY" -m companion.ablation --name "gpu-tasks$SUFFIX" --config cifar \
-    --datasets grid-cell relation --pos none abs rel abs+rel --seeds $SEEDS \
-    --epochs "$TASK_EPOCHS" --train-size "$TASK_TRAIN" --test-size "$TASK_TEST" \
-    --batch-size "$BATCH" --lr 1e-3 --warmup-epochs "$TASK_WARMUP" --label-smoothing 0 \
-    --precision auto $FRESH_FLAG
+count() { set -- $1; echo $#; }
+n_seeds=$(count "$SEEDS")
+n_extra=$(count "$EXTRA_SEEDS")
+steps_per_epoch=$(( (TRAIN + BATCH - 1) / BATCH ))
+far_runs=$(( 4 * n_seeds + 2 * n_extra ))
+task_runs=$(( 8 * n_seeds + 9 * n_extra ))
+steps=$(( (far_runs * FAR_EPOCHS + task_runs * EPOCHS) * steps_per_epoch ))
+echo "plan: $far_runs + $task_runs runs, $steps optimiser steps ($steps_per_epoch per epoch), $JOBS at a time on $DEVICE"
 
-# 2. CIFAR-10: all 50 000 training images, random crop + flip, label smoothing, stochastic depth
-#    (the cifar config's own drop_path_rate of 0.1).
-if [[ -z "${SKIP_CIFAR:-}" ]]; then
-    "$PY" -m companion.ablation --name "gpu-cifar10$SUFFIX" --config cifar \
-        --datasets cifar10 --pos none abs rel abs+rel --seeds $SEEDS \
-        --epochs "$CIFAR_EPOCHS" --batch-size "$BATCH" --lr 1e-3 --warmup-epochs "$CIFAR_WARMUP" \
-        --label-smoothing 0.1 --precision auto --data-dir "$DATA_DIR" --download $FRESH_FLAG
+COMMON=(--results-dir "$RESULTS_DIR" --work-dir "$WORK_DIR" --config "$CONFIG"
+        --pos none abs rel abs+rel --seeds $SEEDS --extra-seeds $EXTRA_SEEDS
+        --train-size "$TRAIN" --test-size "$TEST" --batch-size "$BATCH" --lr "$LR"
+        --warmup-epochs "$WARMUP" --label-smoothing 0 --jobs "$JOBS" --device "$DEVICE"
+        --precision "$PRECISION" $FRESH_FLAG)
+
+start=$SECONDS
+"$PY" -m companion.ablation --name "gpu-far-relation$SUFFIX" "${COMMON[@]}" \
+    --datasets far-relation-heldout --epochs "$FAR_EPOCHS" --curriculum-epochs "$CURRICULUM" \
+    --extra far-relation-heldout:none:pool-merge far-relation-heldout:rel:pool-merge
+echo "part 1 took $(( SECONDS - start )) s"
+
+"$PY" -m companion.ablation --name "gpu-ablation$SUFFIX" "${COMMON[@]}" \
+    --datasets grid-cell relation --epochs "$EPOCHS" \
+    --extra grid-cell:none:torus grid-cell:rel:torus grid-cell:abs:torus grid-cell:rel:no-shift \
+            grid-cell:rel:abs-offset-bias grid-cell:abs+rel:abs-offset-bias \
+            relation:none:pool-merge relation:rel:pool-merge relation:abs:pool-merge
+echo "parts 1 and 2 took $(( SECONDS - start )) s"
+
+# 3. CIFAR-10 (optional): all 50 000 training images, random crop + flip, label smoothing,
+#    stochastic depth (the cifar config's own drop_path_rate of 0.1); no controlled variant.
+if [[ -n "${CIFAR:-}" ]]; then
+    DOWNLOAD_FLAG=${DOWNLOAD:+--download}
+    "$PY" -m companion.ablation --name "gpu-cifar10$SUFFIX" --results-dir "$RESULTS_DIR" \
+        --work-dir "$WORK_DIR" --config cifar --datasets cifar10 --pos none abs rel abs+rel \
+        --seeds $SEEDS --epochs "$CIFAR_EPOCHS" --batch-size "$CIFAR_BATCH" --lr "$LR" \
+        --warmup-epochs "$CIFAR_WARMUP" --label-smoothing 0.1 --jobs "$JOBS" \
+        --device "$DEVICE" --precision "$PRECISION" --data-dir "$DATA_DIR" ${DOWNLOAD_FLAG:-} \
+        $FRESH_FLAG
+    echo "all three parts took $(( SECONDS - start )) s"
 fi

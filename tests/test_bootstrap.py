@@ -91,3 +91,11 @@ def test_an_interval_is_the_same_when_its_resampling_draws_are_reused():
     first = gap_interval(a, b, replicates=200)
     gap_interval(b, replicates=200)  # another interval of the same shape in between
     assert gap_interval(a, b, replicates=200) == first
+
+
+def test_an_interval_knows_its_p_value_floor_and_when_it_sits_on_it():
+    far = gap_interval(coin(10, 500, 0.9), coin(10, 500, 0.2, seed=1), replicates=999)
+    assert far.floor == pytest.approx(1 / 1000) and far.p == pytest.approx(far.floor)
+    assert far.at_floor  # no replicate on the far side of 0: the p-value is a bound
+    near = gap_interval(coin(10, 500, 0.5), coin(10, 500, 0.5, seed=1))
+    assert near.floor == pytest.approx(1 / 4001) and not near.at_floor

@@ -11,10 +11,10 @@ from companion.data import make_dataset
 from companion.data.tasks import RELATION_STEPS
 from companion.exercises.ch05 import (
     favourite_offsets,
-    paired_gap_by_hand,
     position_only_baseline,
     position_only_baselines,
     position_parameter_count,
+    t_interval_by_hand,
 )
 from companion.experiments.paper import SWIN_TABLE4
 from companion.experiments.results import (
@@ -22,9 +22,9 @@ from companion.experiments.results import (
     load_bias_tables,
     load_curves,
     load_results,
-    paired_gap,
 )
 from companion.experiments.split_reading import beside_their_swin, constant_answer, split_rows
+from companion.experiments.stats import paired_interval
 from companion.figures.training import (
     plot_ablation_curves,
     plot_bias_tables,
@@ -297,13 +297,38 @@ def test_table4_differences_start_at_zero_and_match_the_table():
     assert heights["absolute"] == [pytest.approx(expected)]
 
 
-def test_paired_gap_by_hand_equals_the_results_paired_gap():
-    summary, _, _ = made_up_results(["a"])
-    summary[1]["values"] = [0.5, 0.7, 0.4, 0.9, 0.6]
-    gap = paired_gap(summary, "a", "abs", "none")
-    by_hand = paired_gap_by_hand(
-        [100 * v for v in summary[1]["values"]], [100 * v for v in summary[0]["values"]]
-    )
-    assert by_hand == pytest.approx((gap["mean"], gap["low"], gap["high"]))
-    with pytest.raises(ValueError, match="same number"):
-        paired_gap_by_hand([1.0, 2.0], [1.0])
+def test_t_interval_by_hand_equals_the_paired_interval_of_the_stats_module():
+    values = [50.0, 70.0, 40.0, 90.0, 60.0]
+    assert t_interval_by_hand(values) == pytest.approx(paired_interval(values))
+    with pytest.raises(ValueError, match="at least 2 numbers"):
+        t_interval_by_hand([1.0])
+
+
+def test_a_t_interval_over_a_split_cell_breaks_where_the_seeds_cannot_go():
+    # Nine seeds solved near 100 %, one stopped at a constant answer of 25 %: two groups.
+    values = [99.0, 99.5, 98.0, 99.8, 97.5, 99.0, 98.5, 99.9, 99.2, 25.0]
+    mean, low, high = t_interval_by_hand(values)
+    assert high > 100.0  # above what any seed can score
+    assert 25.0 < low < min(values[:9])  # its low end lies where no seed landed
+    assert mean < min(values[:9])  # and the mean describes neither group
+
+
+def test_the_chapter_s_split_cell_gives_a_t_interval_past_100_percent():
+    folder = committed_far_results()
+    results = load_results(folder)
+    task = "far-relation-heldout"
+    row = split_rows(results, task, "seen", [f"{task}:abs+rel"])[0]
+    _, low, high = t_interval_by_hand([100 * v for v in row["values"]])
+    assert high > 100.0 and 0.0 <= 100 * row["low"] <= 100 * row["high"] <= 100.0
+    solved = [100 * v for v in row["values"] if v >= 0.9]
+    assert len(solved) == 9 and low < min(solved)
+
+
+def committed_far_results() -> Path:
+    """Chapter 5's far-relation experiment, from the repository."""
+    try:
+        return find_results(
+            "cpu-far-relation", search=[Path(__file__).resolve().parents[1] / "results"]
+        )
+    except FileNotFoundError:
+        pytest.skip("results/cpu-far-relation is not in this checkout yet")

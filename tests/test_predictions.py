@@ -10,8 +10,12 @@ from companion.experiments.evaluation import labels_text, pack_bits
 from companion.experiments.predictions import (
     check_prediction,
     load_predictions,
+    per_seed,
+    prediction_interval,
     predictions_list,
     predictions_table,
+    split_cells,
+    split_seed_readings,
 )
 
 N = 400
@@ -121,3 +125,56 @@ def test_a_chapter_shows_the_predictions_it_names_before_and_after_the_run():
     assert "P1" not in table and "| P2 | none fails | 0-0 seeds | solved 0 of 1" in table
     with pytest.raises(ValueError, match=r"ids: \['P9'\] are not predictions"):
         predictions_list(block, ["P9"])
+
+
+def lifted(accuracies):
+    """``task:abs``: seed ``s`` scores ``accuracies[s]`` on ``test`` and 0.3 on ``unseen``."""
+    runs = []
+    for s, accuracy in enumerate(accuracies):
+        seen, unseen = run("abs", s, accuracy), run("abs", s + 50, 0.3)
+        seen["splits"]["unseen"] = unseen["splits"]["test"]
+        runs.append(seen)
+    found = results(*runs)
+    found["test_sets"]["task"]["unseen"] = found["test_sets"]["task"]["test"]
+    return found
+
+
+LIFT = {"id": "L1", "text": "abs loses its lift", "kind": "lift-gap", "cell": "task:abs",
+        "first": "test", "second": "unseen", "expect": "below -0.3"}  # fmt: skip
+
+
+def test_a_p_value_is_printed_only_beside_a_threshold_it_tests():
+    found = lifted([0.95] * 6)
+    measured, _ = check_prediction(found, LIFT, SOLVED)
+    assert "p" not in measured.split("]")[1]  # it tests 0, not the prediction's -0.3
+    measured, _ = check_prediction(found, {**LIFT, "expect": "below 0.0"}, SOLVED)
+    assert measured.endswith("(against 0: p < 0.00025)")  # at its floor: a bound
+    within = {"kind": "gap", "cell": "task:abs", "against": "constant", "split": "test",
+              "expect": "within 0.05"}  # fmt: skip
+    assert "p" not in check_prediction(found, within, SOLVED)[0].split("]")[1]
+
+
+def test_a_prediction_on_a_split_cell_is_also_read_seed_by_seed_and_on_the_solved_seeds():
+    accuracies = [0.95, 0.97, 0.96, 0.98, 0.95, 0.40]  # seed 5 did not solve
+    found = lifted(accuracies)
+    block = {"solved": SOLVED, "predictions": [LIFT]}
+    assert split_cells(found, LIFT, SOLVED) == ["task:abs"]
+    assert "(split cell: abs)" in predictions_table(found, block)
+    values = per_seed(found, LIFT)
+    assert sorted(values) == list(range(6))
+    planned = prediction_interval(found, LIFT)
+    assert planned.estimate == pytest.approx(np.mean(list(values.values())))
+    kept = prediction_interval(found, LIFT, seeds=[0, 1, 2, 3, 4])
+    assert kept.estimate == pytest.approx(np.mean([values[s] for s in range(5)]))
+    assert kept.estimate < planned.estimate  # the split seed had less lift to lose
+    text = split_seed_readings(found, block)
+    assert text.startswith("L1  abs loses its lift (expected: below -30 points)")
+    assert "abs solved `test` in 5 of 6 seeds" in text
+    assert f"{100 * values[5]:+7.1f}" in text
+    assert "all 6 seeds (the planned reading)" in text
+    assert "the 5 solved seeds (exploratory)" in text
+    assert f"{100 * kept.estimate:+6.1f} [" in text
+    whole = lifted([0.95] * 6)
+    assert split_seed_readings(whole, block) == "no gap prediction here reads a split cell"
+    with pytest.raises(ValueError, match="seeds must be some of"):
+        prediction_interval(found, LIFT, seeds=[7])

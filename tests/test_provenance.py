@@ -110,9 +110,9 @@ def test_results_readme_gives_the_transfer_experiments_measured_wall_times() -> 
 
 
 def test_results_readme_gives_chapter_5s_measured_regeneration_time() -> None:
-    # results/README.md states how long chapter 5's ablation took to regenerate, against the regeneration
-    # budget it states for that ablation;
-    # the numbers must be the two headers' wall times, in minutes to one decimal, and their sum.
+    # results/README.md states how long chapter 5's ablation took to regenerate, against the
+    # regeneration budget it states for that ablation; the numbers must be the two headers' wall
+    # times, in minutes to one decimal, and their sum.
     readme = (ROOT / "results" / "README.md").read_text()
     minutes = [
         json.loads((ROOT / "results" / name / "results.json").read_text())["header"]["wall_s"] / 60

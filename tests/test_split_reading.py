@@ -1,14 +1,19 @@
 """Chapter 5's split-by-split reading: counts for split cells, bootstrap intervals, Holm."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 
 from companion.experiments.evaluation import labels_text, pack_bits
+from companion.experiments.predictions import load_predictions
+from companion.experiments.results import find_results, load_results
 from companion.experiments.split_reading import (
     accuracy_table,
     beside_their_swin,
     cells_of,
+    encoding_glance,
     gaps_lines,
     is_split_cell,
     lift_lines,
@@ -17,6 +22,7 @@ from companion.experiments.split_reading import (
 )
 from companion.figures.training import plot_seed_dots
 
+ROOT = Path(__file__).resolve().parents[1]
 N = 300
 LABELS = np.random.default_rng(0).choice(4, N, p=[0.4, 0.2, 0.2, 0.2])
 RULE = {"split": "seen", "threshold": 0.9}
@@ -98,3 +104,38 @@ def test_gaps_from_several_datasets_name_their_dataset(results):
             "test_sets": {**results["test_sets"], "u": results["test_sets"]["t"]}}  # fmt: skip
     lines = gaps_lines(both, [("t:rel", "t:none"), ("u:rel", "u:none")], "seen", RULE)
     assert "t: rel − none" in lines and "u: rel − none" in lines
+
+
+def test_a_p_value_at_its_floor_prints_as_a_bound_after_holm(results):
+    lines = gaps_lines(results, [("t:rel", "t:none"), ("t:none:pool-merge", "t:none")], "seen",
+                       RULE)  # fmt: skip
+    rel = next(x for x in lines.splitlines() if x.startswith("rel − none"))
+    assert rel.endswith("p_Holm < 0.0005 *")  # 2 x 1/4001: every replicate above 0
+    pool = next(x for x in lines.splitlines() if x.startswith("none:pool-merge"))
+    assert "p_Holm = " in pool and "<" not in pool
+
+
+def test_the_glance_reads_each_split_against_its_constant_answer_and_counts_split_cells(results):
+    table = encoding_glance([(results, "t", ["seen", "unseen"], RULE)], pos=("none", "abs", "rel"))
+    head, _, seen, unseen, _, note = table.splitlines()
+    assert head == "| task, split | `none` | `abs` | `rel` |"
+    constant = 100 * float(np.bincount(LABELS).max() / N)
+    cells = [c.strip() for c in seen.split("|")[2:-1]]
+    assert abs(float(cells[0])) < 3  # none scores about the constant answer
+    assert cells[1].startswith("6/10 solved: ") and "· 4 others: " in cells[1]
+    assert float(cells[2]) == pytest.approx(98 - constant, abs=1.5)
+    assert "solved: `t`: `seen` ≥ 90 %" in note
+    assert unseen.startswith("| `t` `unseen` | ")
+
+
+def test_the_glance_of_the_committed_results_matches_the_chapter_s_lifts():
+    folder = find_results("cpu-far-relation", search=[ROOT / "results"])
+    found = load_results(folder)
+    rule = load_predictions(folder)["solved"]["far-relation-heldout"]
+    table = encoding_glance([(found, "far-relation-heldout", ["seen", "unseen"], rule)])
+    lifts = lift_lines(found, "far-relation-heldout", "seen", "unseen",
+                       [f"far-relation-heldout:{p}" for p in ("none", "abs")])  # fmt: skip
+    none, abs_ = (line.split()[1:3] for line in lifts.splitlines()[1:])
+    seen = table.splitlines()[2].split("|")
+    assert seen[2].strip() == none[0] and seen[3].strip() == abs_[0]
+    assert seen[4].strip().startswith("9/10 solved: ")

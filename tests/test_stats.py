@@ -6,7 +6,15 @@ import statistics
 import pytest
 
 from companion.experiments.results import paired_gap
-from companion.experiments.stats import holm, paired_interval, paired_t_test, t_cdf, t_quantile
+from companion.experiments.stats import (
+    format_p,
+    holm,
+    holm_bounds,
+    paired_interval,
+    paired_t_test,
+    t_cdf,
+    t_quantile,
+)
 
 #: t_{0.975, df} for df = 1..30, as printed in every statistics table (3 decimals).
 T975 = (
@@ -124,3 +132,38 @@ def test_holm_is_between_the_raw_p_and_bonferroni():
 def test_holm_rejects_a_p_value_outside_0_1():
     with pytest.raises(ValueError, match=r"p_values must be numbers in \[0, 1\], got 1.5"):
         holm([0.1, 1.5])
+
+
+def test_a_p_value_at_its_floor_prints_as_a_bound_never_as_a_number():
+    floor = 1 / 4001  # a bootstrap of 4,000 replicates
+    assert format_p(floor, floor) == "p < 0.00025"
+    assert format_p(0.93, floor) == "p = 0.93"
+    assert format_p(3 / 4001, floor) == "p = 0.00075"  # one replicate past 0: measured
+    assert format_p(0.00012) == "p = 0.00012"  # an exact test has no floor
+    assert format_p(6 * floor, 6 * floor, "p_Holm") == "p_Holm < 0.0015"
+    with pytest.raises(ValueError, match=r"p must be a number in \[0, 1\], got 1.2"):
+        format_p(1.2)
+    with pytest.raises(ValueError, match=r"floor must be a number in \[0, 1\), got 1.0"):
+        format_p(0.5, 1.0)
+
+
+def test_holm_bounds_mark_adjusted_p_values_that_rest_on_floored_ones():
+    floor = 1 / 4001
+    p = [floor, 0.2, floor, 0.01]
+    got = holm_bounds(p, [floor] * 4)
+    assert [v for v, _ in got] == pytest.approx(holm(p))
+    # The two floored p-values set their own adjusted values (4 and 3 times the floor, raised
+    # to the running maximum): bounds. 0.01 * 2 and 0.2 * 1 are measured: numbers.
+    assert [b for _, b in got] == [True, False, True, False]
+    assert got[0][0] == pytest.approx(4 * floor) and got[2][0] == pytest.approx(4 * floor)
+
+
+def test_holm_bounds_a_measured_term_that_sets_the_maximum_is_a_number():
+    floor = 1 / 4001
+    # 0.0004 * 3 = 0.0012 exceeds the floored term 4 * floor = 0.001: it sets the next value.
+    got = holm_bounds([floor, 0.0004, 0.5, 0.5], [floor] * 4)
+    assert got[0] == (pytest.approx(4 * floor), True)
+    assert got[1] == (pytest.approx(0.0012), False)
+    assert holm_bounds([0.5], [0.0]) == [(0.5, False)]  # no floor: never a bound
+    with pytest.raises(ValueError, match="same length"):
+        holm_bounds([0.1, 0.2], [0.0])

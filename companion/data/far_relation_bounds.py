@@ -29,7 +29,14 @@ import torch
 from torch import Tensor
 
 from companion._checks import check_choice, check_positive_int
-from companion.data.tasks import PATCHES, RELATION_STEPS, RELATIONS, a_patch_range, in_seen_region
+from companion.data.tasks import (
+    PATCHES,
+    RELATION_STEPS,
+    RELATIONS,
+    Region,
+    a_patch_range,
+    in_seen_region,
+)
 
 #: The tiny-cpu Swin's stage 0: windows of WINDOW x WINDOW patches, shifted by WINDOW // 2.
 WINDOW = 4
@@ -38,11 +45,15 @@ Patch = tuple[int, int]
 PairDistribution = dict[tuple[Patch, int], Fraction]
 
 
-def pair_distribution(distance: int, inside: bool | None = None) -> PairDistribution:
+def pair_distribution(
+    distance: int, inside: bool | None = None, region: Region = in_seen_region
+) -> PairDistribution:
     """The exact distribution of (A's patch, label) at ``distance`` under label-first placement:
     each label 1/4, then A uniform over its :func:`~companion.data.tasks.a_patch_range`. With
-    ``inside`` True (False) only pairs inside (reaching out of) far-relation-heldout's seen
-    region are kept, renormalised: what ``place_pair``'s redrawing samples."""
+    ``inside`` True (False) only pairs inside (reaching out of) ``region`` are kept (by default
+    far-relation-heldout's seen region; far-relation-interior's splits name theirs,
+    :func:`~companion.data.tasks.split_region`), renormalised: what ``place_pair``'s redrawing
+    samples."""
     check_positive_int("distance", distance)
     if distance >= PATCHES:
         raise ValueError(f"distance must be below {PATCHES} (the grid's side), got {distance}")
@@ -53,7 +64,7 @@ def pair_distribution(distance: int, inside: bool | None = None) -> PairDistribu
         cells = [(y, x) for y in range(lo[0], hi[0]) for x in range(lo[1], hi[1])]
         for a in cells:
             b = b_patch(a, label, distance)
-            if inside is None or in_seen_region(a, b) == inside:
+            if inside is None or region(a, b) == inside:
                 p[(a, label)] = Fraction(1, len(RELATIONS) * len(cells))
     total = sum(p.values())
     return {k: v / total for k, v in p.items()}
@@ -105,9 +116,12 @@ def bayes_accuracy(
     return sum((max(row) for row in joint.values()), Fraction(0))
 
 
-def position_only_bounds(distance: int = 2, inside: bool | None = None) -> dict[str, Fraction]:
-    """Every rule of ``FEATURES``'s exact accuracy at ``distance`` (default: the test split's)."""
-    p = pair_distribution(distance, inside)
+def position_only_bounds(
+    distance: int = 2, inside: bool | None = None, region: Region = in_seen_region
+) -> dict[str, Fraction]:
+    """Every rule of ``FEATURES``'s exact accuracy at ``distance`` (default: the test split's),
+    on the pairs :func:`pair_distribution` keeps."""
+    p = pair_distribution(distance, inside, region)
     return {name: bayes_accuracy(p, distance, f) for name, f in FEATURES.items()}
 
 

@@ -51,6 +51,15 @@ They need no download:
     cuts differently), so each has its own constant-answer baseline (the most frequent label's
     share of its own labels).
 
+``far-relation-interior`` holds out positions *inside* the frame instead, so that "never seen"
+    and "at the border" come apart: no training object ever lies in the 2 x 2 block of patches at
+    the centre of the grid (``INTERIOR_BLOCK``, rows and columns 3-4). Both test splits are
+    distance-2 pairs inside ``INTERIOR_WINDOW`` (rows and columns 2-5: the stage-0 shifted window
+    that no border cuts, of the tiny-cpu Swin's 4-patch windows shifted by 2), so they lie
+    equally far from the border: ``seen`` pairs avoid the block (both objects at positions of
+    training), ``unseen`` (also called ``test``) pairs have one object in it. ``near`` is
+    distance 1 anywhere off the block. :func:`split_region` names each split's region.
+
 Every image is drawn from its own random stream ``numpy.random.default_rng([seed, task, split,
 i])``: the train and test splits never share a stream, and image ``i`` of a split is the same
 whatever ``n`` is.
@@ -104,21 +113,30 @@ FAR_TRAIN_MIX = ((1, 0.5), (2, 0.5))
 FAR_TEST_DISTANCE = 2
 #: far-relation-heldout: training and ``seen`` pairs lie in the first HELDOUT_COLUMNS columns.
 HELDOUT_COLUMNS = 6
+#: far-relation-interior: the held-out block, patch rows and columns ``[3, 5)`` (the 2 x 2
+#: patches at the centre of the 8 x 8 grid), where no training object ever lies.
+INTERIOR_BLOCK = (3, 5)
+#: far-relation-interior: its test pairs lie in patch rows and columns ``[2, 6)``, the stage-0
+#: shifted window that no border cuts (windows of 4 patches shifted by 2).
+INTERIOR_WINDOW = (2, 6)
 #: The two ways to draw grid-cell and relation larger than 32 px (see the module docstring).
 RENDERINGS = ("scaled", "world")
 #: Appended, never reordered: a task's index seeds its images (:func:`example_rng`).
-TASKS = ("grid-cell", "relation", "far-relation", "far-relation-heldout")
+TASKS = ("grid-cell", "relation", "far-relation", "far-relation-heldout", "far-relation-interior")
 FAR_TASKS = TASKS[2:]
 #: The splits of each task (appended, never reordered: a split's index seeds its images). The
 #: far-relation tasks add ``near``, test pairs at distance 1 (for heldout: in the seen region),
-#: which tells whether a model left the symmetric start at all. far-relation-heldout's ``test``
-#: is its ``unseen`` split (the same images), so that a trainer that evaluates ``test`` measures
-#: the held-out positions.
+#: which tells whether a model left the symmetric start at all. The held-out tasks' ``test``
+#: is their ``unseen`` split (the same images), so that a trainer that evaluates ``test``
+#: measures the held-out positions.
 TASK_SPLITS = {
     **{task: SPLITS for task in TASKS[:2]},
     "far-relation": (*SPLITS, "near"),
     "far-relation-heldout": (*SPLITS, "seen", "unseen", "near"),
+    "far-relation-interior": (*SPLITS, "seen", "unseen", "near"),
 }
+#: The tasks whose ``test`` split is their ``unseen`` one.
+HELDOUT_TASKS = ("far-relation-heldout", "far-relation-interior")
 
 
 def shape_mask(shape: str, cy: float, cx: float, r: float, size: int = IMAGE_SIZE) -> np.ndarray:
@@ -252,20 +270,74 @@ def in_seen_region(
     return max(int(patch_a[1]), int(patch_b[1])) < HELDOUT_COLUMNS
 
 
+def _in_block(patch: np.ndarray | tuple[int, int]) -> bool:
+    lo, hi = INTERIOR_BLOCK
+    return lo <= int(patch[0]) < hi and lo <= int(patch[1]) < hi
+
+
+def off_block(patch_a: np.ndarray | tuple[int, int], patch_b: np.ndarray | tuple[int, int]) -> bool:
+    """far-relation-interior: neither object in the held-out ``INTERIOR_BLOCK``."""
+    return not (_in_block(patch_a) or _in_block(patch_b))
+
+
+def in_interior_window(
+    patch_a: np.ndarray | tuple[int, int], patch_b: np.ndarray | tuple[int, int]
+) -> bool:
+    """far-relation-interior: both objects in ``INTERIOR_WINDOW``'s rows and columns."""
+    lo, hi = INTERIOR_WINDOW
+    return all(lo <= int(c) < hi for p in (patch_a, patch_b) for c in p)
+
+
+def interior_seen(
+    patch_a: np.ndarray | tuple[int, int], patch_b: np.ndarray | tuple[int, int]
+) -> bool:
+    """far-relation-interior's ``seen`` region: inside the interior window, off the block."""
+    return in_interior_window(patch_a, patch_b) and off_block(patch_a, patch_b)
+
+
+def interior_heldout(
+    patch_a: np.ndarray | tuple[int, int], patch_b: np.ndarray | tuple[int, int]
+) -> bool:
+    """far-relation-interior's ``unseen`` region: inside the interior window, an object in the
+    block."""
+    return in_interior_window(patch_a, patch_b) and not off_block(patch_a, patch_b)
+
+
+Region = Callable[[np.ndarray | tuple[int, int], np.ndarray | tuple[int, int]], bool]
+
+
+def split_region(task: str, split: str) -> Region:
+    """The region that :func:`far_split_design`'s ``inside`` refers to for a far-relation split:
+    ``in_seen_region`` (far-relation-heldout; unused where ``inside`` is None), or for
+    far-relation-interior the split's own (training and ``near``: off the block; ``seen``:
+    :func:`interior_seen`; ``unseen`` and ``test``: :func:`interior_heldout`)."""
+    check_choice("task", task, FAR_TASKS)
+    check_choice("split", split, TASK_SPLITS[task])
+    if task != "far-relation-interior":
+        return in_seen_region
+    if split in ("train", "near"):
+        return off_block
+    return interior_seen if split == "seen" else interior_heldout
+
+
 def place_pair(
-    rng: np.random.Generator, distance: int, inside: bool | None = None, patches: int = PATCHES
+    rng: np.random.Generator,
+    distance: int,
+    inside: bool | None = None,
+    patches: int = PATCHES,
+    region: Region = in_seen_region,
 ) -> tuple[int, np.ndarray, np.ndarray]:
     """``(label, A's patch (2,), B's patch (2,))``, placed label first: the label uniform, then
     A's patch uniform over :func:`a_patch_range` of a ``patches x patches`` grid, and B's patch
     ``distance`` steps away in the label's direction. ``inside`` True (False) redraws until the
-    pair lies inside (reaches out of) the seen region (:func:`in_seen_region`); ``None`` keeps
-    every pair."""
+    pair lies inside (reaches out of) ``region`` (by default the seen region,
+    :func:`in_seen_region`); ``None`` keeps every pair."""
     while True:
         label = int(rng.integers(len(RELATIONS)))
         lo, hi = a_patch_range(label, distance, patches)
         patch_a = lo + rng.integers(hi - lo)
         patch_b = patch_a + distance * np.array(RELATION_STEPS[label])
-        if inside is None or in_seen_region(patch_a, patch_b) == inside:
+        if inside is None or region(patch_a, patch_b) == inside:
             return label, patch_a, patch_b
 
 
@@ -305,17 +377,19 @@ def draw_pair(
 
 def far_split_design(task: str, split: str) -> tuple[tuple[tuple[int, float], ...], bool | None]:
     """``(mix, inside)`` of a far-relation split: the ``(distance, weight)`` pairs its images
-    draw their distance from, and :func:`place_pair`'s ``inside`` (None: anywhere)."""
+    draw their distance from, and :func:`place_pair`'s ``inside`` (None: anywhere) for the
+    split's region (:func:`split_region`)."""
     check_choice("task", task, FAR_TASKS)
     check_choice("split", split, TASK_SPLITS[task])
-    heldout = task == "far-relation-heldout"
+    held = task in HELDOUT_TASKS
     if split in ("train", "near"):
         mix = FAR_TRAIN_MIX if split == "train" else ((1, 1.0),)
-        return mix, (True if heldout else None)
+        return mix, (True if held else None)
     test_mix = ((FAR_TEST_DISTANCE, 1.0),)
-    if not heldout:
+    if not held:
         return test_mix, None
-    return test_mix, split == "seen"
+    # far-relation-interior: each test split keeps the pairs inside its own region.
+    return test_mix, (True if task == "far-relation-interior" else split == "seen")
 
 
 def draw_far_relation(
@@ -323,15 +397,16 @@ def draw_far_relation(
     size: int = IMAGE_SIZE,
     mix: tuple[tuple[int, float], ...] = FAR_TRAIN_MIX,
     inside: bool | None = None,
+    region: Region = in_seen_region,
 ) -> tuple[np.ndarray, int, np.ndarray, int]:
     """One far-relation example: ``(image (3, size, size) uint8, label, centres (2, 2), distance)``.
 
-    The distance (in patches) is drawn from ``mix`` first, then the pair (:func:`place_pair`),
-    then the two objects exactly as in :func:`draw_relation`.
+    The distance (in patches) is drawn from ``mix`` first, then the pair (:func:`place_pair`,
+    with ``inside`` and ``region``), then the two objects exactly as in :func:`draw_relation`.
     """
     distances, weights = zip(*mix, strict=True)
     distance = int(distances[rng.choice(len(distances), p=np.array(weights) / sum(weights))])
-    label, patch_a, patch_b = place_pair(rng, distance, inside)
+    label, patch_a, patch_b = place_pair(rng, distance, inside, region=region)
     image, centres = draw_pair(rng, patch_a, patch_b, size)
     return image, label, centres, distance
 
@@ -345,12 +420,13 @@ CLASSES = {
     "relation": RELATIONS,
     "far-relation": RELATIONS,
     "far-relation-heldout": RELATIONS,
+    "far-relation-interior": RELATIONS,
 }
 
 
 def example_rng(task: str, split: str, seed: int, index: int) -> np.random.Generator:
     """The random stream of image ``index`` of ``split``: independent of every other image's."""
-    if task == "far-relation-heldout" and split == "test":
+    if task in HELDOUT_TASKS and split == "test":
         split = "unseen"
     return np.random.default_rng([seed, TASKS.index(task), TASK_SPLITS[task].index(split), index])
 
@@ -383,7 +459,8 @@ def make_task(
     distances = None
     if task in FAR_TASKS:
         mix, inside = far_split_design(task, split)
-        far = [draw_far_relation(rng, size, mix, inside) for rng in rngs]
+        region = split_region(task, split)
+        far = [draw_far_relation(rng, size, mix, inside, region) for rng in rngs]
         draws = [d[:3] for d in far]
         distances = torch.tensor([d[3] for d in far], dtype=torch.long)
     else:

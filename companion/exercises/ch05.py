@@ -78,20 +78,25 @@ def favourite_offsets(table: Tensor, window_size: Sequence[int]) -> list[tuple[i
     return [(r // (2 * ww - 1) - (wh - 1), r % (2 * ww - 1) - (ww - 1)) for r in rows]
 
 
-def paired_gap_by_hand(
-    a: Sequence[float], b: Sequence[float], confidence: float = 0.95
+def t_interval_by_hand(
+    values: Sequence[float], confidence: float = 0.95
 ) -> tuple[float, float, float]:
-    """Exercise 4: ``(mean, low, high)`` of ``a - b`` paired by seed (``a[i]`` and ``b[i]`` come
-    from the same seed), with the t interval ``mean ± t * sd / sqrt(n)``, ``t`` the
-    ``(1 + confidence) / 2`` quantile of Student's t with ``n - 1`` degrees of freedom.
+    """Exercise 4: ``(mean, low, high)`` of ``values`` (one per seed) with the t interval
+    ``mean ± t * sd / sqrt(n)``, ``t`` the ``(1 + confidence) / 2`` quantile of Student's t with
+    ``n - 1`` degrees of freedom and ``sd`` the sample standard deviation.
 
-    Written out from the formula, to be compared with ``companion.experiments.results.paired_gap``.
+    Written out from the formula, to be compared with
+    ``companion.experiments.stats.paired_interval`` (the same interval, over differences). It
+    assumes one roughly normal spread of values: a cell whose seeds split into solved and
+    unsolved is two groups, and there the interval can reach values no seed reached, or past
+    100 %.
     """
-    if len(a) != len(b) or len(a) < 2:
-        raise ValueError(
-            f"a and b must hold the same number (>= 2) of values, got {len(a)}, {len(b)}"
-        )
-    d = [x - y for x, y in zip(a, b, strict=True)]
-    half = t_quantile((1 + confidence) / 2, len(d) - 1) * statistics.stdev(d) / math.sqrt(len(d))
-    mean = statistics.fmean(d)
+    if len(values) < 2:
+        raise ValueError(f"values must hold at least 2 numbers, got {len(values)}")
+    half = (
+        t_quantile((1 + confidence) / 2, len(values) - 1)
+        * statistics.stdev(values)
+        / math.sqrt(len(values))
+    )
+    mean = statistics.fmean(values)
     return mean, mean - half, mean + half

@@ -28,15 +28,26 @@ REPLICATES = 4000
 @dataclass(frozen=True)
 class Interval:
     """A statistic, its 95 % percentile interval and a two-sided bootstrap p-value for "the
-    statistic is 0" (the share of replicates on the far side of 0, doubled, at least 1/(B+1))."""
+    statistic is 0" (the share of replicates on the far side of 0, doubled, at least 1/(B+1)).
+
+    ``floor`` is that least value, ``1 / (B + 1)`` for ``B`` replicates: a ``p`` at the floor
+    means that no replicate fell on the far side of 0, so the p-value is below what ``B``
+    replicates resolve, a bound (``p < floor``), not a measured number
+    (:func:`companion.experiments.stats.format_p` prints it so)."""
 
     estimate: float
     low: float
     high: float
     p: float
+    floor: float = 0.0
 
     def __str__(self) -> str:
         return f"{self.estimate:+.3f} [{self.low:+.3f}, {self.high:+.3f}]"
+
+    @property
+    def at_floor(self) -> bool:
+        """Whether ``p`` is the least value the replicates can give (then it is a bound)."""
+        return self.floor > 0.0 and self.p <= self.floor * (1 + 1e-9)
 
 
 @lru_cache(maxsize=8)
@@ -75,7 +86,7 @@ def _interval(estimate: float, values: np.ndarray) -> Interval:
     low, high = np.quantile(values, [0.025, 0.975])
     far_side = min((values <= 0).sum(), (values >= 0).sum())
     p = min(1.0, (2 * far_side + 1) / (len(values) + 1))
-    return Interval(float(estimate), float(low), float(high), float(p))
+    return Interval(float(estimate), float(low), float(high), float(p), 1 / (len(values) + 1))
 
 
 def gap_interval(
@@ -190,4 +201,6 @@ def kept_interval(values: np.ndarray, estimate: float, against: float = 0.0) -> 
             f"replicates; a share of its lift is not defined (read the accuracies instead)"
         )
     shifted = _interval(estimate - against, values[~np.isnan(values)] - against)
-    return Interval(estimate, shifted.low + against, shifted.high + against, shifted.p)
+    return Interval(
+        estimate, shifted.low + against, shifted.high + against, shifted.p, shifted.floor
+    )

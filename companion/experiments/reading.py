@@ -49,7 +49,12 @@ from companion.experiments.paper_reading import (
     swinv2_table1_reading_markdown,
     vit_table8_gaps_markdown,
 )
-from companion.experiments.predictions import load_predictions, predictions_list, predictions_table
+from companion.experiments.predictions import (
+    load_predictions,
+    predictions_list,
+    predictions_table,
+    split_seed_readings,
+)
 from companion.experiments.resolution_transfer import grown_condition
 from companion.experiments.results import (
     describe_run,
@@ -64,12 +69,13 @@ from companion.experiments.split_reading import (
     beside_their_swin,
     cells_of,
     constant_answer,
+    encoding_glance,
     gaps_lines,
     lift_lines,
     split_rows,
     variant_pairs,
 )
-from companion.experiments.stats import holm, ring_null
+from companion.experiments.stats import format_p, holm, ring_null
 from companion.experiments.transfer_reading import (
     kept_gap,
     kept_table,
@@ -101,8 +107,10 @@ __all__ = [
     "check_similarity_predictions",
     "constant_answer",
     "describe_run",
+    "encoding_glance",
     "family_note",
     "find_results",
+    "format_p",
     "gaps_lines",
     "grid_table",
     "grown_condition",
@@ -137,6 +145,7 @@ __all__ = [
     "similarity_outcomes_markdown",
     "similarity_predictions",
     "split_rows",
+    "split_seed_readings",
     "swin_table4_markdown",
     "swinv2_table1_markdown",
     "swinv2_table1_reading_markdown",

@@ -134,6 +134,48 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
+def format_p(p: float, floor: float = 0.0, name: str = "p") -> str:
+    """A p-value as the book prints it: ``"p = 0.041"`` (two significant digits), or, when ``p``
+    is at ``floor`` (the least value its method can give, ``1 / (B + 1)`` for a bootstrap of
+    ``B`` replicates), the bound ``"p < 0.00025"``: a p-value at its floor was not measured,
+    only bounded. ``floor`` 0 means that the method has no floor (an exact test)."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"p must be a number in [0, 1], got {p!r}")
+    if not 0.0 <= floor < 1.0:
+        raise ValueError(f"floor must be a number in [0, 1), got {floor!r}")
+    if floor > 0.0 and p <= floor * (1 + 1e-9):
+        return f"{name} < {floor:.2g}"
+    return f"{name} = {p:.2g}"
+
+
+def holm_bounds(p_values: Sequence[float], floors: Sequence[float]) -> list[tuple[float, bool]]:
+    """:func:`holm` for p-values some of which sit at their floor (``floors[i]``, see
+    :func:`format_p`; 0 for none): ``(adjusted, is_bound)`` for each, in the given order.
+
+    An adjusted p is a bound when the term that sets it (``(m - i + 1)`` times the ``i``-th
+    smallest p, or an earlier, larger term) comes from p-values at their floor only: Holm's
+    adjustment grows with every raw p, so a raw p known only to lie below its floor gives an
+    adjusted p known only to lie below the value computed (``p_Holm < 0.0015``). A value capped
+    at 1 is no bound."""
+    if len(p_values) != len(floors):
+        raise ValueError(
+            f"p_values and floors must be of the same length, got {len(p_values)} and {len(floors)}"
+        )
+    adjusted = holm(p_values)
+    m = len(p_values)
+    bounds = [False] * m
+    running, bound = 0.0, False
+    for rank, index in enumerate(sorted(range(m), key=lambda i: p_values[i])):
+        term = min(1.0, (m - rank) * p_values[index])
+        floored = floors[index] > 0.0 and p_values[index] <= floors[index] * (1 + 1e-9)
+        if term > running:
+            running, bound = term, floored
+        elif term == running and not floored:
+            bound = False  # an exact term reaches the same value: the value is exact
+        bounds[index] = bound and running < 1.0
+    return list(zip(adjusted, bounds, strict=True))
+
+
 # --------------------------------------------------------------------------- split cells, nulls
 def _binomial_cdf(k: int, n: int, p: float) -> float:
     """P(X <= k) for X ~ Binomial(n, p)."""

@@ -1,0 +1,83 @@
+"""results/run_gpu_ablation.sh runs chapter 5's current design (the cells of
+run_cpu_ablation.sh), downloads nothing unless asked, and runs end to end on a CPU with tiny
+budget knobs (a smoke test: the script has not been run on a GPU)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from companion.experiments.results import load_results
+
+ROOT = Path(__file__).resolve().parents[1]
+GPU = ROOT / "results" / "run_gpu_ablation.sh"
+CPU = ROOT / "results" / "run_cpu_ablation.sh"
+
+
+def _commands(script: Path) -> list[list[str]]:
+    """The ``python -m companion.ablation`` command lines of a run script, as words."""
+    text = script.read_text().replace("\\\n", " ")
+    lines = [line for line in text.splitlines() if "-m companion.ablation" in line]
+    return [shlex.split(line.split("-m companion.ablation", 1)[1]) for line in lines]
+
+
+def _values(words: list[str], flag: str) -> list[str]:
+    """The words after ``flag`` up to the next flag."""
+    if flag not in words:
+        return []
+    rest = words[words.index(flag) + 1 :]
+    end = next((i for i, w in enumerate(rest) if w.startswith("--")), len(rest))
+    return rest[:end]
+
+
+def test_the_gpu_script_runs_the_cpu_script_s_tasks_cells_and_schedule():
+    cpu, gpu = _commands(CPU), _commands(GPU)
+    assert len(cpu) == 2 and len(gpu) == 3  # the two halves, then CIFAR-10 behind its flag
+    for mine, theirs in zip(gpu[:2], cpu, strict=True):
+        for flag in ("--datasets", "--extra", "--pos"):
+            assert _values(mine, flag) == _values(theirs, flag), flag
+        assert ("--curriculum-epochs" in mine) == ("--curriculum-epochs" in theirs)
+    assert "--label-smoothing 0 " in GPU.read_text()  # as on the CPU: no label smoothing
+
+
+def test_the_gpu_script_downloads_nothing_unless_asked():
+    text = GPU.read_text()
+    assert "--download" in text
+    assert re.search(r"DOWNLOAD_FLAG=\$\{DOWNLOAD:\+--download\}", text)
+    assert re.search(r'if \[\[ -n "\$\{CIFAR:-\}" \]\]; then', text)
+    for knob in ("SEEDS", "EPOCHS", "TRAIN", "BATCH", "JOBS"):  # documented in the header
+        assert re.search(rf"^#.*\b{knob}=", text, re.MULTILINE), knob
+
+
+@pytest.mark.slow
+def test_the_gpu_script_runs_end_to_end_on_a_cpu_with_tiny_knobs(tmp_path):
+    knobs = {
+        "ALLOW_CPU": "1", "PYTHON": sys.executable, "RESULTS_DIR": str(tmp_path / "results"),
+        "WORK_DIR": str(tmp_path / "runs"), "SEEDS": "0", "EXTRA_SEEDS": "0", "EPOCHS": "1",
+        "FAR_EPOCHS": "2", "CURRICULUM": "1", "WARMUP": "0.5", "TRAIN": "64", "TEST": "16",
+        "BATCH": "16", "JOBS": "1", "OMP_NUM_THREADS": "1",
+    }  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k not in ("CIFAR", "DOWNLOAD", "FRESH")}
+    done = subprocess.run(["bash", str(GPU)], env={**env, **knobs}, capture_output=True,
+                          text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    # 4 + 2 far-relation runs, 8 + 9 on the two tasks; 64 / 16 = 4 steps per epoch.
+    assert "plan: 6 + 17 runs, 116 optimiser steps (4 per epoch), 1 at a time on cpu" in done.stdout
+    found = sorted(p.name for p in (tmp_path / "results").iterdir() if p.is_dir())
+    assert found == ["gpu-ablation", "gpu-far-relation"]  # no CIFAR-10 without CIFAR=1
+    far = load_results(tmp_path / "results" / "gpu-far-relation")
+    assert far["plan"]["datasets"] == ["far-relation-heldout"]
+    assert far["plan"]["train"]["curriculum_epochs"] == 1
+    assert set(far["test_sets"]["far-relation-heldout"]) == {"test", "seen", "unseen", "near"}
+    tasks = load_results(tmp_path / "results" / "gpu-ablation")
+    assert tasks["plan"]["datasets"] == ["grid-cell", "relation"]
+    assert len(tasks["plan"]["extra"]) == 9 and len(tasks["runs"]) == 17
+    header = json.loads((tmp_path / "results" / "gpu-ablation" / "results.json").read_text())
+    assert "--device cpu" in header["header"]["command"]
