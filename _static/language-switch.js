@@ -2,15 +2,19 @@
 // The Chinese edition is served under zh/ of the English site, page for page (tools/zh_edition.py
 // generates it from the same notebooks), so the other language's page is the same path with zh/
 // added or removed. Sphinx writes the path from a page to its site's root in data-content_root.
+// The glossary exists only in the Chinese edition: its switch opens the English book's start.
 (function () {
   "use strict";
+
+  const CHINESE_ONLY = ["book/glossary.html"];
 
   function counterpart() {
     const html = document.documentElement;
     const root = new URL(html.dataset.content_root || "./", window.location.href);
     const page = window.location.href.slice(root.href.length).split("#")[0];
     const chinese = (html.lang || "").toLowerCase().startsWith("zh");
-    const target = chinese ? new URL("../" + page, root) : new URL("zh/" + page, root);
+    const english = CHINESE_ONLY.includes(page) ? "index.html" : page;
+    const target = chinese ? new URL("../" + english, root) : new URL("zh/" + page, root);
     return { href: target.href, chinese: chinese };
   }
 

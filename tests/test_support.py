@@ -84,3 +84,13 @@ def test_show_source_renders_text_and_highlighted_html():
 def test_show_source_rejects_objects_without_source():
     with pytest.raises(TypeError, match="obj must be a function, class, method or module"):
         show_source(42)
+
+
+def test_a_folded_listing_is_one_details_element_named_by_its_object():
+    folded, open_ = show_source(sum_offsets, folded=True), show_source(sum_offsets)
+    html_folded = folded._repr_html_()
+    assert html_folded.count("<details") == 1 and "<details open" not in html_folded
+    assert "<summary" in html_folded and f"{folded.title} (source)</summary>" in html_folded
+    assert "<details" not in open_._repr_html_()
+    # The code is the same either way, and the plain-text form does not change.
+    assert repr(folded) == repr(open_)

@@ -27,6 +27,7 @@ from companion.figures.explorers import (
     relative_index_figure,
 )
 from companion.figures.live import colormap_table
+from companion.figures.resize_explorer import HEADS, resize_explorer
 from companion.figures.widgets import (
     Control,
     Explorer,
@@ -36,6 +37,7 @@ from companion.figures.widgets import (
     relative_index_explorer,
     show_explorer,
 )
+from companion.transfer import RESIZE_METHODS
 
 ROOT = Path(__file__).resolve().parent.parent
 SANITIZE = get_sanitize_patterns((ROOT / "tests" / "nbval_sanitize.cfg").read_text())
@@ -131,6 +133,30 @@ def test_a_control_can_only_be_bound_by_another_control() -> None:
             view="relative-index",
             data={},
         )
+
+
+def test_a_control_with_choices_names_each_of_its_values() -> None:
+    control = Control.choice("method", ("bicubic", "geometric"), "geometric")
+    assert control == Control("method", 0, 1, 1, choices=("bicubic", "geometric"))
+    with pytest.raises(ValueError, match=r"method must be one of \['bicubic', 'geometric'\]"):
+        Control.choice("method", ("bicubic", "geometric"), "nearest")
+    with pytest.raises(ValueError, match=r"choices must name each value of \[0, 2\], got 2"):
+        Control("method", 0, 2, 0, choices=("a", "b"))
+    with pytest.raises(ValueError, match="a control with choices cannot be bound"):
+        Control("head", 0, 1, 0, bound_by="wh", choices=("a", "b"))
+
+
+def test_the_resize_explorer_offers_its_method_and_head_by_name() -> None:
+    # Categories are toggle buttons in the browser, amounts sliders; values stay numbers.
+    explorer = resize_explorer(method="geometric", head=0)
+    controls = {c["name"]: c for c in explorer.spec()["controls"]}
+    assert controls["method"]["choices"] == list(RESIZE_METHODS)
+    assert controls["method"]["value"] == RESIZE_METHODS.index("geometric")
+    assert controls["head"]["choices"] == list(HEADS) and controls["head"]["value"] == 0
+    assert controls["old"]["choices"] == controls["new"]["choices"] == []
+    assert explorer.update(method=0, head=1) == {"old": 4, "new": 8, "method": 0, "head": 1}
+    with pytest.raises(ValueError, match=r"head must be in \[0, 1\], got 2"):
+        resize_explorer(head=2)
 
 
 # ----- the displayed output ---------------------------------------------------------------------

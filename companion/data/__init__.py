@@ -4,7 +4,7 @@
 
 * ``companion.data.dataset``: ``ImageClassificationData``, uint8 images in memory and labels;
 * ``companion.data.tasks``: the generated tasks (``TASKS``): ``grid-cell``, ``relation``,
-  ``far-relation`` and ``far-relation-heldout``;
+  ``far-relation``, ``far-relation-heldout`` and ``far-relation-interior``;
 * ``companion.data.far_relation_bounds``: exact accuracies of position-only rules on far-relation;
 * ``companion.data.cifar``: CIFAR-10, downloaded and checked against its published MD5s;
 * ``companion.data.loaders``: whole-batch loading;

@@ -290,10 +290,11 @@ def bias_row_figure(
     matrix = bias[head].numpy()
     bound = bias_bound(bias, head)
     fmt = _float_format(bound)
-    # The N x N matrix gets a fixed 2 in whatever N is; the window keeps cells wide enough for
-    # its written values within MAX_WIDTH, the width a book page shows at full size. The colour
-    # bar goes below, so that it takes no width from the window.
-    big = 2.0
+    # The N x N matrix gets what the window leaves of MAX_WIDTH (the width a book page shows at
+    # full size), between 2 and 3.2 in: 3.1 in for a 4 x 4 window's 16 x 16 matrix, 2 in for a
+    # 7 x 7 window's 49 x 49. The window keeps cells wide enough for its written values (0.6 in
+    # at least while the matrix grows). The colour bar goes below, so that it takes no width.
+    big = float(np.clip(MAX_WIDTH - 1.2 - 0.6 * ww, 2.0, 3.2))
     cell = min(float(np.clip(3.2 / max(wh, ww), 0.5, 0.8)), (MAX_WIDTH - big - 1.2) / ww)
     right_w = max(ww * cell, 2.0)  # at least the width of the panel's title
     fig = Figure(

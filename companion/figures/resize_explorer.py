@@ -6,6 +6,7 @@ Built on the public ``companion.figures.widgets`` API (``Explorer``, ``Control``
 
 from __future__ import annotations
 
+from companion._checks import check_choice, check_int_in_range
 from companion.figures.live import colormaps, float32_base64
 from companion.figures.resolution import bump_table, resize_figure
 from companion.figures.widgets import Control, Explorer
@@ -13,6 +14,8 @@ from companion.transfer import RESIZE_METHODS
 
 #: Largest window the sliders offer (Swin's fine-tuning windows are 12 and 24; 12 stays legible).
 MAX_WINDOW = 12
+#: The two heads of ``bump_table``, by what they prefer.
+HEADS = ("0: near keys", "1: two columns left")
 
 
 def resize_explorer(
@@ -20,16 +23,15 @@ def resize_explorer(
 ) -> Explorer:
     """Old window, new window, method and head -> ``companion.figures.resolution.resize_figure``
     of ``bump_table`` (head 0: prefers near keys; head 1: prefers the key two columns left)."""
-    if method not in RESIZE_METHODS:
-        raise ValueError(f"method must be one of {list(RESIZE_METHODS)}, got {method!r}")
-    names = ", ".join(f"{i} {name}" for i, name in enumerate(RESIZE_METHODS))
+    check_choice("method", method, RESIZE_METHODS)
+    head = check_int_in_range("head", head, 0, len(HEADS) - 1)
+    # The window sizes are amounts (sliders); the method and the head are categories, offered
+    # by name (toggle buttons). Their values stay the index: update(method=1) picks "geometric".
     controls = {
         "old": Control("old window", 3, MAX_WINDOW, old_window),
         "new": Control("new window", 2, MAX_WINDOW, new_window),
-        "method": Control(
-            f"method ({names})", 0, len(RESIZE_METHODS) - 1, RESIZE_METHODS.index(method)
-        ),
-        "head": Control("head (0 near, 1 bump)", 0, 1, head),
+        "method": Control.choice("method", RESIZE_METHODS, method),
+        "head": Control.choice("head", HEADS, HEADS[head]),
     }
     return Explorer(
         "Resizing a bias table: where do the values go?",

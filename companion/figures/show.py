@@ -41,12 +41,17 @@ def _hanging_line(source_line: str, body: str) -> str:
     )
 
 
+_TITLE_STYLE = 'style="font-family:monospace;font-size:85%"'
+_BOX = '<div class="companion-source" style="border-left:3px solid #4c72b0;padding-left:8px">'
+
+
 class SourceCode:
     """The source of one Python object, displayable by IPython."""
 
-    def __init__(self, source: str, title: str) -> None:
+    def __init__(self, source: str, title: str, folded: bool = False) -> None:
         self.source = source
         self.title = title
+        self.folded = folded
 
     def __repr__(self) -> str:
         return f"# {self.title}\n{self.source}"
@@ -57,16 +62,23 @@ class SourceCode:
         body = highlight(self.source, PythonLexer(), formatter)
         lines = self.source.splitlines()
         body = _LINE.sub(lambda m: _hanging_line(lines[int(m[1]) - 1], m[2]), body)
+        title = html.escape(self.title)
+        if not self.folded:
+            heading = f'<div class="companion-source-title" {_TITLE_STYLE}>{title}</div>'
+            return f"<style>{_FALLBACK_CSS}</style>{_BOX}{heading}{body}</div>"
+        # A plain <details> folds wherever the HTML is shown (the book, Jupyter, Colab), with no
+        # script; the PDF prints every <details> open (tools/pdf_layout.py).
+        summary = f"<summary {_TITLE_STYLE}>{title} (source)</summary>"
         return (
-            f"<style>{_FALLBACK_CSS}</style>"
-            '<div class="companion-source" style="border-left:3px solid #4c72b0;padding-left:8px">'
-            f'<div class="companion-source-title" style="font-family:monospace;font-size:85%">'
-            f"{html.escape(self.title)}</div>{body}</div>"
+            f'<style>{_FALLBACK_CSS}</style><details class="companion-source-fold">{summary}'
+            f"{_BOX}{body}</div></details>"
         )
 
 
-def show_source(obj: Any) -> SourceCode:
+def show_source(obj: Any, folded: bool = False) -> SourceCode:
     """Return the source of a function, class, method or module of the companion package.
+
+    ``folded=True`` shows it folded under its name, for listings a reader may skip.
 
     Raises ``TypeError`` when ``obj`` has no Python source (a builtin, an instance, a number).
     """
@@ -80,4 +92,4 @@ def show_source(obj: Any) -> SourceCode:
     module = inspect.getmodule(obj)
     name = getattr(obj, "__qualname__", getattr(obj, "__name__", ""))
     title = f"{module.__name__}.{name}" if module and module.__name__ != name else name
-    return SourceCode(textwrap.dedent(source).rstrip() + "\n", title)
+    return SourceCode(textwrap.dedent(source).rstrip() + "\n", title, folded)

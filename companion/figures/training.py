@@ -60,10 +60,11 @@ def _panel_grid(
 def plot_examples(dataset: ImageClassificationData, n: int = 8, title: str = "") -> Figure:
     """The first ``n`` images of ``dataset`` with their class names.
 
-    As many images to a row as their names fit across the book's column at 9 pt (at most 8).
+    As many images to a row as their names fit across the book's column at 9 pt, at most 4, so
+    that objects of a few pixels stay visible on a phone.
     """
     widest = max(text_width(dataset.classes[int(label)], 9) for label in dataset.labels[:n])
-    cols = max(1, min(n, 8, int(MAX_WIDTH // (widest + TITLE_GAP))))
+    cols = max(1, min(n, 4, int(MAX_WIDTH // (widest + TITLE_GAP))))
     rows = -(-n // cols)
     size = MAX_WIDTH / cols  # one image and its title
     fig, axes = plt.subplots(

@@ -13,14 +13,14 @@ needed), for tests and for a static figure of any other state.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from matplotlib.figure import Figure
 from torch import Tensor, nn
 
-from companion._checks import to_pair
+from companion._checks import check_choice, to_pair
 from companion.figures.explorers import (
     SIMILARITY_ANNOTATED,
     Cell,
@@ -45,10 +45,15 @@ _DISPLAY_SCALE = 100 / PNG_DPI
 
 @dataclass(frozen=True)
 class Control:
-    """One integer slider over ``[low, high]`` starting at ``value``.
+    """One integer control over ``[low, high]`` starting at ``value``: a slider.
 
     ``bound_by`` names another control whose value bounds this one: ``high`` is then that value
     minus 1 (a query row stays inside a window of ``wh`` rows).
+
+    ``choices``: names of the values ``low, low + 1, ..., high``, for a control whose values are
+    categories (a resize method) rather than amounts: the browser offers one toggle button per
+    name instead of a slider, and the value is still the number. Make one with
+    :meth:`Control.choice`.
     """
 
     label: str
@@ -56,6 +61,26 @@ class Control:
     high: int
     value: int
     bound_by: str | None = None
+    choices: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.choices and len(self.choices) != self.high - self.low + 1:
+            raise ValueError(
+                f"choices must name each value of [{self.low}, {self.high}], "
+                f"got {len(self.choices)} names: {list(self.choices)}"
+            )
+        if self.choices and self.bound_by is not None:
+            raise ValueError(
+                f"a control with choices cannot be bound, got bound_by={self.bound_by!r}"
+            )
+
+    @classmethod
+    def choice(cls, label: str, choices: Sequence[str], value: str) -> Control:
+        """A control offering ``choices`` by name, starting at ``value`` (one of them); its
+        value is the index of the chosen name."""
+        names = tuple(choices)
+        check_choice(label, value, names)
+        return cls(label, 0, len(names) - 1, names.index(value), choices=names)
 
 
 def figure_png(fig: Figure, dpi: int = PNG_DPI) -> bytes:
@@ -159,6 +184,7 @@ class Explorer:
                     "high": c.high,
                     "value": self.values[name],
                     "boundBy": c.bound_by,
+                    "choices": list(c.choices),
                 }
                 for name, c in self.controls.items()
             ],

@@ -55,9 +55,15 @@ class OfflineBrowser:
             route.abort("blockedbyclient")
 
 
-def screenshot_name(path: str) -> str:
-    """``book/01_x.html`` -> ``book_01_x.png``."""
-    return re.sub(r"[^\w.-]+", "_", path.removesuffix(".html")) + ".png"
+def screenshot_name(path: str, suffix: str = ".png") -> str:
+    """``book/01_x.html`` -> ``book_01_x.png`` (or ``suffix``)."""
+    return re.sub(r"[^\w.-]+", "_", path.removesuffix(".html")) + suffix
+
+
+#: The full-page screenshot of every page is a JPEG: a chapter is 30 000 px tall, and encoding it
+#: as PNG took 5-7 s a page (JPEG at this quality: 3 s, the text as legible).
+FULL_PAGE_SUFFIX = ".jpg"
+FULL_PAGE_QUALITY = 80
 
 
 @dataclass
@@ -83,19 +89,35 @@ class PageReport:
     nav_links: list[str] = field(default_factory=list)
     ids: set[str] = field(default_factory=set)
     title: str = ""
+    #: OVERFLOW's finding: what sticks out of the text column (see there).
+    overflow: dict = field(default_factory=dict)
+    #: The entries of the page's in-page contents list, in order.
+    contents: list[str] = field(default_factory=list)
 
 
 _REFRESH = re.compile(r'<meta http-equiv="Refresh" content="0; url=([^"]+)"', re.IGNORECASE)
 
 
 def redirects() -> dict[str, str]:
-    """Redirect stubs (Jupyter Book's root ``index.html``) -> the page they send the reader to."""
+    """Redirect stubs (Jupyter Book's root ``index.html``, the Chinese edition's ``zh/index.html``)
+    -> the page they send the reader to."""
     found = {}
-    for page in HTML.glob("*.html"):
+    for page in [*HTML.glob("*.html"), *HTML.glob("*/index.html")]:
         match = _REFRESH.match(page.read_text(encoding="utf-8", errors="replace")[:500])
         if match:
-            found[page.name] = (page.parent / match[1]).relative_to(HTML).as_posix()
+            stub = page.relative_to(HTML).as_posix()
+            found[stub] = (page.parent / match[1]).relative_to(HTML).as_posix()
     return found
+
+
+#: The editions of the book: the folder each is served from ("" for the English book at the root,
+#: "zh/" for the Chinese edition, built beside it by ``make book``).
+EDITIONS = ("", "zh/")
+
+
+def edition(path: str) -> str:
+    """The edition folder of ``path`` (``"zh/"`` for ``zh/book/01_x.html``, else ``""``)."""
+    return next((e for e in EDITIONS if e and path.startswith(e)), "")
 
 
 def html_pages() -> list[str]:
@@ -176,9 +198,64 @@ async () => {
     nav: Array.from(document.querySelectorAll("nav.bd-links a[href], .bd-sidenav a[href]"))
       .map((a) => a.href),
     ids: Array.from(document.querySelectorAll("[id]")).map((e) => e.id),
+    contents: Array.from(document.querySelectorAll("#pst-page-toc-nav a"))
+      .map((a) => a.textContent.replace(/\\s+/g, " ").trim()),
   };
 }
 """.replace("WIDGET_VIEW", WIDGET_VIEW)
+
+# What makes the page wider than the window, or sticks out of the text column: every element of
+# the article whose box reaches past the column's content edges (or the window's), and every
+# element of the article's header (its buttons) that reaches past the window, unless it is inside
+# a box that scrolls sideways and itself fits (a code block, a wide equation, a printed table
+# scroll in their own box by design). Hidden elements (a closed fold's content, MathJax's text
+# for screen readers) do not count. The window is the device's width: a phone's browser widens
+# its layout to whatever is too wide (window.innerWidth grows), the screen stays. Returns the
+# page's width, the window's, and the outermost offending elements ("tag.class: text"), at most 8.
+OVERFLOW = """
+() => {
+  const view = Math.min(window.innerWidth, window.screen.width);
+  const result = {page: document.documentElement.scrollWidth, view: view, out: []};
+  const article = document.querySelector("article.bd-article") || document.querySelector("article");
+  if (!article) return result;
+  const style = getComputedStyle(article);
+  const box = article.getBoundingClientRect();
+  const scrolls = new Map();
+  const scroller = (el, root) => {
+    for (let a = el.parentElement; a && a !== root; a = a.parentElement) {
+      if (!scrolls.has(a)) {
+        scrolls.set(a, ["auto", "scroll"].includes(getComputedStyle(a).overflowX));
+      }
+      if (scrolls.get(a)) return a;
+    }
+    return null;
+  };
+  const reported = new Set();
+  const scan = (root, left, right) => {
+    const inside = (r) => r.left >= left - 1 && r.right <= right + 1;
+    for (const el of root.querySelectorAll("*")) {
+      const r = el.getBoundingClientRect();
+      if (r.width === 0 || r.height === 0 || inside(r)) continue;
+      if (el.closest("mjx-assistive-mml, .visually-hidden, .sr-only")) continue;
+      const s = scroller(el, root);
+      if (s && inside(s.getBoundingClientRect())) continue;
+      if (!el.checkVisibility({visibilityProperty: true})) continue;
+      reported.add(el);
+      if (reported.has(el.parentElement)) continue;
+      const name = `${el.tagName.toLowerCase()}.${String(el.className).split(" ")[0]}`;
+      result.out.push(`${name} [${Math.round(r.left)}, ${Math.round(r.right)}] outside `
+        + `[${Math.round(left)}, ${Math.round(right)}]: `
+        + (el.textContent || "").trim().replace(/\\s+/g, " ").slice(0, 60));
+    }
+  };
+  scan(article, Math.max(0, box.left + parseFloat(style.paddingLeft)),
+    Math.min(view, box.right - parseFloat(style.paddingRight)));
+  const header = document.querySelector(".bd-header-article");
+  if (header) scan(header, 0, view);
+  result.out = result.out.slice(0, 8);
+  return result;
+}
+"""
 
 #: True once the HTML manager has drawn every saved widget view of the page.
 WIDGETS_DRAWN = f"""
@@ -188,7 +265,7 @@ WIDGETS_DRAWN = f"""
 
 
 def visit(browser: OfflineBrowser, base_url: str, path: str) -> PageReport:
-    """Load one page, collect its report and save a full-page screenshot."""
+    """Load one page, collect its report and save a full-page screenshot (``FULL_PAGE_SUFFIX``)."""
     report = PageReport(path)
     page = browser.context.new_page()
     blocked_before = len(browser.blocked)
@@ -223,8 +300,14 @@ def visit(browser: OfflineBrowser, base_url: str, path: str) -> PageReport:
         with contextlib.suppress(Exception):
             page.wait_for_function(WIDGETS_DRAWN, timeout=15_000)
     data = page.evaluate(_COLLECT)
+    report.overflow = page.evaluate(OVERFLOW)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / screenshot_name(path)), full_page=True)
+    page.screenshot(
+        path=str(SCREENSHOTS / screenshot_name(path, FULL_PAGE_SUFFIX)),
+        full_page=True,
+        type="jpeg",
+        quality=FULL_PAGE_QUALITY,
+    )
     page.close()
     report.external_requests = browser.blocked[blocked_before:]
     report.title = data["title"]
@@ -240,4 +323,5 @@ def visit(browser: OfflineBrowser, base_url: str, path: str) -> PageReport:
     report.links = data["links"]
     report.nav_links = data["nav"]
     report.ids = set(data["ids"])
+    report.contents = data["contents"]
     return report

@@ -6,6 +6,7 @@ all pages and lists every offending page in its failure message.
 
 from __future__ import annotations
 
+import itertools
 import re
 import sys
 from pathlib import Path
@@ -14,10 +15,12 @@ from urllib.parse import quote, urlparse
 import pytest
 from book_browser import (
     BOOK_ROOT,
+    FULL_PAGE_SUFFIX,
     HTML,
     SCREENSHOTS,
     OfflineBrowser,
     PageReport,
+    edition,
     redirects,
     screenshot_name,
 )
@@ -107,18 +110,10 @@ def test_pages_load_no_widget_manager_and_no_requirejs(reports: dict[str, PageRe
 
 #: Blocks that may be wider than the text column at 1280 px: (page, start of the block's longest
 #: line) -> why. Everything else fits: notebook cells and the companion source the chapters show
-#: are linted to 100 columns (ruff), and _static/book.css makes 100 columns fit at 1280 px.
-WIDE_ALLOWED = {
-    ("book/04_windows_to_swin.html", "CONFIGS['swin_tiny_patch4_window7_224']"): (
-        "deliberately wide data: timm's configuration line, quoted as timm writes it"
-    ),
-    ("book/appendix_training_engineering.html", "CheckpointError :"): (
-        "deliberately wide data: an error message shown whole, as the reader would get it"
-    ),
-    ("book/appendix_training_engineering.html", "BlockingIOError :"): (
-        "deliberately wide data: an error message shown whole, as the reader would get it"
-    ),
-}
+#: are linted to 100 columns (ruff), _static/book.css makes 100 columns fit at 1280 px, and printed
+#: output longer than that (a configuration dict, an error message with its path) wraps inside
+#: its box from 1200 px up. Empty: no block needs to scroll sideways on a desktop.
+WIDE_ALLOWED: dict[tuple[str, str], str] = {}
 
 
 def test_code_and_outputs_fit_the_column_at_1280_px(reports: dict[str, PageReport]) -> None:
@@ -136,6 +131,17 @@ def test_code_and_outputs_fit_the_column_at_1280_px(reports: dict[str, PageRepor
                     f"{block['longest'][:90]!r}"
                 )
     assert not too_wide, "code or output blocks that scroll sideways at 1280 px"
+
+
+def test_nothing_sticks_out_of_the_column_at_1280_px(reports: dict[str, PageReport]) -> None:
+    # Not a block that scrolls in its own box (the test above), but any element of the article
+    # that reaches past the column: into the contents sidebar, or off the window.
+    out = {
+        path: r.overflow["out"] or f"page {r.overflow['page']} px wide"
+        for path, r in reports.items()
+        if r.overflow["out"] or r.overflow["page"] > r.overflow["view"]
+    }
+    assert not out, "elements outside the text column at 1280 px (tag.class [left, right])"
 
 
 def test_the_width_allow_list_names_only_blocks_that_are_wide(
@@ -189,15 +195,21 @@ def test_the_root_redirects_to_a_page(reports: dict[str, PageReport]) -> None:
 
 
 def test_navigation_lists_every_page(reports: dict[str, PageReport]) -> None:
-    start = redirects().get("index.html", "index.html")
-    special = {start, "genindex.html", "search.html"}
-    pages = {p for p in reports if p not in special}
-    navigated = {urlparse(href).path.lstrip("/") for href in reports[start].nav_links}
-    assert pages <= navigated, f"pages missing from the sidebar: {sorted(pages - navigated)}"
+    # Each edition's sidebar lists that edition's pages.
+    missing = {}
+    for root in {edition(p) for p in reports}:
+        start = redirects().get(f"{root}index.html", f"{root}index.html")
+        special = {start, f"{root}genindex.html", f"{root}search.html"}
+        pages = {p for p in reports if edition(p) == root and p not in special}
+        navigated = {urlparse(href).path.lstrip("/") for href in reports[start].nav_links}
+        if pages - navigated:
+            missing[start] = sorted(pages - navigated)
+    assert not missing, "pages missing from the sidebar"
 
 
 def test_every_page_has_a_screenshot(reports: dict[str, PageReport]) -> None:
-    missing = [p for p in reports if not (SCREENSHOTS / screenshot_name(p)).is_file()]
+    shot = {p: SCREENSHOTS / screenshot_name(p, FULL_PAGE_SUFFIX) for p in reports}
+    missing = [p for p, file in shot.items() if not file.is_file()]
     assert not missing
 
 
@@ -210,10 +222,12 @@ def test_search_finds_every_chapter(
     not_found = {}
     page = browser.context.new_page()
     for path in chapters:
-        # The chapter's longest title word ("2. The relative position index" -> "relative").
+        # The chapter's longest title word ("2. The relative position index" -> "relative"), or
+        # its longest run of Chinese characters, searched on its edition's search page.
         heading = reports[path].title.split(" — ")[0]
-        word = max(re.findall(r"[A-Za-z]{4,}", heading), key=len)
-        page.goto(f"{base_url}search.html?q={quote(word)}", wait_until="load")
+        words = re.findall(r"[A-Za-z]{4,}", heading) or re.findall(r"[\u4e00-\u9fff]{2,}", heading)
+        word = max(words, key=len)
+        page.goto(f"{base_url}{edition(path)}search.html?q={quote(word)}", wait_until="load")
         try:
             page.wait_for_function(
                 "(target) => Array.from(document.querySelectorAll('#search-results a'))"
@@ -226,3 +240,58 @@ def test_search_finds_every_chapter(
             not_found[f"{path} (searched {word!r})"] = found
     page.close()
     assert not not_found, "chapters the search page did not find"
+
+
+# Plain-text checks of the snippet: TeX source ("\(", "\times") and a run of two entries of
+# the page's contents list (the article header's "Contents" list, read as text).
+_TEX = re.compile(r"\\[()\[\]]|\\[A-Za-z]+|\$\$")
+
+
+def test_search_snippets_read_as_prose(
+    browser: OfflineBrowser, base_url: str, reports: dict[str, PageReport]
+) -> None:
+    # "matrix" is a word of several chapters' prose, next to formulas (an N x N matrix); each
+    # result's snippet is made when the result is shown (_static/search-snippets.js).
+    page = browser.context.new_page()
+    page.goto(f"{base_url}search.html?q=matrix", wait_until="load")
+    page.wait_for_function(
+        """() => {
+          const items = Array.from(document.querySelectorAll("#search-results li"));
+          const done = /found/.test(document.querySelector("#search-results .search-summary")
+            ?.textContent || "");
+          return done && items.length > 0 && items.every((li) => li.querySelector("p.context"));
+        }""",
+        timeout=20_000,
+    )
+    results = page.eval_on_selector_all(
+        "#search-results li",
+        "(items) => items.map((li) => [li.querySelector('a').href,"
+        " li.querySelector('p.context').textContent])",
+    )
+    # The formula-to-text step on its own, for the forms the chapters use.
+    converted = page.evaluate(
+        "(texs) => texs.map((t) => window.bookSearchSnippets.texToText(t))",
+        [
+            "\\(N \\times N\\)",
+            "\\(X \\in \\mathbb{R}^{N \\times C}\\)",
+            "\\(\\frac{QK^\\top}{\\sqrt{d}}\\)",
+        ],
+    )
+    page.close()
+    assert converted == ["N × N", "X ∈ ℝ^(N × C)", "(QK^⊤)/(√d)"]
+    assert len(results) >= 3, results
+    bad = {}
+    for href, snippet in results:
+        path = urlparse(href).path.lstrip("/")
+        text = " ".join(snippet.split())
+        contents = reports[path].contents if path in reports else []
+        runs = [f"{a} {b}" for a, b in itertools.pairwise(contents)]
+        problems = [f"TeX {m[0]!r}" for m in _TEX.finditer(text)]
+        problems += [f"contents list {run!r}" for run in runs if run in text]
+        if problems:
+            bad[path] = [*problems, text[:160]]
+    assert not bad, "search snippets with TeX source or the contents list"
+    # A snippet is cut around the word in the prose (a page whose only match is in code, which
+    # snippets leave out, shows its opening lines instead).
+    around = [href for href, snippet in results if "matrix" in snippet.lower()]
+    assert len(around) >= len(results) / 2, results

@@ -31,7 +31,7 @@ from companion.figures.explorers import (
     relative_bias,
     relative_index_view,
 )
-from companion.figures.resize_explorer import MAX_WINDOW, resize_explorer
+from companion.figures.resize_explorer import HEADS, MAX_WINDOW, resize_explorer
 from companion.figures.resolution import bump_table
 from companion.figures.widgets import bias_explorer, embedding_explorer, relative_index_explorer
 from companion.transfer import RESIZE_METHODS, resize_bias_table, table_as_images
@@ -242,6 +242,48 @@ def test_the_browsers_resized_table_is_companions_for_every_window_method_and_he
             ticks = seen["ticks"][name]
             assert all(int(label) == at - (window - 1) for _, at, label in ticks), state
             assert {(axis, label) for axis, _, label in ticks} >= {("row", "0"), ("col", "0")}
+
+
+def test_the_resize_method_and_the_head_are_toggle_buttons_named_by_their_choice(page) -> None:
+    # Categories (a method, a head) are offered by name, not as a slider over their index.
+    roots = show(page, resize_explorer(), resize_explorer())
+    root = roots[0]
+    assert [s.get_attribute("name") for s in root.query_selector_all("input[type=range]")] == [
+        "old",
+        "new",
+    ]
+    groups = root.eval_on_selector_all(
+        ".cx-choices",
+        "(gs) => gs.map((g) => [g.getAttribute('aria-label'),"
+        " Array.from(g.querySelectorAll('label'), (l) => l.textContent)])",
+    )
+    assert groups == [["method", list(RESIZE_METHODS)], ["head", list(HEADS)]]
+    # A click on a name picks it and redraws; the other explorer on the page keeps its own.
+    root.query_selector("label.cx-choice:has(input[name=method][value='1'])").click()
+    seen = read(root)
+    assert seen["state"]["method"] == 1 and seen["caption"].endswith(f"({RESIZE_METHODS[1]})")
+    assert read(roots[1])["state"]["method"] == 0
+    # The keyboard moves between the names, as in any radio group.
+    root.query_selector("input[name=head]:checked").focus()
+    page.keyboard.press("ArrowLeft")
+    assert read(root)["state"]["head"] == 0
+    assert read(root)["caption"].startswith("Head 0 ")
+    # The buttons are finger-sized and lie side by side on a 390 px phone too.
+    page.set_viewport_size({"width": 390, "height": 844})
+    boxes = [b.bounding_box() for b in root.query_selector_all("label.cx-choice span")]
+    assert all(b["height"] >= 30 and b["x"] + b["width"] <= 390 for b in boxes), boxes
+
+
+@pytest.mark.parametrize("window", [4, 7])
+def test_the_bias_matrix_is_drawn_large_enough_to_read(page, window) -> None:
+    # Chapter 5's 4x4 window has a 16x16 matrix, chapter 3's 7x7 one a 49x49: both are drawn
+    # about 350 px wide (the 16x16 one was 200 px, its cells 12 px).
+    torch.manual_seed(0)
+    (root,) = show(page, bias_explorer(WindowAttention(dim=8, window_size=window, num_heads=2)))
+    box = "(e) => e.getBoundingClientRect().width"
+    width = root.eval_on_selector("svg[data-panel=matrix]", box)
+    cell = root.eval_on_selector("svg[data-panel=matrix] g.cx-cell rect", box)
+    assert width >= 330 and cell >= 7, (width, cell)
 
 
 # ----- keyboard, touch, no JavaScript, print ----------------------------------------------------

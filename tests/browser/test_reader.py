@@ -1,23 +1,40 @@
-"""The book as a reader meets it, on every page: folded answers, real tables, navigation on a
-phone and on a desktop, readable dark mode, sharp figures, a contents highlight that follows.
+"""The book as a reader meets it, on every page: folded solutions, real tables, navigation on a
+phone and on a desktop, readable dark mode, sharp figures that keep their shape at every width,
+nothing wider than the column, a contents highlight that follows.
 
-Every page is visited three more times (desktop, a 390 px phone, dark mode); each visit records
-what the tests below check, and saves screenshots under ``_build/screenshots/`` (``desktop_*``,
-``solutions_open_*``, ``phone_*``, ``phone_nav_open_*``, ``dark_*``). Each test lists every
-offending page in its failure message.
+Every page is visited three more times (desktop, a 390 px phone, dark mode); the desktop visit is
+also resized to a 768 px tablet at its end, so that three widths cost three visits. The phone
+visits every page of both editions; the desktop and dark-mode visits the English edition's (the
+Chinese edition's chapters hold the same cells, outputs and figures byte for byte, under the same
+stylesheet, and test_book.py visits every page of both at 1280 px). Each visit
+records what the tests below check, and saves screenshots under ``_build/screenshots/``
+(``desktop_*``, ``solutions_open_*``, ``phone_*``, ``phone_nav_open_*``, ``dark_*``). Each test
+lists every offending page in its failure message.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from book_browser import SCREENSHOTS, WIDGETS_DRAWN, OfflineBrowser, screenshot_name
+from book_browser import (
+    OVERFLOW,
+    SCREENSHOTS,
+    WIDGETS_DRAWN,
+    OfflineBrowser,
+    edition,
+    screenshot_name,
+)
 
 PHONE = {"width": 390, "height": 844}
+TABLET = {"width": 768, "height": 1024}
 DESKTOP = {"width": 1366, "height": 900}
+#: How far a figure's shown height-to-width ratio may be from its image's (rounding of the
+#: displayed size: a 272 px wide figure is 0.4 % off for half a pixel).
+ASPECT_TOLERANCE = 0.02
 #: WCAG 2.1 AA for normal text.
 MIN_CONTRAST = 4.5
 
@@ -70,6 +87,12 @@ def phone(browser: OfflineBrowser) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
+def english(pages: list[str]) -> list[str]:
+    """The English edition's pages (the desktop and dark-mode visits; see the module docstring)."""
+    return [p for p in pages if edition(p) == ""]
+
+
+@pytest.fixture(scope="module")
 def dark(browser: OfflineBrowser) -> Iterator[Any]:
     """A desktop whose system setting is dark mode (the book follows it: default_mode auto).
 
@@ -82,28 +105,41 @@ def dark(browser: OfflineBrowser) -> Iterator[Any]:
     context.close()
 
 
-# --- folded exercise answers ----------------------------------------------------------------
+# --- folded solutions -----------------------------------------------------------------------
 
-# Everything in the Exercises section after the questions: the prose answers (dropdowns) and the
-# solution cells. Returns, for each, whether any of its text is visible before it is opened.
-_ANSWERS = """
+# Every solution fold of the page (tools/book_folds.py: <details class="book-fold solution">
+# holding the solution's text, code and output): its summary, and which of its parts are shown.
+_FOLDS = """
 () => {
-  const section = document.querySelector("section#exercises");
-  if (!section) return null;
   // checkVisibility: the content of a closed <details> keeps its layout boxes in Chromium
   // (content-visibility: hidden), so sizes alone would call it visible.
-  const shown = (el) => !!el && el.offsetHeight > 0
+  const shown = (el) => el.offsetHeight > 0
     && el.checkVisibility({visibilityProperty: true, opacityProperty: true});
-  const cells = Array.from(section.querySelectorAll("div.cell"));
+  const parts = (body, selector) => body ? Array.from(body.querySelectorAll(selector)) : [];
+  const folds = Array.from(document.querySelectorAll("article details.book-fold"));
   return {
-    cells: cells.map((cell) => ({
-      input: Array.from(cell.querySelectorAll(".cell_input pre")).some(shown),
-      output: Array.from(cell.querySelectorAll(".cell_output > *")).some(shown),
-      toggles: cell.querySelectorAll("details > summary").length,
-    })),
-    dropdowns: Array.from(section.querySelectorAll(".admonition.dropdown")).map((d) =>
-      Array.from(d.children).filter((c) => !c.classList.contains("admonition-title"))
-        .some(shown)),
+    exercises: !!document.querySelector("article section[id$='exercises']"),
+    // The previous mechanisms (a dropdown admonition, a folded cell) must not come back.
+    old: document.querySelectorAll(
+      "article .admonition.dropdown, article div.cell.tag_hide-cell").length,
+    folds: folds.map((fold) => {
+      const summary = fold.querySelector(":scope > summary");
+      const body = fold.querySelector(":scope > .book-fold-body");
+      const part = (selector) => {
+        const found = parts(body, selector);
+        return {count: found.length, shown: found.filter(shown).length};
+      };
+      return {
+        id: fold.id,
+        open: fold.open,
+        summary: summary ? summary.textContent.trim() : null,
+        summaryShown: !!summary && shown(summary),
+        text: part(":scope > :not(.cell)"),
+        code: part(".cell_input pre"),
+        output: part(".cell_output > *"),
+        nested: parts(fold, "details").length,
+      };
+    }),
   };
 }
 """
@@ -130,11 +166,16 @@ _SCROLL_WIDTH = """
     .filter((el) => el.scrollWidth > el.clientWidth + 1
       && !["auto", "scroll"].includes(getComputedStyle(el).overflowX))
     .slice(0, 5).map((el) => el.textContent.trim().slice(0, 40)),
-  widest: Array.from(document.querySelectorAll("article *"))
-    .filter((el) => el.getBoundingClientRect().right > window.innerWidth + 1
-      && !el.closest("div.math, pre, .cell_output table, .jupyter-widgets, #pst-secondary-sidebar"))
-    .slice(0, 5).map((el) => `${el.tagName}.${el.className}`.slice(0, 60)),
 })
+"""
+
+# Opens every fold by script (the desktop visit opens them as a reader does) and waits two frames,
+# for what follows an opening (_static/math-fit.js fits the fold's formulas) to be done.
+_OPEN_FOLDS = """
+async () => {
+  document.querySelectorAll("article details").forEach((d) => { d.open = true; });
+  await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+}
 """
 
 
@@ -150,10 +191,11 @@ _DRAWER = """
 
 # --- dark mode ------------------------------------------------------------------------------
 
-# Contrast ratio (WCAG 2.1) of every piece of text inside code listings and printed source,
-# against the background actually painted behind it. Returns the failures.
-_CODE_CONTRAST = """
-(minimum) => {
+# Contrast ratio (WCAG 2.1) of every piece of text inside the elements `selector` finds (code
+# listings and printed source; the solution folds' summaries), against the background actually
+# painted behind it. Returns how many elements were found, and the failures.
+_CONTRAST = """
+([minimum, selector]) => {
   const rgb = (s) => (s.match(/[\\d.]+/g) || []).map(Number);
   const lum = ([r, g, b]) => {
     const f = (c) => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; };
@@ -167,7 +209,7 @@ _CODE_CONTRAST = """
     return [255, 255, 255];
   };
   const failures = [];
-  const listings = document.querySelectorAll("article div.highlight pre");
+  const listings = document.querySelectorAll(selector);
   for (const pre of listings) {
     const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
     for (let node = walker.nextNode(); node; node = walker.nextNode()) {
@@ -187,34 +229,72 @@ _CODE_CONTRAST = """
 """
 
 
-def test_code_listings_are_readable_in_dark_mode(
-    dark: Any, base_url: str, pages: list[str]
+def test_code_listings_and_solution_folds_are_readable_in_dark_mode(
+    dark: Any, base_url: str, english: list[str]
 ) -> None:
-    unreadable, listings = {}, 0
-    for path in pages:
+    unreadable, listings, summaries = {}, 0, 0
+    for path in english:
         page = _open(dark, base_url, path)
         assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"
-        # Open the folds, so that the solutions' listings are checked too.
-        page.evaluate("() => document.querySelectorAll('details').forEach((d) => d.open = true)")
-        found = page.evaluate(_CODE_CONTRAST, MIN_CONTRAST)
+        # A fold's summary is read closed; then the folds open, so that the solutions' listings
+        # are checked too.
+        folds = page.evaluate(_CONTRAST, [MIN_CONTRAST, "article details.book-fold > summary"])
+        page.evaluate(_OPEN_FOLDS)
+        found = page.evaluate(_CONTRAST, [MIN_CONTRAST, "article div.highlight pre"])
         listings += found["listings"]
-        if found["failures"]:
-            unreadable[path] = found["failures"]
+        summaries += folds["listings"]
+        if found["failures"] or folds["failures"]:
+            unreadable[path] = found["failures"] + folds["failures"]
         _shot(page, "dark", path)
         page.close()
     assert listings, "no code listings found"
-    assert not unreadable, f"code text below WCAG AA contrast ({MIN_CONTRAST}:1) in dark mode"
+    assert summaries, "no solution folds found"
+    assert not unreadable, f"text below WCAG AA contrast ({MIN_CONTRAST}:1) in dark mode"
 
 
 # --- figures --------------------------------------------------------------------------------
 
+# Every figure shown in the article (images load first): its image's size, its size on the page,
+# and the text column's edges. Lazy images are made eager, and waited for (5 s at most each).
 _FIGURES = """
-() => Array.from(document.querySelectorAll("article img")).filter((img) => img.offsetWidth > 0)
-  .map((img) => ({natural: img.naturalWidth, shown: img.getBoundingClientRect().width,
-                  // the code that drew it, to find it
-                  cell: ((img.closest(".cell") || img).querySelector(".cell_input pre") || img)
-                    .textContent.trim().split("\\n").pop().slice(0, 70),
-                  svg: /\\.svg($|\\?)|^data:image\\/svg/.test(img.getAttribute("src"))}))
+async () => {
+  const images = Array.from(document.querySelectorAll("article img"));
+  images.forEach((img) => { img.loading = "eager"; });
+  await Promise.all(images.map((img) => img.complete ? null : new Promise((done) => {
+    img.addEventListener("load", done);
+    img.addEventListener("error", done);
+    setTimeout(done, 5000);
+  })));
+  const article = document.querySelector("article.bd-article") || document.querySelector("article");
+  if (!article) return [];
+  const style = getComputedStyle(article);
+  const box = article.getBoundingClientRect();
+  const left = box.left + parseFloat(style.paddingLeft);
+  const right = Math.min(window.innerWidth, box.right - parseFloat(style.paddingRight));
+  return images.filter((img) => img.offsetWidth > 0 && img.checkVisibility()).map((img) => {
+    const r = img.getBoundingClientRect();
+    return {
+      natural: img.naturalWidth,
+      naturalHeight: img.naturalHeight,
+      shown: r.width,
+      height: r.height,
+      left: r.left - left,  // >= 0: inside the column
+      right: right - r.right,  // >= 0: inside the column
+      // the code that drew it, to find it
+      cell: ((img.closest(".cell") || img).querySelector(".cell_input pre") || img)
+        .textContent.trim().split("\\n").pop().slice(0, 70),
+      svg: /\\.svg($|\\?)|^data:image\\/svg/.test(img.getAttribute("src")),
+    };
+  });
+}
+"""
+
+# Figure links (Sphinx wraps a sized figure in a link to its full image) that draw an underline:
+# the whitespace between two stacked figures showed as a stray line.
+_UNDERLINED_FIGURE_LINKS = """
+() => Array.from(document.querySelectorAll("article a.image-reference"))
+  .filter((a) => getComputedStyle(a).textDecorationLine !== "none")
+  .map((a) => a.getAttribute("href"))
 """
 
 
@@ -233,6 +313,29 @@ _ACTIVE = """
   return {expected: expected && expected.hash, active: active.map((a) => a.hash)};
 }
 """
+
+
+# The in-page contents list in the right sidebar: entries that reach past the sidebar's content
+# edge, or are cut in their own box, and whether the sidebar itself scrolls sideways.
+_CONTENTS_FIT = """
+() => {
+  const side = document.querySelector("#pst-secondary-sidebar");
+  if (!side || side.offsetWidth === 0) return null;
+  const edge = side.getBoundingClientRect().right - parseFloat(getComputedStyle(side).paddingRight);
+  return {
+    scrolls: side.scrollWidth > side.clientWidth + 1,
+    cut: Array.from(side.querySelectorAll("#pst-page-toc-nav a"))
+      .filter((a) => a.getBoundingClientRect().right > edge + 1
+        || a.scrollWidth > a.clientWidth + 1)
+      .map((a) => a.textContent.replace(/\\s+/g, " ").trim()),
+  };
+}
+"""
+
+# Two frames after a resize: the page's own resize handlers (_static/math-fit.js) have run.
+_TWO_FRAMES = (
+    "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
+)
 
 
 # --- one visit per page on a desktop, one on a phone ------------------------------------------
@@ -265,22 +368,25 @@ def _contents_sweep(page: Any, path: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def desktop(browser: OfflineBrowser, base_url: str, pages: list[str]) -> dict[str, dict]:
-    """Every page at 1366 px: its answers, tables, figures, menu button and contents highlight."""
+def desktop(browser: OfflineBrowser, base_url: str, english: list[str]) -> dict[str, dict]:
+    """Every page at 1366 px: its solution folds, tables, figures, what sticks out of the column,
+    the contents sidebar, menu button and contents highlight; then, resized to 768 px, its
+    figures and what sticks out there."""
     context = browser.context.browser.new_context(viewport=DESKTOP)
     context.route("**/*", browser.route)
     visits = {}
-    for path in pages:
+    for path in english:
         page = _open(context, base_url, path)
         visit: dict[str, Any] = {
-            "answers": page.evaluate(_ANSWERS),
+            "folds": page.evaluate(_FOLDS),
             "raw_tables": page.evaluate(_RAW_TABLES),
             "tables": page.evaluate(
                 "() => Array.from(document.querySelectorAll('article table'))"
                 ".map((t) => t.textContent.replace(/\\s+/g, ' ').trim())"
             ),
-            "figures": page.evaluate(_FIGURES),
             "searches": page.locator(".search-button-field").filter(visible=True).count(),
+            "contents_fit": page.evaluate(_CONTENTS_FIT),
+            "underlined": page.evaluate(_UNDERLINED_FIGURE_LINKS),
         }
         _shot(page, "desktop", path)
         states = [page.evaluate(_DRAWER, "#pst-primary-sidebar")]
@@ -291,14 +397,21 @@ def desktop(browser: OfflineBrowser, base_url: str, pages: list[str]) -> dict[st
             states.append(page.evaluate(_DRAWER, "#pst-primary-sidebar"))
         visit["sidebar"] = states
         visit["contents"] = _contents_sweep(page, path)
-        if visit["answers"] is not None:  # open every fold: the answers must then show
-            for summary in page.locator("section#exercises div.cell details > summary").all():
-                summary.click()
-            # myst-nb fades an opened fold's content in (its 0.3 s `collapsed-fade-in`), and
-            # checkVisibility counts opacity: let the last fold finish before reading.
-            _settle(page, "() => true", timeout=3_000)
-            visit["opened"] = page.evaluate(_ANSWERS)
+        # Open every fold as a reader does: a click on its summary. Then its contents show, and
+        # the figures and the column are measured with every solution open.
+        summaries = page.locator("article details.book-fold > summary").all()
+        for summary in summaries:
+            summary.click()
+        if summaries:
+            _settle(page, "() => true", timeout=3_000)  # the summary's marker turns (0.15 s)
+            visit["opened"] = page.evaluate(_FOLDS)
             _shot(page, "solutions_open", path)
+        visit["figures"] = page.evaluate(_FIGURES)
+        visit["overflow"] = page.evaluate(OVERFLOW)
+        page.set_viewport_size(TABLET)
+        page.evaluate(_TWO_FRAMES)
+        visit["figures_768"] = page.evaluate(_FIGURES)
+        visit["overflow_768"] = page.evaluate(OVERFLOW)
         visits[path] = visit
         page.close()
     context.close()
@@ -337,12 +450,16 @@ def _drawers(page: Any, path: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def phone_visits(phone: Any, base_url: str, pages: list[str]) -> dict[str, dict]:
-    """Every page on the phone: its width, clipped boxes and navigation drawers."""
+    """Every page on the phone, its folds open: its width, what sticks out of the column,
+    clipped boxes, figures and navigation drawers."""
     visits = {}
     for path in pages:
         page = _open(phone, base_url, path)
-        visit = page.evaluate(_SCROLL_WIDTH)
         _shot(page, "phone", path)
+        page.evaluate(_OPEN_FOLDS)
+        visit = page.evaluate(_SCROLL_WIDTH)
+        visit["overflow"] = page.evaluate(OVERFLOW)
+        visit["figures"] = page.evaluate(_FIGURES)
         visit["drawers"] = _drawers(page, path)
         visit["searches"] = page.locator(".search-button-field").filter(visible=True).count()
         visits[path] = visit
@@ -350,27 +467,48 @@ def phone_visits(phone: Any, base_url: str, pages: list[str]) -> dict[str, dict]
     return visits
 
 
-def test_exercise_answers_are_hidden_until_opened(desktop: dict[str, dict]) -> None:
-    visible, opened_wrong, checked = {}, {}, 0
+def test_solutions_are_folded_until_opened_and_then_show_everything(
+    desktop: dict[str, dict],
+) -> None:
+    closed_wrong, opened_wrong, missing, folds = {}, {}, {}, 0
     for path, visit in desktop.items():
-        found = visit["answers"]
-        if found is None:
-            continue
-        checked += len(found["cells"])
-        bad = [f"cell {i}" for i, c in enumerate(found["cells"]) if c["input"] or c["output"]]
-        bad += [
-            f"cell {i}: {c['toggles']} folds"
-            for i, c in enumerate(found["cells"])
-            if c["toggles"] != 1
-        ]
-        bad += [f"dropdown {i}" for i, shown in enumerate(found["dropdowns"]) if shown]
+        found = visit["folds"]
+        folds += len(found["folds"])
+        if found["exercises"] and not found["folds"]:
+            missing[path] = "an Exercises section without a solution fold"
+        if found["old"]:
+            missing[path] = f"{found['old']} dropdowns or folded cells (the old folds)"
+        bad = []
+        for fold in found["folds"]:
+            name = fold["summary"] or fold["id"]
+            if fold["open"] or not fold["summaryShown"]:
+                bad.append(f"{name}: open, or its summary line hidden")
+            if re.fullmatch(r"(Solution|解答) \d+", fold["summary"] or "") is None:
+                bad.append(f"{name}: summary is not 'Solution N'")
+            if any(fold[part]["shown"] for part in ("text", "code", "output")):
+                bad.append(f"{name}: content visible while closed")
+            if fold["nested"]:
+                bad.append(f"{name}: a fold inside the fold")
         if bad:
-            visible[path] = bad
-        if not all(c["input"] for c in visit["opened"]["cells"]):
-            opened_wrong[path] = visit["opened"]["cells"]
-    assert checked, "no solution cells found in any Exercises section"
-    assert not visible, "answers visible before the reader opens them (or not one fold per cell)"
-    assert not opened_wrong, "solution cells whose code does not show when opened"
+            closed_wrong[path] = bad
+        # Opened (a click on every summary): every part of every fold shows.
+        hidden = [
+            f"{fold['summary']}: {part} {fold[part]['shown']} of {fold[part]['count']} shown"
+            for fold in visit.get("opened", {"folds": []})["folds"]
+            for part in ("text", "code", "output")
+            if fold[part]["shown"] < fold[part]["count"] or not fold["open"]
+        ]
+        hidden += [
+            f"{fold['summary']}: empty"
+            for fold in visit.get("opened", {"folds": []})["folds"]
+            if not fold["text"]["count"] + fold["code"]["count"]
+        ]
+        if hidden:
+            opened_wrong[path] = hidden
+    assert folds, "no solution folds (details.book-fold) found"
+    assert not missing, "pages whose solutions are not folded as tools/book_folds.py folds them"
+    assert not closed_wrong, "solution folds that do not hide their solution until opened"
+    assert not opened_wrong, "solution folds whose text, code or output does not show when opened"
 
 
 def test_tables_are_html_tables(desktop: dict[str, dict]) -> None:
@@ -391,6 +529,64 @@ def test_figures_are_sharp_on_high_density_screens(desktop: dict[str, dict]) -> 
     assert not soft, "figures neither SVG nor at least 2x their display width"
 
 
+def test_figures_keep_their_shape_and_fit_the_column_at_every_width(
+    desktop: dict[str, dict], phone_visits: dict[str, dict]
+) -> None:
+    # A figure scales with the column, its height following its width (_static/book.css): not
+    # squashed (shown height-to-width ratio = the image's, within ASPECT_TOLERANCE), and never
+    # wider than the column.
+    wrong, measured = {}, 0
+    for width, key, visits in (
+        (DESKTOP["width"], "figures", desktop),
+        (TABLET["width"], "figures_768", desktop),
+        (PHONE["width"], "figures", phone_visits),
+    ):
+        for path, visit in visits.items():
+            for f in visit[key]:
+                if not f["natural"] or not f["naturalHeight"]:
+                    continue  # not loaded: test_every_image_loads names it
+                measured += 1
+                ratio = (f["height"] / f["shown"]) / (f["naturalHeight"] / f["natural"])
+                if abs(ratio - 1) > ASPECT_TOLERANCE:
+                    wrong.setdefault(path, []).append(
+                        f"{width} px: {f['natural']}x{f['naturalHeight']} shown "
+                        f"{f['shown']:.0f}x{f['height']:.0f} ({ratio - 1:+.0%}): {f['cell']}"
+                    )
+                if f["left"] < -1 or f["right"] < -1:
+                    wrong.setdefault(path, []).append(
+                        f"{width} px: {f['shown']:.0f} px wide, past the column by "
+                        f"{-min(f['left'], f['right']):.0f} px: {f['cell']}"
+                    )
+    assert measured, "no figures found"
+    assert not wrong, "figures distorted or wider than the column"
+
+
+def test_figure_links_draw_no_underline(desktop: dict[str, dict]) -> None:
+    underlined = {path: v["underlined"] for path, v in desktop.items() if v["underlined"]}
+    assert not underlined, "links around figures that underline (a stray line between figures)"
+
+
+def test_nothing_sticks_out_of_the_column_on_a_desktop_or_a_tablet(
+    desktop: dict[str, dict],
+) -> None:
+    wrong = {}
+    for width, key in ((DESKTOP["width"], "overflow"), (TABLET["width"], "overflow_768")):
+        for path, visit in desktop.items():
+            found = visit[key]
+            if found["out"] or found["page"] > found["view"]:
+                wrong.setdefault(path, []).append(f"{width} px: {found}")
+    assert not wrong, "elements outside the text column (tag.class [left, right]), folds open"
+
+
+def test_in_page_contents_entries_wrap_inside_the_sidebar(desktop: dict[str, dict]) -> None:
+    cut = {
+        path: v["contents_fit"]
+        for path, v in desktop.items()
+        if v["contents_fit"] and (v["contents_fit"]["scrolls"] or v["contents_fit"]["cut"])
+    }
+    assert not cut, "contents entries cut off at the sidebar's edge"
+
+
 def test_desktop_menu_button_hides_and_shows_the_sidebar(desktop: dict[str, dict]) -> None:
     broken = {
         path: f"sidebar shown after 0, 1, 2 clicks: {v['sidebar']}; search boxes: {v['searches']}"
@@ -406,11 +602,19 @@ def test_contents_highlight_follows_the_reader_both_ways(desktop: dict[str, dict
 
 
 def test_no_page_scrolls_sideways_on_a_phone(phone_visits: dict[str, dict]) -> None:
+    # Folds open. A wide equation is drawn smaller to fit (_static/math-fit.js) or scrolls in its
+    # box, as code and printed tables do; nothing else may reach past the column.
     wide = {
-        path: v for path, v in phone_visits.items() if v["page"] > PHONE["width"] or v["clipped"]
+        path: {
+            "page": v["page"],
+            "outside the column": v["overflow"]["out"],
+            "clipped": v["clipped"],
+        }
+        for path, v in phone_visits.items()
+        if v["page"] > PHONE["width"] or v["overflow"]["out"] or v["clipped"]
     }
     assert not wide, (
-        f"pages wider than the {PHONE['width']} px phone (widest elements listed), "
+        f"pages wider than the {PHONE['width']} px phone (what sticks out listed), "
         "or wide equations and code that are clipped instead of scrolling in their box"
     )
 

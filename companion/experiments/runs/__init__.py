@@ -1,5 +1,6 @@
 """Running the experiments: the ablation (``ablation``) and the resolution experiment
 (``resolution_experiment``) with their worker pool (``pool``) and atomic publishing
 (``publish``); checking a published folder against a fresh one (``reproduction``); and the run
-behind chapter 1's learned embedding (``learned_embedding``). The chapters never import these:
+behind chapter 1's learned embeddings (``learned_embedding``: the Swin's; ``learned_vit``: the
+ViT's). The chapters never import these:
 they read what the runs wrote through :mod:`companion.experiments.reading`."""

@@ -2,8 +2,9 @@
  *
  * Every explorer output holds a root element of class cx-explorer, with its settings and data as
  * JSON in a child script element of class cx-data, then this script. The script turns every
- * root of the page that is not live yet into sliders and SVG figures, and redraws the figures
- * whenever a slider moves: no kernel, no server, no network. It needs no ids (so outputs stay
+ * root of the page that is not live yet into controls (sliders; toggle buttons for a control with
+ * named choices) and SVG figures, and redraws the figures whenever a control changes: no kernel,
+ * no server, no network. It needs no ids (so outputs stay
  * deterministic) and running it twice is harmless (a root is marked live once built).
  *
  * Numbers: the relative index is computed here with the formula of companion.relative (offset,
@@ -310,9 +311,11 @@
       const map = data.colormaps.RdBu_r;
       const shade = (v) => colour(map, -bound, bound, v);
       const written = (v) => fixed(v, data.decimals[head]);
-      // B[head] (N x N) is drawn once per head; moving the query only moves its outline.
+      // B[head] (N x N) is drawn once per head; moving the query only moves its outline. About
+      // 350 units wide whatever N (22-unit cells for a 4x4 window's 16x16 matrix, 7 for a 7x7
+      // window's 49x49), so that every cell and tick label can be read.
       if (!data.matrixPanel || data.matrixPanel.head !== head) {
-        const cell = Math.max(2, Math.min(12, Math.floor(300 / n)));
+        const cell = Math.max(2, Math.min(22, Math.floor(352 / n)));
         const rows = Array.from({ length: n }, (_, q) => rowOf(Math.floor(q / ww), q % ww));
         data.matrixPanel = {
           head: head,
@@ -419,6 +422,49 @@
 
   // ----- controls ------------------------------------------------------------------------------
 
+  /**
+   * One control: a slider over [low, high], or, for a control with named choices (a resize
+   * method, a head described in words), one toggle button per choice (radio inputs: one is
+   * pressed, arrow keys move between them). Its value is the number either way. Returns the
+   * control's element and update(value, top), which shows a value (and a slider's new maximum).
+   */
+  function controlOf(c, value, top, onChange) {
+    if (c.choices && c.choices.length) {
+      const buttons = c.choices.map((choice, i) => {
+        const input = el("input", {
+          type: "radio", name: c.name, value: c.low + i, "aria-label": `${c.label}: ${choice}`,
+        });
+        input.checked = c.low + i === value;
+        input.addEventListener("input", () => onChange(Number(input.value)));
+        return { input, label: el("label", { class: "cx-choice" }, [input, el("span", {}, [choice])]) };
+      });
+      const group = el("span", { class: "cx-choices", role: "radiogroup", "aria-label": c.label },
+        buttons.map((b) => b.label));
+      return {
+        element: el("div", { class: "cx-control cx-control-choice" }, [
+          el("span", { class: "cx-label" }, [c.label]), group,
+        ]),
+        update: (v) => buttons.forEach((b) => { b.input.checked = Number(b.input.value) === v; }),
+      };
+    }
+    const input = el("input", {
+      type: "range", min: c.low, max: top, step: 1, value: value, name: c.name,
+      "aria-label": c.label,
+    });
+    const shown = el("output", { "aria-hidden": "true" }, [String(value)]);
+    input.addEventListener("input", () => onChange(Number(input.value)));
+    return {
+      element: el("label", { class: "cx-control" }, [
+        el("span", { class: "cx-label" }, [c.label]), input, shown,
+      ]),
+      update: (v, max) => {
+        input.max = max;
+        input.value = v;
+        shown.textContent = String(v);
+      },
+    };
+  }
+
   function build(root) {
     const spec = JSON.parse(root.querySelector("script.cx-data").textContent);
     const view = VIEWS[spec.view];
@@ -427,18 +473,14 @@
     spec.controls.forEach((c) => { state[c.name] = c.value; });
     const high = (c) => (c.boundBy ? state[c.boundBy] - 1 : c.high);
 
-    const controls = el("div", { class: "cx-controls" });
+    // A form of its own: radio buttons group by name within their form, so two explorers on one
+    // page (or two front ends' copies of one) never share a group.
+    const controls = el("form", { class: "cx-controls" });
+    controls.addEventListener("submit", (event) => event.preventDefault());
     spec.controls.forEach((c) => {
-      const input = el("input", {
-        type: "range", min: c.low, max: high(c), step: 1, value: state[c.name], name: c.name,
-        "aria-label": c.label,
-      });
-      const shown = el("output", { "aria-hidden": "true" }, [String(state[c.name])]);
-      controls.append(el("label", { class: "cx-control" }, [
-        el("span", { class: "cx-label" }, [c.label]), input, shown,
-      ]));
-      inputs[c.name] = { input, shown, control: c };
-      input.addEventListener("input", () => set({ [c.name]: Number(input.value) }));
+      const control = controlOf(c, state[c.name], high(c), (v) => set({ [c.name]: v }));
+      controls.append(control.element);
+      inputs[c.name] = { update: control.update, control: c };
     });
     const caption = el("p", { class: "cx-caption", "aria-live": "polite" });
     const figure = el("div", { class: "cx-figure" });
@@ -451,12 +493,10 @@
     function set(changes) {
       Object.assign(state, changes);
       // A bound control follows its bound back in (a query row when the window shrinks).
-      for (const { input, shown, control } of Object.values(inputs)) {
+      for (const { update, control } of Object.values(inputs)) {
         const top = high(control);
         state[control.name] = Math.max(control.low, Math.min(state[control.name], top));
-        input.max = top;
-        input.value = state[control.name];
-        shown.textContent = String(state[control.name]);
+        update(state[control.name], top);
       }
       const drawn = view(state, spec.data, pick);
       caption.textContent = drawn.caption;
