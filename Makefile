@@ -4,7 +4,8 @@
 #                  install), .venv, install, lint, unit tests, nbval over book/, the book build,
 #                  and the browser test of the built book (headless Chromium, offline)
 #   make colab-test -> every chapter as Colab runs it (tools/colab_emulate.py); .ci/run runs it
-#   make pdf    -> the book as one PDF, _build/pdf/book.pdf (tools/book_pdf.py), then its test
+#   make pdf    -> the book as one PDF, _build/pdf/book.pdf, and the Chinese edition's,
+#                  _build/pdf/book-zh.pdf (tools/book_pdf.py), then their test
 SHELL := /bin/bash
 # Some machines set PYTHONDONTWRITEBYTECODE=1 (this project's do): every pytest process, xdist
 # worker, notebook kernel and spawned run would then compile companion/ and rewrite the tests'
@@ -110,13 +111,30 @@ browser-test: browser-deps book
 	$(PY) -m pytest -q -p no:cacheprovider $(XDIST) --dist loadfile tests/browser
 
 # The book as one PDF: Sphinx's single-page HTML build of the same sources (committed outputs,
-# MathJax served locally), printed by headless Chromium once MathJax has typeset every formula,
-# with folded solutions and hidden cells opened (tools/book_pdf.py); then tests/pdf checks it
-# (page count, every chapter's title, every figure, formulas drawn as math). Not part of
-# `make test`: .ci/run and the Pages workflow run it.
-pdf: browser-deps node-deps setup $(OFFLINE_STAMP)
+# MathJax served locally), printed by headless Chromium once MathJax has typeset every formula
+# (tools/book_pdf.py, its layout in tools/pdf_layout.py): a title page (edition, build date,
+# where the online book and the code live), contents with page numbers (a first print places the
+# headings, a second prints their pages), bookmarks by chapter and section, every fold printed
+# open (a solution under its "Solution N" title), links that work offline, each chapter on a new
+# page. The Chinese edition likewise, from zh/ (built in _build/zh-pdf): _build/pdf/book-zh.pdf,
+# its front matter in Chinese ("目录", "关于本书", solutions under "解答 N"), its Chinese text set
+# in Debian's fonts-wqy-microhei (apt-get if missing, like chromium), which the PDF embeds.
+# Then tests/pdf reads both back (tools/pdf_pages.py, pypdf): the title page, the contents'
+# numbers against where each chapter and section starts, the bookmarks, no link to the local
+# server, no on-screen control, every solution, no page under a third full but before a chapter,
+# no text under 8.5 pt but formulas, every figure, formulas drawn as math, every font embedded;
+# in the Chinese PDF, its Chinese text in the embedded CJK font and read back as written. Not
+# part of `make test`: .ci/run and the Pages workflow run it.
+cjk-font-deps:
+	@bash tools/system_deps.sh fonts-wqy-microhei
+
+.PHONY: cjk-font-deps
+pdf: browser-deps node-deps cjk-font-deps setup $(OFFLINE_STAMP)
 	$(VENV)/bin/jupyter-book build . --builder singlehtml $(JB_FLAGS)
 	$(PY) tools/book_pdf.py --html _build/singlehtml --out _build/pdf/book.pdf
+	$(VENV)/bin/jupyter-book build zh --builder singlehtml --path-output _build/zh-pdf $(JB_FLAGS)
+	$(PY) tools/book_pdf.py --html _build/zh-pdf/_build/singlehtml --out _build/pdf/book-zh.pdf \
+		--lang zh
 	$(PY) -m pytest -q -p no:cacheprovider tests/pdf
 
 # Every chapter as Colab runs it: a venv with Colab's Python, torch, torchvision, numpy, matplotlib,
@@ -150,7 +168,7 @@ browser-deps:
 node-deps:
 	@bash tools/system_deps.sh npm
 
-system-deps: browser-deps node-deps
+system-deps: browser-deps node-deps cjk-font-deps
 
 # Re-execute every chapter in place (after changing companion/ or a notebook).
 notebooks: setup
