@@ -139,3 +139,12 @@ def test_a_number_written_against_chinese_characters_still_counts():
     assert zh_edition.element_changes(ENGLISH, GOOD.replace("共 49 对", "共49对")) == []
     problems = zh_edition.element_changes(ENGLISH, GOOD.replace("共 49 对", "共48对"))
     assert any(p.startswith("number:") and "'48'" in p for p in problems), problems
+
+
+def test_a_formula_wrapped_onto_the_next_line_is_the_same_formula():
+    english = "The bump moves to $2 \\cdot 15/7\n\\approx 4.3$ for $M = 7$."
+    assert (
+        zh_edition.element_changes(english, "凸起移到 $2 \\cdot 15/7 \\approx 4.3$（$M = 7$）。")
+        == []
+    )
+    assert zh_edition.element_changes(english, "凸起移到 $2 \\cdot 15/7 \\approx 4$（$M = 7$）。")

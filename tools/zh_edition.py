@@ -100,7 +100,8 @@ def format_translation(units: dict[str, tuple[str, str]]) -> str:
 _FENCE = re.compile(r"^(```+|:::+)\s*(\{[^}]+\})?[^\n]*$", re.M)
 _OPTION = re.compile(r"^:(\w[\w-]*):", re.M)
 _DISPLAY_MATH = re.compile(r"\$\$.+?\$\$", re.S)
-_INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)[^$\n]+?(?<!\\)\$")
+# An inline formula may wrap onto the next source line (never across a blank line).
+_INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)(?:[^$\n]|\n(?!\n))+?(?<!\\)\$")
 _ROLE = re.compile(r"\{\w+\}`[^`]+`")
 _CODE = re.compile(r"`[^`\n]+`")
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
@@ -119,7 +120,8 @@ def kept_elements(text: str) -> dict[str, Counter[str]]:
         ("inline code", _CODE),
     ):
         found = pattern.findall(rest)
-        kept.setdefault(kind, Counter()).update(f.strip() for f in found)
+        # Runs of white space (a formula wrapped onto the next line) count as one space.
+        kept.setdefault(kind, Counter()).update(" ".join(f.split()) for f in found)
         rest = pattern.sub(" ", rest)
     kept["link"] = Counter(_LINK.findall(rest))
     kept["directive"] = Counter(
