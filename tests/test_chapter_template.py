@@ -2,7 +2,8 @@
 
 Title cell with the learning-objectives block; numbered sections ending with Summary and
 Exercises; one fold per exercise solution ("### Solution N", its text, code and output
-together), in the order of the exercises, folded by the one mechanism of tools/book_folds.py.
+together), in the order of the exercises. That book_folds folds them in the HTML book is checked
+here on a small document, in Colab by tests/test_colab.py, in the browser by tests/browser.
 """
 
 from __future__ import annotations
@@ -32,16 +33,18 @@ def _source(cell: dict) -> str:
     return "".join(src) if isinstance(src, list) else src
 
 
-def _markdown_lines(path: Path) -> list[str]:
-    """The Markdown lines of a chapter outside code fences."""
-    lines, fenced = [], False
-    for cell in _cells(path):
+def _markdown_lines(path: Path, cells: list[dict] | None = None) -> list[str]:
+    """The Markdown lines of a chapter (or of ``cells``) outside ``` and ::: fences, per cell."""
+    lines = []
+    for cell in _cells(path) if cells is None else cells:
         if cell["cell_type"] != "markdown":
             continue
+        fence = None  # the marker that opened the current fence; a fence never spans cells
         for line in _source(cell).splitlines():
-            if line.startswith("```"):
-                fenced = not fenced
-            elif not fenced:
+            marker = re.match(r"(`{3,}|:{3,})", line)
+            if marker and (fence is None or marker.group(1).startswith(fence)):
+                fence = marker.group(1) if fence is None else None
+            elif fence is None:
                 lines.append(line)
     return lines
 
@@ -80,7 +83,11 @@ def test_sections_are_numbered_in_order_and_end_with_summary_and_exercises(nb):
 
 
 def _exercise_count(nb: Path) -> int:
-    lines = _markdown_lines(nb)
+    cells = _cells(nb)
+    first_solution = next(
+        (i for i, c in enumerate(cells) if book_folds.solution_number(c)), len(cells)
+    )
+    lines = _markdown_lines(nb, cells[:first_solution])  # the exercises, not their solutions
     start = next(i for i, line in enumerate(lines) if re.match(r"## \S+ Exercises$", line))
     items = [int(m.group(1)) for line in lines[start:] if (m := re.match(r"(\d+)\. \*\*", line))]
     assert items == list(range(1, len(items) + 1)), f"{nb.name}: exercises numbered 1..n: {items}"
@@ -143,6 +150,7 @@ def test_colab_folds_collapse_every_solution_and_hide_tagged_inputs():
             {"cell_type": "code", "metadata": {"tags": ["hide-input"]}, "source": "x = 1"},
             {"cell_type": "markdown", "metadata": {}, "source": "### Solution 2\n"},
             {"cell_type": "code", "metadata": {}, "source": "y = 2"},
+            {"cell_type": "markdown", "metadata": {"id": "solution-9"}, "source": "Was one."},
         ],
     }
     book_folds.colab_folds(nb)
@@ -152,6 +160,7 @@ def test_colab_folds_collapse_every_solution_and_hide_tagged_inputs():
         "solution-1",
         None,
         "solution-2",
+        None,
         None,
     ]
     assert nb["cells"][2]["metadata"]["cellView"] == "form"
@@ -192,3 +201,34 @@ def test_every_figure_has_alt_text_in_its_cell_metadata(nb):
         if len(alt) < 20 or "/" in alt.split()[0] or alt.endswith(".png") or "$" in alt:
             missing.append(f"cell {i}: {alt!r}")
     assert not missing, f"{nb.name}: figures without a real alt text: {missing}"
+
+
+def test_the_book_folds_each_solution_section_into_one_details_element():
+    from docutils import nodes
+    from docutils.core import publish_doctree
+
+    rst = "Exercises\n=========\n\nAsk.\n\nSolution 3\n----------\n\nThe answer.\n\n"
+    rst += "Solution notes\n--------------\n\nNot a solution.\n"
+    document = publish_doctree(rst)
+    book_folds.FoldSolutions(document).apply()
+    (fold,) = list(document.findall(book_folds.fold))
+    assert fold["summary"] == "Solution 3" and fold["ids"] == ["solution-3"]
+    assert fold.astext() == "The answer."
+    titles = [t.astext() for t in document.findall(nodes.title)]
+    assert "Solution 3" not in titles and "Solution notes" in titles
+
+    class Writer:  # the part of Sphinx's HTML translator the fold's visitor uses
+        def __init__(self) -> None:
+            self.body: list[str] = []
+
+        def encode(self, text: str) -> str:
+            return text
+
+    writer = Writer()
+    fold["ids"] = ["solution-3", "id7"]
+    book_folds._visit_fold_html(writer, fold)
+    book_folds._depart_fold_html(writer, fold)
+    html = "".join(writer.body)
+    assert html.startswith('<details class="book-fold solution" id="solution-3">')
+    assert '<summary>Solution 3</summary><span id="id7"></span>' in html
+    assert html.rstrip().endswith("</div></details>")

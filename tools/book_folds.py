@@ -55,9 +55,10 @@ def solution_id(number: int) -> str:
 def colab_folds(nb: dict[str, Any]) -> dict[str, Any]:
     """Write Colab's fold metadata into ``nb`` (in place) and return it.
 
-    Solution headings get ``metadata.id``; ``metadata.colab.collapsed_sections`` lists them in
-    order; ``hide-input`` code cells get ``cellView: form`` and other cells lose a stale one
-    (the install cell keeps its own, which ``colab_sync`` writes).
+    Solution headings get ``metadata.id`` (a stale ``solution-*`` id elsewhere is removed);
+    ``metadata.colab.collapsed_sections`` lists them in order; ``hide-input`` code cells get
+    ``cellView: form``. A stale ``cellView`` on other cells is removed by ``colab_sync``, which
+    alone knows the install cell (it keeps its own form).
     """
     collapsed = []
     for cell in nb["cells"]:
@@ -116,11 +117,15 @@ if nodes is not None:
                 section.replace_self(folded)
 
     def _visit_fold_html(self: Any, node: fold) -> None:
-        ids = " ".join(node["ids"])
+        # An element has one id: the first names the fold, any further ones (a section can
+        # carry several) become empty anchors inside it, so that every link still lands.
+        first, *more = node["ids"] or [""]
         classes = " ".join(node["classes"])
         summary = self.encode(node["summary"])
+        anchors = "".join(f'<span id="{extra}"></span>' for extra in more)
+        id_attr = f' id="{first}"' if first else ""
         self.body.append(
-            f'<details class="{classes}" id="{ids}"><summary>{summary}</summary>\n'
+            f'<details class="{classes}"{id_attr}><summary>{summary}</summary>{anchors}\n'
             '<div class="book-fold-body">\n'
         )
 

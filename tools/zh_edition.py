@@ -199,7 +199,7 @@ def chinese_notebook(chapter: Path) -> dict[str, Any]:
     for cell in zh["cells"]:
         if cell["cell_type"] == "markdown" and cell["id"] in units:
             cell["source"] = units[cell["id"]][1].splitlines(keepends=True)
-        elif cell["id"] + ALT in units:
+        elif cell["id"] + ALT in units and _alt(cell) is not None:  # else check_chapter names it
             cell["metadata"]["mystnb"]["image"]["alt"] = units[cell["id"] + ALT][1].strip()
     if not units:  # built from the English prose, under a note that says so
         title = next(c for c in zh["cells"] if c["cell_type"] == "markdown")
@@ -208,7 +208,6 @@ def chinese_notebook(chapter: Path) -> dict[str, Any]:
         title["source"] = (head + "\n\n" + UNTRANSLATED_NOTE + rest.lstrip("\n")).splitlines(
             keepends=True
         )
-    zh["metadata"]["language_info"] = nb["metadata"].get("language_info", {})
     zh["metadata"]["book_language"] = "zh_CN"
     return zh
 

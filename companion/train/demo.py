@@ -19,11 +19,10 @@ FALLBACK_DATASET = "relation"
 def demo_config(out: str | os.PathLike[str], cuda: bool | None = None) -> TrainConfig:
     """The run chapter 5 trains live.
 
-    With a CUDA GPU (``cuda=None`` asks ``torch.cuda.is_available()``; on Colab pick a T4): the
-    ``cifar`` Swin with relative position bias on CIFAR-10 (downloaded, MD5-checked) for 10
-    epochs, in bf16 or fp16 as the GPU allows; how long that takes was not measured for this
-    edition of the book. Without one: the ``tiny-cpu`` Swin with an absolute embedding on the
-    ``grid-cell`` task, just long enough to leave the loss plateau.
+    With a CUDA GPU (``cuda=None`` asks ``torch.cuda.is_available()``): the ``cifar`` Swin with
+    relative position bias on CIFAR-10 (downloaded, MD5-checked) for 10 epochs, in bf16 or fp16
+    as the GPU allows; the book reports no time for it. Without one: the ``tiny-cpu`` Swin with
+    an absolute embedding on the ``grid-cell`` task, just long enough to leave the loss plateau.
     """
     if cuda is None:
         cuda = torch.cuda.is_available()
