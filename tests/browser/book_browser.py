@@ -93,6 +93,8 @@ class PageReport:
     overflow: dict = field(default_factory=dict)
     #: The entries of the page's in-page contents list, in order.
     contents: list[str] = field(default_factory=list)
+    #: Where each language switch of the page leads (``_static/language-switch.js``).
+    language_switches: list[str] = field(default_factory=list)
 
 
 _REFRESH = re.compile(r'<meta http-equiv="Refresh" content="0; url=([^"]+)"', re.IGNORECASE)
@@ -200,6 +202,7 @@ async () => {
     ids: Array.from(document.querySelectorAll("[id]")).map((e) => e.id),
     contents: Array.from(document.querySelectorAll("#pst-page-toc-nav a"))
       .map((a) => a.textContent.replace(/\\s+/g, " ").trim()),
+    switches: Array.from(document.querySelectorAll("a.book-language-switch")).map((a) => a.href),
   };
 }
 """.replace("WIDGET_VIEW", WIDGET_VIEW)
@@ -324,4 +327,5 @@ def visit(browser: OfflineBrowser, base_url: str, path: str) -> PageReport:
     report.nav_links = data["nav"]
     report.ids = set(data["ids"])
     report.contents = data["contents"]
+    report.language_switches = data["switches"]
     return report

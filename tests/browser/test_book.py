@@ -295,3 +295,22 @@ def test_search_snippets_read_as_prose(
     # snippets leave out, shows its opening lines instead).
     around = [href for href, snippet in results if "matrix" in snippet.lower()]
     assert len(around) >= len(results) / 2, results
+
+
+def test_every_page_switches_to_the_same_page_in_the_other_language(
+    reports: dict[str, PageReport],
+) -> None:
+    # _static/language-switch.js: the Chinese edition is served under zh/, page for page; the
+    # glossary exists only in Chinese, and its switch leads to the English book's start.
+    wrong = {}
+    for path, report in reports.items():
+        if not path.startswith(("book/", "zh/book/")):
+            continue  # the search and index pages have no article header
+        if path.startswith("zh/"):
+            expected = "index.html" if path == "zh/book/glossary.html" else path[len("zh/") :]
+        else:
+            expected = "zh/" + path
+        targets = [urlparse(href).path.lstrip("/") for href in report.language_switches]
+        if targets != [expected] or not (HTML / expected).is_file():
+            wrong[path] = targets
+    assert not wrong, f"language switches that miss the other edition's page: {wrong}"
