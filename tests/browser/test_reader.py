@@ -4,9 +4,10 @@ nothing wider than the column, a contents highlight that follows.
 
 Every page is visited three more times (desktop, a 390 px phone, dark mode); the desktop visit is
 also resized to a 768 px tablet at its end, so that three widths cost three visits. The phone
-visits every page of both editions; the desktop and dark-mode visits the English edition's (the
-Chinese edition's chapters hold the same cells, outputs and figures byte for byte, under the same
-stylesheet, and test_book.py visits every page of both at 1280 px). Each visit
+visits every page of both editions; the desktop visit the English edition's and the dark-mode
+visit those plus the Chinese edition's own pages and one of its chapters (the Chinese chapters
+hold the same cells, outputs and figures byte for byte, under the same stylesheet, and
+test_book.py visits every page of both at 1280 px). Each visit
 records what the tests below check, and saves screenshots under ``_build/screenshots/``
 (``desktop_*``, ``solutions_open_*``, ``phone_*``, ``phone_nav_open_*``, ``dark_*``). Each test
 lists every offending page in its failure message.
@@ -229,11 +230,18 @@ _CONTRAST = """
 """
 
 
+#: The Chinese edition's pages that the dark-mode visit adds: its own pages (start, glossary) and
+#: one chapter, whose Chinese fold labels and prose meet the dark theme.
+CHINESE_IN_DARK = ("zh/book/index.html", "zh/book/glossary.html", "zh/book/02_relative_index.html")
+
+
 def test_code_listings_and_solution_folds_are_readable_in_dark_mode(
-    dark: Any, base_url: str, english: list[str]
+    dark: Any, base_url: str, english: list[str], pages: list[str]
 ) -> None:
     unreadable, listings, summaries = {}, 0, 0
-    for path in english:
+    chinese = [p for p in CHINESE_IN_DARK if p in pages]
+    assert len(chinese) == len(CHINESE_IN_DARK), f"Chinese pages missing: {CHINESE_IN_DARK}"
+    for path in english + chinese:
         page = _open(dark, base_url, path)
         assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"
         # A fold's summary is read closed; then the folds open, so that the solutions' listings
