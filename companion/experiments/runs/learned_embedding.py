@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -57,19 +58,29 @@ def train_and_save(out_dir: Path, command: str | None = None) -> dict:
         "wall_s": round(wall_s, 1),
         **origin,
     }
-    atomic_write(out_dir / EMBEDDING_FILE, lambda f: torch.save(embedding, f))
-    record["embedding_sha256"] = file_sha256(out_dir / EMBEDDING_FILE)
+    return publish_embedding(out_dir, EMBEDDING_FILE, embedding, record)
+
+
+def publish_embedding(
+    out_dir: Path, file_name: str, embedding: torch.Tensor, record: dict[str, Any]
+) -> dict[str, Any]:
+    """Save ``embedding`` as ``out_dir/file_name``, then ``record`` with the file's sha256 as
+    ``provenance.json``, then the folder's ``SHA256SUMS`` (read back verified by
+    ``companion.experiments.integrity``); every write atomic. Returns the record."""
+    atomic_write(out_dir / file_name, lambda f: torch.save(embedding, f))
+    record["embedding_sha256"] = file_sha256(out_dir / file_name)
     record["hashed"] = "at publish"
     atomic_write_json(out_dir / PROVENANCE_FILE, record)
-    write_manifest(out_dir)  # read back verified (companion.experiments.integrity)
+    write_manifest(out_dir)
     return record
 
 
-def check_out(out_dir: Path) -> None:
-    """``out_dir`` must be a writable folder, or one that can be made, whose two files, if there,
-    are files (a one-line ``OSError`` naming ``--out`` otherwise)."""
+def check_out(out_dir: Path, file_name: str = EMBEDDING_FILE) -> None:
+    """``out_dir`` must be a writable folder, or one that can be made, whose two files
+    (``file_name`` and ``provenance.json``), if there, are files (a one-line ``OSError`` naming
+    ``--out`` otherwise)."""
     check_writable_folder(out_dir, "--out")
-    for name in (EMBEDDING_FILE, PROVENANCE_FILE):
+    for name in (file_name, PROVENANCE_FILE):
         if (out_dir / name).is_dir():
             raise IsADirectoryError(
                 f"--out {out_dir} has a folder {name} where that file goes: move it, or choose "

@@ -25,18 +25,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-import torch
 from torch import nn
 
-from companion._io import atomic_write, atomic_write_json, file_sha256
-from companion.experiments.integrity import write_manifest
-from companion.experiments.learned_embedding import PROVENANCE_FILE, VIT_EMBEDDING_FILE
+from companion._io import file_sha256
+from companion.experiments.learned_embedding import VIT_EMBEDDING_FILE
 from companion.experiments.predictions import PREDICTIONS
-from companion.experiments.runs.learned_embedding import RUN_SETTINGS
+from companion.experiments.runs.learned_embedding import RUN_SETTINGS, publish_embedding
+from companion.experiments.runs.learned_embedding import check_out as check_embedding_out
 from companion.train import TrainConfig, train
 from companion.train.cli import add_debug_flag, run_reporting_errors
 from companion.train.provenance import PACKAGE_DIR, provenance
-from companion.train.rundir import check_writable_folder
 from companion.vit import VisionTransformer
 
 PROG = "python -m companion.experiments.runs.learned_vit"
@@ -105,24 +103,12 @@ def train_and_save(
         "wall_s": round(wall_s, 1),
         **origin,
     }
-    atomic_write(out_dir / VIT_EMBEDDING_FILE, lambda f: torch.save(embedding, f))
-    record["embedding_sha256"] = file_sha256(out_dir / VIT_EMBEDDING_FILE)
-    record["hashed"] = "at publish"
-    atomic_write_json(out_dir / PROVENANCE_FILE, record)
-    write_manifest(out_dir)  # read back verified (companion.experiments.integrity)
-    return record
+    return publish_embedding(out_dir, VIT_EMBEDDING_FILE, embedding, record)
 
 
 def check_out(out_dir: Path) -> None:
-    """``out_dir`` must be a writable folder, or one that can be made, whose two files, if there,
-    are files (a one-line ``OSError`` naming ``--out`` otherwise)."""
-    check_writable_folder(out_dir, "--out")
-    for name in (VIT_EMBEDDING_FILE, PROVENANCE_FILE):
-        if (out_dir / name).is_dir():
-            raise IsADirectoryError(
-                f"--out {out_dir} has a folder {name} where that file goes: move it, or choose "
-                f"another --out"
-            )
+    """``out_dir`` must be able to take the ViT's two files (see the Swin run's ``check_out``)."""
+    check_embedding_out(out_dir, VIT_EMBEDDING_FILE)
 
 
 def main(argv: list[str] | None = None) -> int:
