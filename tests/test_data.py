@@ -115,7 +115,7 @@ def test_rendering_at_32_px_is_the_default():
         assert torch.equal(a.images, b.images) and torch.equal(a.meta["centres"], b.meta["centres"])
 
 
-@pytest.mark.parametrize("name", ["grid-cell", "relation"])
+@pytest.mark.parametrize("name", ["grid-cell", "relation", "far-relation"])
 def test_both_renderings_draw_the_same_images_at_32_px(name):
     scaled = make_dataset(name, "test", 40)
     world = make_dataset(name, "test", 40, rendering="world")
@@ -129,7 +129,7 @@ def _object_pixels(ds, name):
     return ((img[:, 0] > 180) & (img[:, 1] < 100) & (img[:, 2] < 100)).flatten(1).sum(1)
 
 
-@pytest.mark.parametrize("name", ["grid-cell", "relation"])
+@pytest.mark.parametrize("name", ["grid-cell", "relation", "far-relation"])
 def test_the_world_rendering_keeps_each_objects_size_and_the_scaled_one_grows_it(name):
     small = _object_pixels(make_dataset(name, "test", 300), name).float().mean()
     world = _object_pixels(make_dataset(name, "test", 300, size=64, rendering="world"), name)
@@ -138,12 +138,16 @@ def test_the_world_rendering_keeps_each_objects_size_and_the_scaled_one_grows_it
     assert scaled.float().mean() > 3 * small  # (64 / 32)^2 = 4 times the area
 
 
+@pytest.mark.parametrize(("name", "split"), [("relation", "train"), ("far-relation", "train"),
+                                             ("far-relation", "test")])  # fmt: skip
 @pytest.mark.parametrize("size", [48, 64])
-def test_world_relation_places_neighbouring_4px_patches_anywhere_on_the_larger_grid(size):
-    ds = make_dataset("relation", "train", 400, size=size, rendering="world")
+def test_world_pairs_keep_their_patch_offset_anywhere_on_the_larger_grid(name, split, size):
+    ds = make_dataset(name, split, 400, size=size, rendering="world")
+    distances = ds.meta.get("distance", torch.ones(len(ds.labels), dtype=torch.long))
     patches = size // PATCH
     seen = set()
-    for image, label, centres in zip(ds.images, ds.labels, ds.meta["centres"], strict=True):
+    rows = zip(ds.images, ds.labels, ds.meta["centres"], distances, strict=True)
+    for image, label, centres, distance in rows:
         assert ((centres // PATCH) < patches).all()
         img = image.int()
         red = (img[0] > 180) & (img[1] < 100) & (img[2] < 100)
@@ -154,7 +158,8 @@ def test_world_relation_places_neighbouring_4px_patches_anywhere_on_the_larger_g
             assert len(set((ys // PATCH).tolist())) == 1 and len(set((xs // PATCH).tolist())) == 1
             found.append((int(ys[0]) // PATCH, int(xs[0]) // PATCH))
         (ay, ax), (by, bx) = found
-        assert (by - ay, bx - ax) == RELATION_STEPS[int(label)]
+        step = RELATION_STEPS[int(label)]
+        assert (by - ay, bx - ax) == (int(distance) * step[0], int(distance) * step[1])
         assert max(ay, ax, by, bx) < patches
         seen.update(found)
     assert max(max(p) for p in seen) == patches - 1  # out to the far border, beyond 32 px
@@ -169,11 +174,12 @@ def test_world_grid_cell_label_is_the_frames_cell_now_size_over_4_wide(size):
         assert (ys // cell == int(label) // 4).all() and (xs // cell == int(label) % 4).all()
 
 
-def test_a_rendering_is_named_and_world_is_refused_for_the_far_relation_tasks():
+@pytest.mark.parametrize("task", ["far-relation-heldout", "far-relation-interior"])
+def test_a_rendering_is_named_and_world_is_refused_for_the_held_out_tasks(task):
     with pytest.raises(ValueError, match=r"rendering must be one of \['scaled', 'world'\]"):
         make_dataset("relation", "test", 2, rendering="big")
-    with pytest.raises(ValueError, match=r"rendering 'world' is defined for grid-cell, relation"):
-        make_dataset("far-relation", "test", 2, rendering="world")
+    with pytest.raises(ValueError, match=r"'world' is defined for grid-cell, relation, far-relat"):
+        make_dataset(task, "test", 2, rendering="world")
 
 
 @pytest.mark.parametrize("size", [24, 36, 50])

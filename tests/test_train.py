@@ -464,7 +464,7 @@ def test_img_size_and_rendering_are_checked_against_the_dataset():
         TrainConfig(dataset="relation", img_size=44)
     with pytest.raises(ValueError, match=r"img_size must be an int in \[32, 512\], got 24"):
         TrainConfig(dataset="relation", img_size=24)
-    with pytest.raises(ValueError, match=r"rendering 'world' is defined for grid-cell, relation"):
-        TrainConfig(dataset="far-relation", rendering="world")
+    with pytest.raises(ValueError, match=r"'world' is defined for grid-cell, relation, far-relat"):
+        TrainConfig(dataset="far-relation-heldout", rendering="world")
     with pytest.raises(ValueError, match=r"rendering must be one of"):
         TrainConfig(rendering="stretched")

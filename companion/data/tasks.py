@@ -64,8 +64,8 @@ Every image is drawn from its own random stream ``numpy.random.default_rng([seed
 i])``: the train and test splits never share a stream, and image ``i`` of a split is the same
 whatever ``n`` is.
 
-``grid-cell`` and ``relation`` are designed in a 32 x 32 frame and have two ways of being drawn
-larger (``size`` 48, 64, ..., a multiple of 8), chapter 6's two kinds of larger image
+``grid-cell``, ``relation`` and ``far-relation`` are designed in a 32 x 32 frame and have two ways
+of being drawn larger (``size`` 48, 64, ..., a multiple of 8), chapter 6's two kinds of larger image
 (``RENDERINGS``):
 
 ``"scaled"`` (same scene, more pixels): the scene of the 32-px image (label, objects, colours,
@@ -76,7 +76,8 @@ larger (``size`` 48, 64, ..., a multiple of 8), chapter 6's two kinds of larger 
     patches, and the canvas grows. ``relation``: the pair is placed on the larger grid of
     ``size / 4`` patches exactly as on the 8 x 8 one (two neighbouring patches, A's uniform over
     the patches whose neighbour is in the frame), so every offset and object looks as in
-    training, and pairs appear at positions never seen in training. ``grid-cell``: the label
+    training, and pairs appear at positions never seen in training; ``far-relation`` likewise,
+    at its own distances (1 or 2 patches in training, 2 in ``test``). ``grid-cell``: the label
     still names one of the frame's 4 x 4 cells, now ``size / 4`` px wide (the label is a place in
     the *frame*, so its cells must grow with it), and the object keeps its 32-px size, placed
     uniformly where it fits in its cell.
@@ -124,6 +125,8 @@ RENDERINGS = ("scaled", "world")
 #: Appended, never reordered: a task's index seeds its images (:func:`example_rng`).
 TASKS = ("grid-cell", "relation", "far-relation", "far-relation-heldout", "far-relation-interior")
 FAR_TASKS = TASKS[2:]
+#: The tasks that can be drawn in the ``"world"`` rendering.
+WORLD_TASKS = TASKS[:3]
 #: The splits of each task (appended, never reordered: a split's index seeds its images). The
 #: far-relation tasks add ``near``, test pairs at distance 1 (for heldout: in the seen region),
 #: which tells whether a model left the symmetric start at all. The held-out tasks' ``test``
@@ -166,13 +169,13 @@ def check_image_size(size: object) -> int:
 
 
 def check_rendering(rendering: object, task: str) -> str:
-    """``rendering`` must be one of ``RENDERINGS``; ``"world"`` exists for grid-cell and relation
-    only (the far-relation tasks' splits are defined on the 8 x 8 grid)."""
+    """``rendering`` must be one of ``RENDERINGS``; ``"world"`` exists for ``WORLD_TASKS`` only
+    (the held-out tasks' regions are defined on the 8 x 8 patch grid)."""
     check_choice("rendering", rendering, RENDERINGS)
-    if rendering == "world" and task not in _DRAW:
+    if rendering == "world" and task not in WORLD_TASKS:
         raise ValueError(
-            f"rendering 'world' is defined for {', '.join(_DRAW)} only (the far-relation tasks' "
-            f"splits are defined on the 8 x 8 patch grid), got task={task!r}"
+            f"rendering 'world' is defined for {', '.join(WORLD_TASKS)} only (the held-out "
+            f"tasks' regions are defined on the 8 x 8 patch grid), got task={task!r}"
         )
     return str(rendering)
 
@@ -398,16 +401,20 @@ def draw_far_relation(
     mix: tuple[tuple[int, float], ...] = FAR_TRAIN_MIX,
     inside: bool | None = None,
     region: Region = in_seen_region,
+    world: bool = False,
 ) -> tuple[np.ndarray, int, np.ndarray, int]:
     """One far-relation example: ``(image (3, size, size) uint8, label, centres (2, 2), distance)``.
 
     The distance (in patches) is drawn from ``mix`` first, then the pair (:func:`place_pair`,
-    with ``inside`` and ``region``), then the two objects exactly as in :func:`draw_relation`.
+    with ``inside`` and ``region``), then the two objects exactly as in :func:`draw_relation`:
+    on the 8 x 8 design grid, or with ``world`` on the grid of ``size / 4`` patches (``inside``
+    must then be None: the regions are defined on the 8 x 8 grid).
     """
     distances, weights = zip(*mix, strict=True)
     distance = int(distances[rng.choice(len(distances), p=np.array(weights) / sum(weights))])
-    label, patch_a, patch_b = place_pair(rng, distance, inside, region=region)
-    image, centres = draw_pair(rng, patch_a, patch_b, size)
+    patches = size // PATCH if world else PATCHES
+    label, patch_a, patch_b = place_pair(rng, distance, inside, patches, region)
+    image, centres = draw_pair(rng, patch_a, patch_b, size, world)
     return image, label, centres, distance
 
 
@@ -442,7 +449,7 @@ def make_task(
     """Generate ``n`` images of a task in ``TASKS`` for ``split`` (one of ``TASK_SPLITS[task]``),
     drawn at ``size`` x ``size`` px. ``rendering`` (``RENDERINGS``) says how a size above 32 px
     is drawn: ``"scaled"``, image ``i`` shows the same scene at every size; ``"world"``
-    (grid-cell and relation only), the objects keep their 32-px size on a larger canvas.
+    (``WORLD_TASKS`` only), the objects keep their 32-px size on a larger canvas.
 
     ``meta["centres"]`` holds the objects' centres in pixels: ``(n, 2)`` for grid-cell,
     ``(n, 2, 2)`` (A then B, each ``(y, x)``) for the others. The far-relation tasks add
@@ -460,7 +467,8 @@ def make_task(
     if task in FAR_TASKS:
         mix, inside = far_split_design(task, split)
         region = split_region(task, split)
-        far = [draw_far_relation(rng, size, mix, inside, region) for rng in rngs]
+        world = rendering == "world"
+        far = [draw_far_relation(rng, size, mix, inside, region, world) for rng in rngs]
         draws = [d[:3] for d in far]
         distances = torch.tensor([d[3] for d in far], dtype=torch.long)
     else:
