@@ -17,7 +17,10 @@
 #      controlled variants on EXTRA_SEEDS, each beside a positive control: grid-cell
 #      none/rel/abs with torus, rel with no-shift, rel and abs+rel with abs-offset-bias;
 #      relation none/rel/abs with pool-merge.
-#   3. Only with CIFAR=1: gpu-cifar10, the four encodings on CIFAR-10 with the cifar Swin.
+#   3. gpu-interior-holdout: the far-relation-interior task (a 2 x 2 block at the centre of the
+#      grid held out of training; splits seen, unseen, near); pos none, abs, rel, abs+rel;
+#      FAR_EPOCHS epochs, the first CURRICULUM at distance 1; no variants.
+#   4. Only with CIFAR=1: gpu-cifar10, the four encodings on CIFAR-10 with the cifar Swin.
 # The model is the book's tiny-cpu Swin (CONFIG): the tasks' design and their exact bounds
 # (companion.data.far_relation_bounds) are about its 4-px patches, 4-patch windows and one
 # patch merging. "GPU scale" is more images per epoch in larger batches: with the defaults each
@@ -35,15 +38,15 @@
 #   TRAIN=8000  TEST=1000                                  training images; test images per split
 #   BATCH=64  LR=1e-3                                      images per step; peak learning rate
 #   JOBS=12                                                runs at a time, one process each
-#   CIFAR_EPOCHS=30  CIFAR_WARMUP=2  CIFAR_BATCH=256       part 3 only
+#   CIFAR_EPOCHS=30  CIFAR_WARMUP=2  CIFAR_BATCH=256       part 4 only
 #   CONFIG=tiny-cpu  DEVICE=cuda  PRECISION=auto  RESULTS_DIR=results  WORK_DIR=runs/ablation
 #   NAME_SUFFIX=  (appended to every results name)  FRESH=1 (discard this name's saved runs)
-# Sizing to about 10 minutes (an estimate, not measured: no GPU run of it exists). Parts 1 and 2
-# are 175 runs and, with the defaults, 562,500 optimiser steps (the script prints the count
+# Sizing to about 10 minutes (an estimate, not measured: no GPU run of it exists). Parts 1 to 3
+# are 215 runs and, with the defaults, 762,500 optimiser steps (the script prints the count
 # before it starts). A step of this small model on a GPU costs about what its kernel launches
 # cost on the host CPU: on the 2-core CPU of the committed runs a step of batch 16 took about
 # 23 ms all told, so expect roughly 5-10 ms per step on a modern host, and JOBS processes
-# sharing the GPU, one core each: 562,500 x 10 ms / 12 = about 8 minutes, plus drawing the
+# sharing the GPU, one core each: 762,500 x 10 ms / 12 = about 11 minutes, plus drawing the
 # images (a few seconds per run) and the tests. If the first part runs long, cut in this order:
 # TRAIN with BATCH (steps per epoch), then JOBS up to the host's cores, then EPOCHS; the seeds
 # last, since chapter 5 reads split cells as counts over 10 seeds. With CUDA's multi-process
@@ -95,16 +98,17 @@ count() { set -- $1; echo $#; }
 n_seeds=$(count "$SEEDS")
 n_extra=$(count "$EXTRA_SEEDS")
 steps_per_epoch=$(( (TRAIN + BATCH - 1) / BATCH ))
-far_runs=$(( 4 * n_seeds + 2 * n_extra ))
+far_runs=$(( 4 * n_seeds + 2 * n_extra + 4 * n_seeds ))  # parts 1 and 3
 task_runs=$(( 8 * n_seeds + 9 * n_extra ))
 steps=$(( (far_runs * FAR_EPOCHS + task_runs * EPOCHS) * steps_per_epoch ))
 echo "plan: $far_runs + $task_runs runs, $steps optimiser steps ($steps_per_epoch per epoch), $JOBS at a time on $DEVICE"
 
-COMMON=(--results-dir "$RESULTS_DIR" --work-dir "$WORK_DIR" --config "$CONFIG"
-        --pos none abs rel abs+rel --seeds $SEEDS --extra-seeds $EXTRA_SEEDS
-        --train-size "$TRAIN" --test-size "$TEST" --batch-size "$BATCH" --lr "$LR"
-        --warmup-epochs "$WARMUP" --label-smoothing 0 --jobs "$JOBS" --device "$DEVICE"
-        --precision "$PRECISION" $FRESH_FLAG)
+PLAIN=(--results-dir "$RESULTS_DIR" --work-dir "$WORK_DIR" --config "$CONFIG"
+       --pos none abs rel abs+rel --seeds $SEEDS
+       --train-size "$TRAIN" --test-size "$TEST" --batch-size "$BATCH" --lr "$LR"
+       --warmup-epochs "$WARMUP" --label-smoothing 0 --jobs "$JOBS" --device "$DEVICE"
+       --precision "$PRECISION" $FRESH_FLAG)
+COMMON=("${PLAIN[@]}" --extra-seeds $EXTRA_SEEDS)
 
 start=$SECONDS
 "$PY" -m companion.ablation --name "gpu-far-relation$SUFFIX" "${COMMON[@]}" \
@@ -119,7 +123,11 @@ echo "part 1 took $(( SECONDS - start )) s"
             relation:none:pool-merge relation:rel:pool-merge relation:abs:pool-merge
 echo "parts 1 and 2 took $(( SECONDS - start )) s"
 
-# 3. CIFAR-10 (optional): all 50 000 training images, random crop + flip, label smoothing,
+"$PY" -m companion.ablation --name "gpu-interior-holdout$SUFFIX" "${PLAIN[@]}" \
+    --datasets far-relation-interior --epochs "$FAR_EPOCHS" --curriculum-epochs "$CURRICULUM"
+echo "parts 1 to 3 took $(( SECONDS - start )) s"
+
+# 4. CIFAR-10 (optional): all 50 000 training images, random crop + flip, label smoothing,
 #    stochastic depth (the cifar config's own drop_path_rate of 0.1); no controlled variant.
 if [[ -n "${CIFAR:-}" ]]; then
     DOWNLOAD_FLAG=${DOWNLOAD:+--download}
@@ -129,5 +137,5 @@ if [[ -n "${CIFAR:-}" ]]; then
         --warmup-epochs "$CIFAR_WARMUP" --label-smoothing 0.1 --jobs "$JOBS" \
         --device "$DEVICE" --precision "$PRECISION" --data-dir "$DATA_DIR" ${DOWNLOAD_FLAG:-} \
         $FRESH_FLAG
-    echo "all three parts took $(( SECONDS - start )) s"
+    echo "all four parts took $(( SECONDS - start )) s"
 fi

@@ -39,8 +39,8 @@ def _values(words: list[str], flag: str) -> list[str]:
 
 def test_the_gpu_script_runs_the_cpu_script_s_tasks_cells_and_schedule():
     cpu, gpu = _commands(CPU), _commands(GPU)
-    assert len(cpu) == 2 and len(gpu) == 3  # the two halves, then CIFAR-10 behind its flag
-    for mine, theirs in zip(gpu[:2], cpu, strict=True):
+    assert len(cpu) == 3 and len(gpu) == 4  # the three parts, then CIFAR-10 behind its flag
+    for mine, theirs in zip(gpu[:3], cpu, strict=True):
         for flag in ("--datasets", "--extra", "--pos"):
             assert _values(mine, flag) == _values(theirs, flag), flag
         assert ("--curriculum-epochs" in mine) == ("--curriculum-epochs" in theirs)
@@ -68,10 +68,15 @@ def test_the_gpu_script_runs_end_to_end_on_a_cpu_with_tiny_knobs(tmp_path):
     done = subprocess.run(["bash", str(GPU)], env={**env, **knobs}, capture_output=True,
                           text=True, timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    # 4 + 2 far-relation runs, 8 + 9 on the two tasks; 64 / 16 = 4 steps per epoch.
-    assert "plan: 6 + 17 runs, 116 optimiser steps (4 per epoch), 1 at a time on cpu" in done.stdout
+    # 4 + 2 far-relation runs and 4 interior ones, 8 + 9 on the two tasks; 64 / 16 = 4 steps
+    # per epoch.
+    plan = "plan: 10 + 17 runs, 148 optimiser steps (4 per epoch), 1 at a time on cpu"
+    assert plan in done.stdout
     found = sorted(p.name for p in (tmp_path / "results").iterdir() if p.is_dir())
-    assert found == ["gpu-ablation", "gpu-far-relation"]  # no CIFAR-10 without CIFAR=1
+    # No CIFAR-10 without CIFAR=1.
+    assert found == ["gpu-ablation", "gpu-far-relation", "gpu-interior-holdout"]
+    inner = load_results(tmp_path / "results" / "gpu-interior-holdout")
+    assert set(inner["test_sets"]["far-relation-interior"]) == {"test", "seen", "unseen", "near"}
     far = load_results(tmp_path / "results" / "gpu-far-relation")
     assert far["plan"]["datasets"] == ["far-relation-heldout"]
     assert far["plan"]["train"]["curriculum_epochs"] == 1

@@ -1,0 +1,253 @@
+"""Chapter 6's paired reading of a resolution-transfer experiment, in points.
+
+A model moved to ``S`` px is read against its **reference** (the same code trained at ``S`` px in
+the same rendering, :func:`companion.experiments.transfer_reading.load_references`) as a
+*difference*, not a ratio: moved accuracy − reference accuracy, in points (100 × accuracy). The
+ratio of :mod:`companion.experiments.transfer_reading` ("kept share") has no scale where the
+reference learnt little; a difference always has one.
+
+Every gap here is paired: seed ``s`` of one side against seed ``s`` of the other, on the same test
+images, in every replicate of the two-stage bootstrap
+(:func:`companion.experiments.bootstrap.gap_interval`). A moved cell's test images are its
+reference's (drawn by the task's generator from the same data seed at the same size and
+rendering), so their labels, and the constant answer, come from the reference.
+
+A cell is ``{"dataset", "pos", "rendering", "condition", "metric"}`` (``metric`` ``"acc"``: as
+moved, ``"acc_finetuned"``: after the short fine-tune), at a size passed separately. Intervals are
+fractions of accuracy; :func:`points` prints them in points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from companion.experiments.bootstrap import Interval, gap_interval
+from companion.experiments.predictions import correct_by_seed, test_labels
+from companion.experiments.resolution_transfer import WINDOW_GROWN, grown_condition
+from companion.experiments.split_reading import glance_entry
+from companion.experiments.stats import format_p
+from companion.experiments.transfer_reading import moved_correct
+
+
+def moved_matrix(
+    rows: Sequence[dict[str, Any]], cell: Mapping[str, str], size: int, images: int
+) -> tuple[list[int], np.ndarray]:
+    """The seeds (sorted) and the ``(seeds, images)`` bool matrix of a moved cell: which of the
+    first ``images`` test images each seed's moved model got right."""
+    by_seed = moved_correct(
+        rows, cell["dataset"], cell["pos"], cell["rendering"], size, cell["condition"],
+        cell.get("metric", "acc"),
+    )  # fmt: skip
+    seeds = sorted(by_seed)
+    short = min(len(by_seed[s]) for s in seeds)
+    if short < images:
+        raise ValueError(
+            f"images must be at most the {short} the moved runs were tested on, got {images}"
+        )
+    return seeds, np.stack([by_seed[s][:images] for s in seeds])
+
+
+def reference_matrix(
+    references: Mapping[str, dict[str, Any]], cell: Mapping[str, str]
+) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """The seeds (sorted), the ``(seeds, images)`` bool matrix and the ``(images,)`` test labels
+    of the cell's reference (same dataset and pos, trained at the new size in its rendering)."""
+    reference = _reference(references, cell["rendering"])
+    by_seed = correct_by_seed(reference, f"{cell['dataset']}:{cell['pos']}", "test")
+    seeds, labels = sorted(by_seed), test_labels(reference, cell["dataset"], "test")
+    return seeds, np.stack([by_seed[s] for s in seeds]), labels
+
+
+def moved_minus_reference(
+    rows: Sequence[dict[str, Any]],
+    references: Mapping[str, dict[str, Any]],
+    cell: Mapping[str, str],
+    size: int,
+) -> Interval:
+    """Moved accuracy − reference accuracy, paired by seed and test image."""
+    _, moved, reference, _ = _against_reference(rows, references, cell, size)
+    return gap_interval(moved, reference)
+
+
+def code_gap(
+    rows: Sequence[dict[str, Any]],
+    a: Mapping[str, str],
+    b: Mapping[str, str],
+    size: int,
+    images: int,
+) -> Interval:
+    """Moved cell ``a``'s accuracy − moved cell ``b``'s (two codes, or two conditions of one code),
+    paired by seed and by the first ``images`` test images: the cells must share dataset and
+    rendering (the same test images) and seeds."""
+    for key in ("dataset", "rendering"):
+        if a[key] != b[key]:
+            raise ValueError(
+                f"a and b must share the {key} (the same test images), got "
+                f"{a[key]!r} and {b[key]!r}"
+            )
+    seeds_a, moved_a = moved_matrix(rows, a, size, images)
+    seeds_b, moved_b = moved_matrix(rows, b, size, images)
+    _check_seeds("a", seeds_a, "b", seeds_b)
+    return gap_interval(moved_a, moved_b)
+
+
+def gap_of_gaps(
+    rows: Sequence[dict[str, Any]],
+    references: Mapping[str, dict[str, Any]],
+    a: Mapping[str, str],
+    b: Mapping[str, str],
+    size: int,
+) -> Interval:
+    """``(moved a − reference a) − (moved b − reference b)``, the four cells on the same seeds and
+    test images in every replicate. ``a`` and ``b`` must share the dataset and their test labels
+    image by image: in one rendering the same images, across renderings the same scenes (one
+    data seed) drawn two ways."""
+    if a["dataset"] != b["dataset"]:
+        raise ValueError(
+            f"a and b must share the dataset, got {a['dataset']!r} and {b['dataset']!r}"
+        )
+    seeds_a, moved_a, reference_a, labels_a = _against_reference(rows, references, a, size)
+    seeds_b, moved_b, reference_b, labels_b = _against_reference(rows, references, b, size)
+    if not np.array_equal(labels_a, labels_b):
+        raise ValueError(
+            f"a and b must be tested on the same scenes, but the {a['rendering']!r} "
+            f"and {b['rendering']!r} references' test labels differ"
+        )
+    _check_seeds("a", seeds_a, "b", seeds_b)
+    # A replicate's mean is linear in the matrix, so the gap of the two (seeds, images) differences
+    # is, replicate by replicate, the four cells' means combined with the same draws.
+    return gap_interval(moved_a.astype(float) - reference_a, moved_b.astype(float) - reference_b)
+
+
+def lift_interval(
+    rows: Sequence[dict[str, Any]],
+    references: Mapping[str, dict[str, Any]],
+    cell: Mapping[str, str],
+    size: int,
+) -> Interval:
+    """A moved cell's accuracy minus the constant answer on the same test images (the most
+    frequent label's share, recomputed on each replicate's images; labels from the reference)."""
+    labels = _labels(references, cell["dataset"], cell["rendering"])
+    _, moved = moved_matrix(rows, cell, size, len(labels))
+    return gap_interval(moved, labels=labels)
+
+
+def points(interval: Interval, p_against_zero: bool = False) -> str:
+    """``"+12.3 [+4.5, +20.1]"``: the estimate and its 95 % interval in points; with
+    ``p_against_zero``, the bootstrap p-value of "the gap is 0" after it (``" (p = 0.012)"``, or
+    the bound ``" (p < 0.00025)"`` at its floor)."""
+    text = f"{100 * interval.estimate:+.1f} [{100 * interval.low:+.1f}, {100 * interval.high:+.1f}]"
+    return f"{text} ({format_p(interval.p, interval.floor)})" if p_against_zero else text
+
+
+def solved_flags(correct: np.ndarray, threshold: float) -> np.ndarray:
+    """``(seeds,)`` bool: whether each seed's accuracy on a ``(seeds, images)`` matrix reaches
+    ``threshold`` (a fraction)."""
+    return np.asarray(correct).mean(1) >= threshold
+
+
+def transfer_glance(
+    before: dict[str, Any],
+    rows: Sequence[dict[str, Any]],
+    references: Mapping[str, dict[str, Any]],
+    dataset: str,
+    codes: Sequence[str],
+    size: int,
+    renderings: Sequence[str],
+    conditions: Sequence[str],
+    threshold: float,
+) -> str:
+    """Markdown: each code's lift over the constant answer in points (mean over seeds) trained at
+    32 px (``before``: the 32-px ablation's results.json), moved to ``size`` px under each of
+    ``conditions`` in each rendering, as moved and fine-tuned ("ft"), and trained at ``size`` px
+    ("ref", "—" where no reference of the code was trained). ``"window-grown"`` is read as each
+    code's own grown condition (:func:`grown_condition`: a bias table resized geometrically).
+    Where a cell's seeds split by ``threshold``, the entry is the count solved and each group's
+    lift, as :func:`companion.experiments.split_reading.encoding_glance` writes it."""
+    head = ["code", "32 px"]
+    for rendering in renderings:
+        for condition in conditions:
+            short = condition.removeprefix("window-")
+            head += [f"{rendering}, {short}", f"{rendering}, {short}, ft"]
+        head.append(f"{rendering}, ref")
+    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    before_labels = test_labels(before, dataset, "test")
+    for pos in codes:
+        trained = np.stack(list(correct_by_seed(before, f"{dataset}:{pos}", "test").values()))
+        entries = [f"`{pos}`", _entry(trained, before_labels, threshold)]
+        for rendering in renderings:
+            labels = _labels(references, dataset, rendering)
+            base = {"dataset": dataset, "pos": pos, "rendering": rendering}
+            for condition in conditions:
+                name = grown_condition(pos) if condition == WINDOW_GROWN else condition
+                for metric in ("acc", "acc_finetuned"):
+                    cell = {**base, "condition": name, "metric": metric}
+                    entries.append(
+                        _entry(moved_matrix(rows, cell, size, len(labels))[1], labels, threshold)
+                    )
+            if (dataset, pos) in {(r["dataset"], r["pos"]) for r in references[rendering]["runs"]}:
+                entries.append(_entry(reference_matrix(references, base)[1], labels, threshold))
+            else:
+                entries.append("—")
+        lines.append("| " + " | ".join(entries) + " |")
+    lines.append("")
+    lines.append(
+        f"*`{dataset}`: lift over the constant answer (points), mean over seeds, each column on "
+        f"its own test images: trained at 32 px; moved to {size} px with the window kept or grown "
+        f"(a bias table resized geometrically), as moved and after the short fine-tune (ft); "
+        f"trained at {size} px (ref, — where none was). Where a cell's seeds split, the count "
+        f"solved (accuracy ≥ {100 * threshold:g} %) and each group's lift.*"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _entry(correct: np.ndarray, labels: np.ndarray, threshold: float) -> str:
+    """A glance entry: the mean lift in points, or the count solved and each group's lift."""
+    lift = 100 * (correct.mean(1) - np.bincount(labels).max() / len(labels))
+    return glance_entry(lift, solved_flags(correct, threshold))
+
+
+def _reference(references: Mapping[str, dict[str, Any]], rendering: str) -> dict[str, Any]:
+    if rendering not in references:
+        raise ValueError(
+            f"references hold no reference in the {rendering!r} rendering; they "
+            f"hold {sorted(references)}"
+        )
+    return references[rendering]
+
+
+def _labels(references: Mapping[str, dict[str, Any]], dataset: str, rendering: str) -> np.ndarray:
+    """The ``(images,)`` labels of the test images a moved cell of ``dataset`` in ``rendering``
+    was tested on: its reference's."""
+    reference = _reference(references, rendering)
+    if dataset not in reference["test_sets"]:
+        raise ValueError(
+            f"the {rendering!r} reference has no {dataset!r} test set to read the "
+            f"moved models' labels from"
+        )
+    return test_labels(reference, dataset, "test")
+
+
+def _check_seeds(name_a: str, seeds_a: list[int], name_b: str, seeds_b: list[int]) -> None:
+    if seeds_a != seeds_b:
+        raise ValueError(
+            f"{name_a} and {name_b} must hold the same seeds (paired by seed), got "
+            f"{seeds_a} and {seeds_b}"
+        )
+
+
+def _against_reference(
+    rows: Sequence[dict[str, Any]],
+    references: Mapping[str, dict[str, Any]],
+    cell: Mapping[str, str],
+    size: int,
+) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray]:
+    """The seeds, the moved and reference ``(seeds, images)`` matrices (same seeds, same images)
+    and the ``(images,)`` labels of a cell."""
+    seeds, reference, labels = reference_matrix(references, cell)
+    moved_seeds, moved = moved_matrix(rows, cell, size, len(labels))
+    _check_seeds("moved", moved_seeds, "reference", seeds)
+    return seeds, moved, reference, labels
