@@ -142,7 +142,7 @@ def check_prediction(
         p = fisher_exact(ka, na, kb, nb)
         return f"{ka} of {na} against {kb} of {nb}, Fisher p = {p:.2g}", ka > kb and p < 0.05
     interval = prediction_interval(results, prediction)
-    return f"{interval}{_p_text(interval, prediction['expect'])}", meets(
+    return f"{interval}{p_text(interval, prediction['expect'])}", meets(
         interval, prediction["expect"]
     )
 
@@ -225,7 +225,7 @@ def threshold_of(expect: str) -> float:
     return float(value)
 
 
-def _p_text(interval: Interval, expect: str) -> str:
+def p_text(interval: Interval, expect: str) -> str:
     """The bootstrap p-value beside a gap, only where it tests what the prediction names.
 
     The p-value is for "the gap is 0". Beside "above 0.05" or "within 0.05" it would answer a

@@ -47,6 +47,7 @@ from companion.experiments.predictions import (
     expected_text,
     load_predictions,
     meets,
+    p_text,
     test_labels,
 )
 from companion.experiments.results import load_results
@@ -210,7 +211,9 @@ def check_transfer_prediction(
             interval = kept_gap(rows, references, prediction["a"], prediction["b"], size)
     except ValueError as exc:  # the lift reaches 0 in too many of the kept share's replicates
         return f"no reference lift: {exc}", None
-    return f"{interval} (p = {interval.p:.2g})", meets(interval, prediction["expect"])
+    return f"{interval}{p_text(interval, prediction['expect'])}", meets(
+        interval, prediction["expect"]
+    )
 
 
 def transfer_predictions_table(
