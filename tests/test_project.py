@@ -177,6 +177,7 @@ def test_a_plain_install_ships_the_books_results(tmp_path):
     # About 3 MB today (chapter 5's two folders with ten seeds, chapter 6's): a guard against
     # checkpoints or datasets slipping into the package, not a budget for the curves.
     assert shipped < 4_000_000, f"{shipped} bytes of results in the package: keep them small"
+    assert not (site / "companion" / "book_results" / "pilots").exists()  # no chapter reads them
 
 
 #: Any heading that names a GPU promises GPU results (the book has none unless results/ holds one).
