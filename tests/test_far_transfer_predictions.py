@@ -218,12 +218,3 @@ def test_parse_refuses_an_unknown_kind_and_a_missing_key():
     no_learned = {k: v for k, v in fine.items() if k != "learned"}
     with pytest.raises(ValueError, match=r"lacks \['learned'\]"):
         parse_far_transfer_predictions(text.format(json.dumps(no_learned)))
-
-
-def test_split_codes_names_the_codes_some_of_whose_seeds_solved_and_some_did_not():
-    from companion.experiments.runs.split_codes import split_codes
-
-    results = _results({"none": 0.3, "rel": 1.0, "cpb": (1.0, 0.4, 0.95), "abs": (0.5, 0.4, 0.95)})
-    results["plan"] = {"datasets": [D], "pos": ["none", "abs", "rel", "cpb"]}
-    assert split_codes(results, 0.9) == ["abs", "cpb"]
-    assert split_codes(results, 0.99) == ["cpb"]  # 0.95 no longer solves

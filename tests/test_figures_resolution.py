@@ -3,7 +3,7 @@
 import pytest
 from book_figures import assert_fits_the_page
 
-from companion.figures.resolution import plot_moved, plot_renderings
+from companion.figures.resolution import plot_moved, plot_moved_seeds, plot_renderings
 
 
 def _rows():
@@ -36,6 +36,21 @@ def test_moved_figure_draws_each_cell_of_every_code_and_the_reference_where_ther
     assert heights[:5] == pytest.approx([90.0, 55.0, 55.0, 80.0, 70.0])
     assert heights[9] != heights[9]  # cpb has no reference: NaN
     assert all(line.get_ydata()[0] != line.get_ydata()[0] for line in scaled.lines[4::5])
+    assert [t.get_text() for t in scaled.get_xticklabels()] == ["rel", "cpb"]
+
+
+def test_seed_figure_draws_every_seed_of_every_column_and_the_constant_answer():
+    fig = plot_moved_seeds(_rows(), {"world": _reference(0.7)}, "d", ["scaled", "world"], 48,
+                           {"scaled": 0.25, "world": 0.3})  # fmt: skip
+    assert_fits_the_page(fig)
+    scaled, world = fig.axes
+    assert world.get_title() == "d, world rendering at 48 px"
+    # rel: trained, kept, kept ft, grown, grown ft, reference; two seeds each
+    rel = [list(line.get_ydata()) for line in world.lines[:6]]
+    assert rel == [[90.0, 90.0], [50.0, 60.0], [80.0, 80.0], [50.0, 60.0], [80.0, 80.0],
+                   [70.0, 70.0]]  # fmt: skip
+    assert len(scaled.lines[5].get_ydata()) == 0  # no scaled reference
+    assert world.lines[-1].get_ydata()[0] == pytest.approx(30.0)  # the constant answer
     assert [t.get_text() for t in scaled.get_xticklabels()] == ["rel", "cpb"]
 
 

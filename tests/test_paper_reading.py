@@ -13,6 +13,7 @@ from companion.experiments.paper import (
 from companion.experiments.paper_reading import (
     mark_gap,
     marked_gaps_markdown,
+    rope_vit_reading_markdown,
     swinv2_change,
     swinv2_gap,
     swinv2_table1_reading_markdown,
@@ -142,3 +143,10 @@ def test_swinv2_reading_names_a_bad_row_or_window():
         swinv2_change("log-spaced CPB", 8)
     with pytest.raises(ValueError, match="column: 'top1' is not one of"):
         swinv2_gap("log-spaced CPB", "linear-spaced CPB", "top1")
+
+
+def test_rope_vit_reading_puts_the_rotary_codes_sub_point_advantage_in_parentheses():
+    text = rope_vit_reading_markdown()
+    assert "| `rel`: change | -2.3 |" in text  # a readable loss of every code
+    assert "| `rope-mixed` − `rel`: change | (+0.4) |" in text  # 0.4 points: not read
+    assert "| `rope-axial` − `rel`: change | (+0.2) |" in text

@@ -148,11 +148,13 @@ def learned_line(
             f"% test accuracy (learned: at least {need}): {', '.join(parts)}.")  # fmt: skip
 
 
-def _gap(
+def kind_gap(
     before: dict[str, Any], rows: Rows, references: References, kind: str,
     cells: list[dict[str, str]], size: int,
 ) -> tuple[Interval, str]:  # fmt: skip
-    """A gap prediction's interval and the note on the seeds it was read on."""
+    """The interval of a gap of ``kind`` (``lift-change``: ``cells = [cell]``; ``moved-gap``:
+    ``[cell]``; ``code-gap``/``window-gain``: ``[a, b]``) and the note on the seeds it was read
+    on (those both sides have)."""
     cell = cells[0]
     if kind == "lift-change":
         by_seed = correct_by_seed(before, f"{cell['dataset']}:{cell['pos']}", "test")
@@ -217,7 +219,7 @@ def check_far_transfer_prediction(
             return (f"not readable: {cell['pos']} trained at {size} px in {cell['rendering']} "
                     f"({plan['references'][cell['rendering']]}) learned in {int(flags.sum())} of "
                     f"{len(flags)} seeds, {learned['seeds']} needed"), None  # fmt: skip
-    interval, note = _gap(before, rows, references, kind, cells, size)
+    interval, note = kind_gap(before, rows, references, kind, cells, size)
     text = points(interval) + p_text(interval, prediction["expect"]) + note
     return text + _split_note(before, cells, threshold), meets(interval, prediction["expect"])
 

@@ -4,7 +4,8 @@ rules, written once, and the marked gaps.
 Table 4 prints one number per row, with no spread and no word on how many training runs each
 number is. The book therefore reads it by three
 rules (chapters 0, 3 and 5 use them alike; chapter 1 reads ViT's Table 8, which also prints one
-number per cell and no spread, by the same rules; so does chapter 6 with Swin V2's Table 1):
+number per cell and no spread, by the same rules; so does chapter 6 with Swin V2's Table 1
+and RoPE-ViT's Swin-T rows):
 
 1. A gap below one point is not readable. A table without a spread cannot say how far two runs
    of one model land apart; one point is the line the book draws in advance, below which it reads
@@ -20,6 +21,8 @@ measured beside a control; the table itself says which numbers came out, not why
 from __future__ import annotations
 
 from companion.experiments.paper import (
+    ROPE_VIT_SWIN_SOURCE,
+    ROPE_VIT_SWIN_T,
     SWIN_TABLE4,
     SWIN_TABLE4_SOURCE,
     SWINV2_TABLE1,
@@ -157,6 +160,21 @@ def swinv2_table1_reading_markdown() -> str:
         lines.append(f"| {a} − {b} | " + " | ".join(cells) + " |")
     note = (
         f"*Points, computed from {SWINV2_TABLE1_SOURCE}; one number per cell and no spread, so "
+        f"gaps below {READABLE_GAP:g} point are in parentheses (not read).*"
+    )
+    return "\n".join(lines) + "\n\n" + note
+
+
+def rope_vit_reading_markdown() -> str:
+    """RoPE-ViT's Swin-T rows read by the rules: each code's change from 224 to 384 px, and each
+    rotary code's change minus the bias table's (``rel``), sub-point gaps in parentheses."""
+    change = {pos: m["top1_384"] - m["top1_224"] for pos, m in ROPE_VIT_SWIN_T.items()}
+    lines = ["| ImageNet top-1, points | 224 → 384 px |", "|---|---:|"]
+    lines += [f"| `{pos}`: change | {mark_gap(c)} |" for pos, c in change.items()]
+    lines += [f"| `{pos}` − `rel`: change | {mark_gap(round(c - change['rel'], 1))} |"
+              for pos, c in change.items() if pos != "rel"]  # fmt: skip
+    note = (
+        f"*Points, computed from {ROPE_VIT_SWIN_SOURCE}; one number per cell and no spread, so "
         f"gaps below {READABLE_GAP:g} point are in parentheses (not read).*"
     )
     return "\n".join(lines) + "\n\n" + note

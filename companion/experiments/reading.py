@@ -8,14 +8,20 @@ below (where its tests pin it and ``show_source`` finds it):
 * ``results``, ``predictions``, ``split_reading``: chapter 5's ablation folders, the predictions
   committed before each run, and cells read as counts against the constant answer;
 * ``stats``, ``bootstrap``: intervals, Holm's adjustment, nulls and the two-stage bootstrap;
-* ``resolution_transfer``, ``transfer_reading``, ``transfer_results``: chapter 6's resolution
-  experiment.
+* ``resolution_transfer``, ``transfer_reading``, ``transfer_results``: chapter 6's first
+  resolution experiment; ``far_transfer``, ``far_transfer_predictions``: its transfer on
+  ``far-relation``.
 
 The runs that write the results (``companion.experiments.runs``) are never imported by a chapter
 (``tests/test_layers.py``).
 """
 
 from companion.experiments.bootstrap import kept_replicates
+from companion.experiments.far_transfer import exploratory_family, far_glance, load_far_transfer
+from companion.experiments.far_transfer_predictions import (
+    far_transfer_predictions_table,
+    learned_line,
+)
 from companion.experiments.learned_embedding import (
     POSITION_STATISTICS,
     check_similarity_predictions,
@@ -46,6 +52,7 @@ from companion.experiments.paper import (
 )
 from companion.experiments.paper_reading import (
     marked_gaps_markdown,
+    rope_vit_reading_markdown,
     swinv2_table1_reading_markdown,
     vit_table8_gaps_markdown,
 )
@@ -108,7 +115,10 @@ __all__ = [
     "constant_answer",
     "describe_run",
     "encoding_glance",
+    "exploratory_family",
     "family_note",
+    "far_glance",
+    "far_transfer_predictions_table",
     "find_results",
     "format_p",
     "gaps_lines",
@@ -119,9 +129,11 @@ __all__ = [
     "kept_gap",
     "kept_replicates",
     "kept_table",
+    "learned_line",
     "lift_lines",
     "load_bias_tables",
     "load_curves",
+    "load_far_transfer",
     "load_learned_embedding",
     "load_predictions",
     "load_references",
@@ -138,6 +150,7 @@ __all__ = [
     "predictions_table",
     "reference_seeds",
     "ring_null",
+    "rope_vit_reading_markdown",
     "rope_vit_swin_markdown",
     "same_parity_pairs",
     "shuffled_null",

@@ -305,6 +305,79 @@ def plot_moved(
     return fig
 
 
+#: Per-seed columns of :func:`plot_moved_seeds`: (label, condition or None for the reference,
+#: metric, marker, colour).
+_SEED_MARKS = (
+    ("trained at 32 px", "trained", "acc", "s", "0.55"),
+    ("window kept", WINDOW_KEPT, "acc", "o", "tab:blue"),
+    ("kept, fine-tuned", WINDOW_KEPT, "acc_finetuned", "o", "tab:green"),
+    ("window grown", WINDOW_GROWN, "acc", "^", "tab:orange"),
+    ("grown, fine-tuned", WINDOW_GROWN, "acc_finetuned", "^", "tab:red"),
+    ("trained at the new size", None, "acc", "D", "black"),
+)
+
+
+def _seed_values(
+    rows: Sequence[dict], reference: dict | None, dataset: str, pos: str, rendering: str,
+    size: int, condition: str | None, metric: str,
+) -> list[float]:  # fmt: skip
+    """Each seed's accuracy in one column of :func:`plot_moved_seeds`."""
+    if condition is None:
+        runs = reference["runs"] if reference is not None else []
+        return [r["final"]["test_acc"] for r in runs if (r["dataset"], r["pos"]) == (dataset, pos)]
+    if condition == "trained":
+        wanted = (dataset, pos, "scaled", TRAIN_SIZE, "trained")
+    else:
+        name = grown_condition(pos) if condition == WINDOW_GROWN else condition
+        wanted = (dataset, pos, rendering, size, name)
+    return [
+        r[metric] for r in rows
+        if (r["dataset"], r["pos"], r.get("rendering", "scaled"), r["size"], r["condition"])
+        == wanted
+    ]  # fmt: skip
+
+
+def plot_moved_seeds(
+    rows: Sequence[dict],
+    references: dict[str, dict],
+    dataset: str,
+    renderings: Sequence[str],
+    size: int,
+    constant: dict[str, float] | None = None,
+) -> Figure:
+    """One panel per rendering: every seed of every code as a dot, trained at 32 px, moved to
+    ``size`` px with the window kept and grown (a table resized geometrically), each as moved and
+    after the short fine-tune, and trained at ``size`` px where there is a reference. Dots, not
+    means: a cell whose seeds split shows as two clusters. ``constant``: rendering -> the
+    constant answer on its test images (a dashed line)."""
+    fig, axes = plt.subplots(
+        len(renderings), 1, figsize=(WIDTH, 2.5 * len(renderings) + 0.7), sharey=True,
+        squeeze=False, constrained_layout=True,
+    )  # fmt: skip
+    codes = list(dict.fromkeys(r["pos"] for r in rows))
+    for j, rendering in enumerate(renderings):
+        ax = axes[j, 0]
+        for x, pos in enumerate(codes):
+            for k, (label, condition, metric, marker, colour) in enumerate(_SEED_MARKS):
+                values = _seed_values(rows, references.get(rendering), dataset, pos, rendering,
+                                      size, condition, metric)  # fmt: skip
+                offset = (k - 2.5) * 0.13
+                ax.plot(
+                    [x + offset] * len(values), [100 * v for v in values], marker, color=colour,
+                    ms=3.5, alpha=0.8, label=label if (x, j) == (0, 0) else None,
+                )  # fmt: skip
+        if constant is not None:
+            ax.axhline(100 * constant[rendering], color="0.4", ls="--", lw=0.8)
+        ax.set_xticks(range(len(codes)), codes, fontsize=FONT)
+        ax.set_title(f"{dataset}, {rendering} rendering at {size} px", fontsize=FONT)
+        ax.set_ylim(0, 102)
+        ax.set_ylabel("test accuracy (%)", fontsize=FONT)
+        ax.tick_params(labelsize=FONT)
+        ax.grid(alpha=0.3, axis="y")
+    fig.legend(loc="outside lower center", ncol=3, fontsize=FONT, frameon=False)
+    return fig
+
+
 def plot_renderings(
     tasks: Sequence[str],
     sizes: Sequence[int],

@@ -13,26 +13,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
+from companion.experiments.far_transfer import split_codes
 from companion.experiments.far_transfer_predictions import load_far_transfer_predictions
-from companion.experiments.predictions import correct_by_seed
 from companion.experiments.results import load_results
-
-
-def split_codes(results: dict[str, Any], threshold: float) -> list[str]:
-    """The ``pos`` of every main-grid cell (the Swin itself, no variant) some of whose seeds reach
-    ``threshold`` test accuracy and some do not, in the plan's order."""
-    found = []
-    for dataset in results["plan"]["datasets"]:
-        for pos in results["plan"]["pos"]:
-            accuracies = [
-                c.mean() for c in correct_by_seed(results, f"{dataset}:{pos}", "test").values()
-            ]
-            solved = sum(a >= threshold for a in accuracies)
-            if 0 < solved < len(accuracies) and pos not in found:
-                found.append(pos)
-    return found
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,150 @@
+"""Chapter 6's far-relation transfer as one object: the folders read and merged, the glance and
+the exploratory family."""
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from companion.experiments.evaluation import labels_text, pack_bits
+from companion.experiments.far_transfer import (
+    FarTransfer,
+    exploratory_family,
+    far_glance,
+    load_far_transfer,
+    split_codes,
+)
+from companion.experiments.integrity import ResultsError, write_manifest
+
+ROOT = Path(__file__).resolve().parents[1]
+PILOTS = ROOT / "results" / "pilots" / "out" / "transfer"
+D = "far-relation"
+IMAGES = 200
+LABELS = np.array([0] * 100 + [1] * 50 + [2] * 25 + [3] * 25)  # constant answer 0.5
+SEEDS = (0, 1, 2)
+PLAN = {"size": 48, "solved": {"threshold": 0.9}, "learned": {"threshold": 0.75, "seeds": 2}}
+
+
+def _bits(rate: float, seed: int) -> str:
+    hits = np.zeros(IMAGES, dtype=bool)
+    hits[: round(rate * IMAGES)] = True
+    return pack_bits(torch.from_numpy(np.roll(hits, 7 * seed)))
+
+
+def _rates(rate):
+    return rate if isinstance(rate, tuple) else (rate,) * len(SEEDS)
+
+
+def _results(rates: dict, rendering: str = "scaled") -> dict:
+    runs = [
+        {"dataset": D, "pos": pos, "seed": s, "variant": "swin",
+         "settings": {"rendering": rendering},
+         "splits": {"test": {"n": IMAGES, "correct": _bits(r, s)}}}
+        for pos, rate in rates.items() for s, r in zip(SEEDS, _rates(rate), strict=True)
+    ]  # fmt: skip
+    return {"runs": runs, "test_sets": {D: {"test": {"labels": labels_text(torch.tensor(LABELS))}}}}
+
+
+def _rows(rates: dict) -> list[dict]:
+    """``(pos, rendering, condition) -> moved rate`` (the fine-tune scores the same)."""
+    return [
+        {"dataset": D, "pos": pos, "rendering": rendering, "size": 48, "condition": condition,
+         "seed": s, "variant": "swin", "acc": r, "acc_finetuned": r,
+         "correct": _bits(r, s), "correct_finetuned": _bits(r, s)}
+        for (pos, rendering, condition), rate in rates.items()
+        for s, r in zip(SEEDS, _rates(rate), strict=True)
+    ]  # fmt: skip
+
+
+def _far(before: dict, rows: dict) -> FarTransfer:
+    references = {"world": _results({"rel": 0.95}, "world"), "scaled": _results({}, "scaled")}
+    return FarTransfer(
+        before=_results(before), rows=_rows(rows), references=references, plan=PLAN,
+        records=(), codes=tuple(before),
+    )  # fmt: skip
+
+
+FAR = _far(
+    {"none": 0.5, "rel": (1.0, 1.0, 0.55)},
+    {
+        ("none", "world", "window-kept"): 0.5,
+        ("none", "world", "window-grown"): 0.5,
+        ("rel", "world", "window-kept"): (0.6, 0.6, 0.5),
+        ("rel", "world", "window-grown-geometric"): (0.9, 0.9, 0.5),
+    },
+)
+
+
+def test_seeds_are_the_32px_seeds_that_solved_and_all_of_them():
+    assert FAR.seeds("rel") == ([0, 1], [0, 1, 2])
+    assert FAR.seeds("none") == ([], [0, 1, 2])
+
+
+def test_constants_are_the_most_frequent_labels_share_in_each_rendering():
+    assert FAR.constants() == {"world": 0.5, "scaled": 0.5}
+
+
+def test_the_family_reads_a_split_code_on_its_solved_seeds_and_marks_holm_survivors():
+    text = exploratory_family(FAR, ["world"])
+    rel = next(line for line in text.splitlines() if line.startswith("| `rel`"))
+    assert "(2 solved of 3)" in rel
+    kept, grown, gain = (cell.strip() for cell in rel.split("|")[2:5])
+    # on seeds 0 and 1: lift 50 points at 32 px, 10 kept, 40 grown
+    assert kept.startswith("-40.0") and grown.startswith("-10.0") and gain.startswith("+30.0")
+    assert gain.endswith("\\*")
+    none = next(line for line in text.splitlines() if line.startswith("| `none`"))
+    assert "solved" not in none and "\\*" not in none  # nothing to keep, no gap
+    assert "all 6 gaps" in text
+
+
+def test_the_glance_prints_a_split_32px_cell_as_a_count():
+    text = far_glance(FAR, "world")
+    rel = next(line for line in text.splitlines() if line.startswith("| `rel`"))
+    assert "2/3 solved" in rel.split("|")[2]
+    assert rel.split("|")[-2].strip() == "+45.0"  # the reference: 0.95 - 0.5
+
+
+def test_split_codes_names_the_codes_some_of_whose_seeds_solved_and_some_did_not():
+    results = _results({"none": 0.3, "rel": 1.0, "cpb": (1.0, 0.4, 0.95), "abs": (0.5, 0.4, 0.95)})
+    results["plan"] = {"datasets": [D], "pos": ["none", "abs", "rel", "cpb"]}
+    assert split_codes(results, 0.9) == ["abs", "cpb"]
+    assert split_codes(results, 0.99) == ["cpb"]  # 0.95 no longer solves
+
+
+def _published(tmp_path: Path, references: dict[str, str]) -> Path:
+    """results/ with the seed-0 pilot as cpu-transfer-far, its predictions naming ``references``
+    (pilot folders copied beside it)."""
+    results = tmp_path / "results"
+    folder = results / "cpu-transfer-far"
+    shutil.copytree(PILOTS / "codes-32", folder)
+    for name in references.values():
+        shutil.copytree(PILOTS / name, results / name)
+    text = (ROOT / "results" / "cpu-transfer-far" / "predictions.md").read_text()
+    block = json.loads(re.search(r"```json\n(.*?)```", text, re.S).group(1))
+    block["references"] = references
+    text = re.sub(r"```json\n.*?```", "```json\n" + json.dumps(block) + "\n```", text, flags=re.S)
+    (folder / "predictions.md").write_text(text)
+    write_manifest(folder)
+    return results
+
+
+def test_load_reads_the_folders_verified_with_their_references(tmp_path, monkeypatch):
+    references = {"world": "ref-48-world-w6", "scaled": "ref-48-scaled-w6"}
+    monkeypatch.chdir(_published(tmp_path, references).parent)
+    far = load_far_transfer()
+    assert far.codes == ("none", "abs", "rel", "abs+rel", "cpb", "rope-axial", "rope-mixed")
+    assert sorted(far.references) == ["scaled", "world"]
+    assert len(far.records) == 4  # the ablation, its moves, two references
+    assert {r["seed"] for r in far.rows} == {0}
+
+
+def test_load_refuses_a_changed_predictions_file(tmp_path, monkeypatch):
+    results = _published(tmp_path, {"world": "ref-48-world-w6"})
+    (results / "cpu-transfer-far" / "predictions.md").write_text("changed\n")
+    monkeypatch.chdir(results.parent)
+    with pytest.raises(ResultsError):
+        load_far_transfer()
