@@ -15,6 +15,7 @@ from companion.experiments.far_transfer import (
     FarTransfer,
     exploratory_family,
     far_glance,
+    far_split_readings,
     load_far_transfer,
     split_codes,
 )
@@ -102,7 +103,7 @@ def test_the_family_reads_a_split_code_on_its_solved_seeds_and_marks_holm_surviv
 
 
 def test_the_glance_prints_a_split_32px_cell_as_a_count():
-    text = far_glance(FAR, "world")
+    text = far_glance(FAR, ["world"])
     rel = next(line for line in text.splitlines() if line.startswith("| `rel`"))
     assert "2/3 solved" in rel.split("|")[2]
     assert rel.split("|")[-2].strip() == "+45.0"  # the reference: 0.95 - 0.5
@@ -148,3 +149,39 @@ def test_load_refuses_a_changed_predictions_file(tmp_path, monkeypatch):
     monkeypatch.chdir(results.parent)
     with pytest.raises(ResultsError):
         load_far_transfer()
+
+
+def test_the_family_sets_each_code_beside_rel_with_the_window_grown_on_common_seeds():
+    far = _far(
+        {"rel": 1.0, "cpb": (1.0, 1.0, 0.4)},
+        {
+            ("rel", "world", "window-kept"): 0.6,
+            ("rel", "world", "window-grown-geometric"): (0.9, 0.8, 0.9),
+            ("cpb", "world", "window-kept"): 0.6,
+            ("cpb", "world", "window-grown"): (0.95, 0.95, 0.3),
+        },
+    )
+    lines = exploratory_family(far, ["world"]).splitlines()
+    rel = next(line for line in lines if line.startswith("| `rel`"))
+    cpb = next(line for line in lines if line.startswith("| `cpb`"))
+    assert rel.split("|")[5].strip() == "—"
+    # cpb on its solved seeds 0 and 1, rel on the same: (0.95 + 0.95 - 0.9 - 0.8) / 2
+    assert cpb.split("|")[5].strip().startswith("+10.0")
+    assert "all 7 gaps" in lines[-1]
+
+
+def test_a_planned_gap_on_a_split_code_is_read_seed_by_seed_and_on_the_solved_seeds():
+    cell = {"dataset": D, "pos": "rel", "rendering": "world", "condition": "window-kept"}
+    plan = {**PLAN, "predictions": [
+        {"id": "X1", "text": "rel loses", "kind": "lift-change", "expect": "below -0.1",
+         "cell": cell},
+        {"id": "X2", "text": "none stays", "kind": "count", "cell": "far-relation:none",
+         "expect": [0, 0]},
+    ]}  # fmt: skip
+    text = far_split_readings(FarTransfer(**{**FAR.__dict__, "plan": plan}))
+    lines = text.splitlines()
+    assert lines[0] == "X1  rel loses"  # the count prediction reads no gap
+    assert lines[2].split() == ["rel", "solved", "yes", "yes", "no"]
+    assert lines[3].split() == ["points", "-40.0", "-40.0", "-5.0"]
+    assert "on the 2 seeds where every code solved (exploratory): -40.0" in lines[4]
+    assert lines[4].endswith("within the expectation")

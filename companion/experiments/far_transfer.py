@@ -28,9 +28,10 @@ from companion.experiments.far_transfer_predictions import (
     load_far_transfer_predictions,
     merge_rows,
     merge_runs,
+    moved_cell,
 )
 from companion.experiments.integrity import ResultsError
-from companion.experiments.predictions import correct_by_seed, test_labels
+from companion.experiments.predictions import correct_by_seed, meets, test_labels
 from companion.experiments.resolution_transfer import WINDOW_GROWN, WINDOW_KEPT, grown_condition
 from companion.experiments.results import find_results, load_results
 from companion.experiments.stats import holm_bounds
@@ -126,63 +127,139 @@ def load_far_transfer(name: str = "cpu-transfer-far") -> FarTransfer:
     )
 
 
-def far_glance(far: FarTransfer, rendering: str) -> str:
-    """:func:`~companion.experiments.transfer_gaps.transfer_glance` of every code in one
-    rendering, with the window kept and grown, at the plan's size and "solved" threshold."""
+def far_glance(far: FarTransfer, renderings: Sequence[str] = ("world", "scaled")) -> str:
+    """:func:`~companion.experiments.transfer_gaps.transfer_glance` of every code in one table:
+    each rendering with the window kept and grown, at the plan's size and "solved" threshold."""
     return transfer_glance(
         far.before, far.rows, far.references, DATASET, far.codes, far.plan["size"],
-        [rendering], CONDITIONS, far.threshold,
+        renderings, CONDITIONS, far.threshold,
     )  # fmt: skip
 
 
-def _family_gaps(
-    far: FarTransfer, pos: str, rendering: str, seeds: Sequence[int]
-) -> list[Interval]:
-    """Lift change with the window kept, with it grown, and grown − kept (as moved), on
-    ``seeds``."""
+def _read_seeds(far: FarTransfer, pos: str) -> tuple[list[int], str]:
+    """The seeds a code is read on (its solved ones where its 32-px cell split) and the note."""
+    solved, every = far.seeds(pos)
+    if 0 < len(solved) < len(every):
+        return solved, f" ({len(solved)} solved of {len(every)})"
+    return every, ""
+
+
+def _family_gaps(far: FarTransfer, pos: str, rendering: str, against: str) -> list[Interval | None]:
+    """As moved, on the seeds :func:`_read_seeds` gives: the lift change with the window kept,
+    with it grown, grown − kept, and (grown) ``pos`` − ``against`` on the seeds both are read on
+    (None for ``against`` itself and for ``none``)."""
     size, base = far.plan["size"], {"dataset": DATASET, "pos": pos, "rendering": rendering}
     kept = {**base, "condition": WINDOW_KEPT, "metric": "acc"}
     grown = {**base, "condition": grown_condition(pos), "metric": "acc"}
+    seeds = _read_seeds(far, pos)[0]
     before = {**far.before, "runs": [r for r in far.before["runs"] if r["seed"] in seeds]}
     rows = [r for r in far.rows if r["seed"] in seeds]
-    return [
+    gaps: list[Interval | None] = [
         kind_gap(before, rows, far.references, "lift-change", [kept], size)[0],
         kind_gap(before, rows, far.references, "lift-change", [grown], size)[0],
         kind_gap(before, rows, far.references, "window-gain", [grown, kept], size)[0],
     ]
+    if pos in (against, "none"):
+        return [*gaps, None]
+    other = {**grown, "pos": against, "condition": grown_condition(against)}
+    both = set(seeds) & set(_read_seeds(far, against)[0])
+    on_both = [r for r in far.rows if r["seed"] in both]
+    return [
+        *gaps,
+        kind_gap(far.before, on_both, far.references, "code-gap", [grown, other], size)[0],
+    ]
 
 
-def exploratory_family(far: FarTransfer, renderings: Sequence[str] = ("scaled", "world")) -> str:
-    """Markdown, one table per rendering: per code, its lift change (lift over the constant answer
-    at the new size − the same seeds' at 32 px) as moved with the window kept and grown, and the
-    window's gain (grown − kept), in points with 95 % two-stage bootstrap intervals; ``*`` marks a
-    gap whose p-value, Holm-adjusted over every gap of every table, is below 0.05. A split code
-    is read on its solved seeds."""
-    entries: list[tuple[str, str, list[Interval]]] = []
+def exploratory_family(
+    far: FarTransfer, renderings: Sequence[str] = ("scaled", "world"), against: str = "rel"
+) -> str:
+    """Markdown, one table per rendering: per code, as moved, its lift change (lift over the
+    constant answer at the new size − the same seeds' at 32 px) with the window kept and grown,
+    the window's gain (grown − kept), and (window grown) its accuracy − ``against``'s, in points
+    with 95 % two-stage bootstrap intervals; ``*`` marks a gap whose p-value, Holm-adjusted over
+    every gap of every table, is below 0.05. A split code is read on its solved seeds."""
+    entries: list[tuple[str, str, list[Interval | None]]] = []
     for rendering in renderings:
         for pos in far.codes:
-            solved, every = far.seeds(pos)
-            seeds = solved if 0 < len(solved) < len(every) else every
-            note = f" ({len(solved)} solved of {len(every)})" if seeds != every else ""
-            entries.append((rendering, f"`{pos}`{note}", _family_gaps(far, pos, rendering, seeds)))
-    tested = [i for *_, gaps in entries for i in gaps]
+            note = _read_seeds(far, pos)[1]
+            entries.append(
+                (rendering, f"`{pos}`{note}", _family_gaps(far, pos, rendering, against))
+            )
+    tested = [i for *_, gaps in entries for i in gaps if i is not None]
     adjusted = iter(holm_bounds([i.p for i in tested], [i.floor for i in tested]))
     tables: list[str] = []
     for rendering in renderings:
-        lines = [f"| `{rendering}`: code | kept: lift change | grown: lift change | grown − kept |",
-                 "|---|---|---|---|"]  # fmt: skip
+        lines = [f"| `{rendering}`: code | kept: lift change | grown: lift change | grown − kept "
+                 f"| grown: − `{against}` |", "|---|---|---|---|---|"]  # fmt: skip
         for drawn, label, gaps in entries:
             if drawn == rendering:
-                cells = [_marked(i, next(adjusted)[0]) for i in gaps]
+                cells = ["—" if i is None else _marked(i, next(adjusted)[0]) for i in gaps]
                 lines.append(f"| {label} | " + " | ".join(cells) + " |")
         tables.append("\n".join(lines))
     note = (
         f"*Points [95 % two-stage bootstrap interval over seeds and test images], as moved to "
         f"{far.plan['size']} px (a bias table resized geometrically when the window grows). "
         f"`*`: p below 0.05 after Holm's adjustment over all {len(tested)} gaps. A code whose "
-        f"32-px seeds split is read on the seeds that solved it.*"
+        f"32-px seeds split is read on the seeds that solved it, and beside `{against}` on the "
+        f"seeds both are read on.*"
     )
     return "\n\n".join(tables) + "\n\n" + note + "\n"
+
+
+def far_split_readings(far: FarTransfer) -> str:
+    """For every planned gap that reads a code whose 32-px seeds split: whether each seed solved
+    the task at 32 px, the gap seed by seed, and the gap on the seeds where every code it reads
+    solved (exploratory: the rule fixed before the run asks for both readings). Points."""
+    blocks = []
+    for p in far.plan["predictions"]:
+        if p["kind"] in ("count", "moved-count"):
+            continue
+        cells = [moved_cell(p[k]) for k in (("cell",) if "cell" in p else ("a", "b"))]
+        codes = list(dict.fromkeys(c["pos"] for c in cells))
+        split = [pos for pos in codes if _read_seeds(far, pos)[1]]
+        if not split:
+            continue
+        seeds = sorted(set.intersection(*(set(far.seeds(pos)[1]) for pos in codes)))
+        if p["kind"] == "moved-gap":  # read only where the reference learned, on its seeds
+            reference = far.references[cells[0]["rendering"]]
+            by_seed = correct_by_seed(reference, f"{DATASET}:{cells[0]['pos']}", "test")
+            learned = [
+                s for s, c in by_seed.items() if c.mean() >= far.plan["learned"]["threshold"]
+            ]
+            if len(learned) < far.plan["learned"]["seeds"]:
+                continue
+            seeds = [s for s in seeds if s in by_seed]
+        solved = {pos: far.seeds(pos)[0] for pos in codes}
+        lines = [f"{p['id']}  {p['text']}"]
+        lines.append("  seed          " + "".join(f"{s:>7}" for s in seeds))
+        for pos in split:
+            lines.append(f"  {pos + ' solved':14}" + "".join(
+                f"{'yes' if s in solved[pos] else 'no':>7}" for s in seeds))  # fmt: skip
+        values = [_gap_on(far, p["kind"], cells, [s]).estimate for s in seeds]
+        lines.append("  points        " + "".join(f"{100 * v:+7.1f}" for v in values))
+        kept = [s for s in seeds if all(s in solved[pos] for pos in codes)]
+        interval = _gap_on(far, p["kind"], cells, kept)
+        verdict = "within" if meets(interval, p["expect"]) else "outside"
+        lines.append(
+            f"  on the {len(kept)} seeds where every code solved (exploratory): "
+            f"{100 * interval.estimate:+.1f} [{100 * interval.low:+.1f}, "
+            f"{100 * interval.high:+.1f}], {verdict} the expectation"
+        )
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def _gap_on(
+    far: FarTransfer, kind: str, cells: list[dict[str, str]], seeds: Sequence[int]
+) -> Interval:
+    """A planned gap of ``kind`` on ``seeds`` only."""
+    before = {**far.before, "runs": [r for r in far.before["runs"] if r["seed"] in seeds]}
+    rows = [r for r in far.rows if r["seed"] in seeds]
+    references = {
+        rendering: {**ref, "runs": [r for r in ref["runs"] if r["seed"] in seeds]}
+        for rendering, ref in far.references.items()
+    }
+    return kind_gap(before, rows, references, kind, cells, far.plan["size"])[0]
 
 
 def _marked(interval: Interval, adjusted: float) -> str:

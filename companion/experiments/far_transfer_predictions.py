@@ -76,7 +76,7 @@ def load_far_transfer_predictions(folder: str | Path) -> dict[str, Any]:
     return parse_far_transfer_predictions(text, Path(folder) / PREDICTIONS)
 
 
-def _cell(cell: Mapping[str, str]) -> dict[str, str]:
+def moved_cell(cell: Mapping[str, str]) -> dict[str, str]:
     """A moved cell with its metric and its code's own grown condition filled in."""
     found = {"metric": "acc", **cell}
     if found["condition"] == WINDOW_GROWN:
@@ -199,12 +199,12 @@ def check_far_transfer_prediction(
         if kind == "count":
             correct = _trained(before, *prediction["cell"].split(":", 1))
         else:
-            cell = _cell(prediction["cell"])
+            cell = moved_cell(prediction["cell"])
             correct = moved_matrix(rows, cell, size, len(_labels(references, cell)))[1]
         k, n = int(solved_flags(correct, threshold).sum()), len(correct)
         (low, high), (lo, hi) = binomial_interval(k, n), prediction["expect"]
         return f"solved {k} of {n} (rate {low:.2f}-{high:.2f})", lo <= k <= hi
-    cells = [_cell(prediction[k]) for k in (("cell",) if "cell" in prediction else ("a", "b"))]
+    cells = [moved_cell(prediction[k]) for k in (("cell",) if "cell" in prediction else ("a", "b"))]
     named = [(c["pos"], c["condition"]) for c in cells]
     if kind == "window-gain" and (named[0][0] != named[1][0] or named[0][1] == named[1][1]):
         raise ValueError(f"prediction {prediction['id']}: a window-gain reads one code under two "

@@ -17,7 +17,12 @@ The runs that write the results (``companion.experiments.runs``) are never impor
 """
 
 from companion.experiments.bootstrap import kept_replicates
-from companion.experiments.far_transfer import exploratory_family, far_glance, load_far_transfer
+from companion.experiments.far_transfer import (
+    exploratory_family,
+    far_glance,
+    far_split_readings,
+    load_far_transfer,
+)
 from companion.experiments.far_transfer_predictions import (
     far_transfer_predictions_table,
     learned_line,
@@ -118,6 +123,7 @@ __all__ = [
     "exploratory_family",
     "family_note",
     "far_glance",
+    "far_split_readings",
     "far_transfer_predictions_table",
     "find_results",
     "format_p",
