@@ -52,4 +52,10 @@ def test_predictions_were_committed_before_the_run_and_not_edited_after(
 
 def test_the_book_s_experiments_have_their_predictions() -> None:
     names = {p.name for p in FOLDERS}
-    assert {"cpu-ablation", "cpu-far-relation", "interior-holdout", "cpu-transfer"} <= names
+    assert {
+        "cpu-ablation",
+        "cpu-far-relation",
+        "interior-holdout",
+        "cpu-transfer",
+        "cpu-transfer-far",
+    } <= names

@@ -138,3 +138,29 @@ def test_results_readme_gives_chapter_5s_measured_regeneration_time() -> None:
     scaled = minutes[2] * fast / slow
     assert f"{minutes[2]:.1f} × {fast:.2f} / {slow:.2f} = {scaled:.1f} min" in readme
     assert f"about {minutes[0] + minutes[1] + scaled:.1f} min" in readme
+
+
+def test_results_readme_gives_the_far_transfers_wall_time_against_the_benchmark_epoch() -> None:
+    # Chapter 6's far-relation transfer: every record's wall time (the headers'), their sum, and
+    # the sum at the benchmark host's pace (its 32-px runs' median epoch against cpu-far-relation's,
+    # the runs of the same length on the host whose eager epoch benchmarks/cpu_options.json gives).
+    readme = (ROOT / "results" / "README.md").read_text()
+    records = [
+        (name, record)
+        for name in ("cpu-transfer-far", "cpu-transfer-far-more")
+        for record in ("results.json", "transfer.json")
+        if (ROOT / "results" / name / record).is_file()
+    ] + [
+        ("cpu-transfer-far-48-world", "results.json"),
+        ("cpu-transfer-far-48-scaled", "results.json"),
+    ]
+    minutes = [
+        json.loads((ROOT / "results" / name / record).read_text())["header"]["wall_s"] / 60
+        for name, record in records
+    ]
+    for value in minutes:
+        assert f"{value:.1f} min" in readme
+    total = sum(minutes)
+    assert f"{total:.1f} min in all" in readme
+    here, there = _median_epoch_s("cpu-transfer-far"), _median_epoch_s("cpu-far-relation")
+    assert f"{total:.1f} × {there:.2f} / {here:.2f} = {total * there / here:.1f} min" in readme
