@@ -326,6 +326,30 @@ def test_a_new_out_folder_receives_the_embedding_hashed_and_read_back_verified(
         load_vit_embedding(out)
 
 
+def test_seed_and_predictions_flags_train_that_seed_and_record_those_predictions(
+    run_module, tmp_path, monkeypatch
+):
+    _fake_training(run_module, monkeypatch)
+    seen = {}
+    trained = run_module.train
+
+    def train(cfg, factory):
+        seen["cfg"] = cfg
+        return trained(cfg, factory)
+
+    monkeypatch.setattr(run_module, "train", train)
+    rule = tmp_path / "predictions.md"
+    rule.write_text("# the reading over seeds, written before the runs\n")
+    out = tmp_path / "seed-3"
+    assert run_module.main(["--seed", "3", "--predictions", str(rule), "--out", str(out)]) == 0
+    _, record = load_vit_embedding(out)
+    assert seen["cfg"].seed == 3 and record["settings"]["seed"] == 3
+    assert record["predictions_sha256"] == file_sha256(rule)
+    assert record["predictions_file"] == str(rule)
+    with pytest.raises(SystemExit):
+        run_module.main(["--seed", "-1", "--out", str(tmp_path / "bad")])
+
+
 def test_a_dirty_tree_is_refused_before_training(run_module, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(
         run_module, "provenance", lambda command: {"command": command, "git": {"dirty": True}}
