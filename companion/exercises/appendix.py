@@ -17,7 +17,7 @@ from companion.train.checkpoint import load_checkpoint
 #: value a reader could meet before (a yes or no, a picture, a quantity the exercise names).
 ANSWERS: dict[int, tuple[str, ...]] = {
     1: ("0.000004",),  # the rate at step 0
-    2: (),  # 1e-8, the first power of ten that vanishes without the scaler
+    2: ("1e-13",),  # the first power of ten that vanishes even with the scaler
     3: ("274,487", "137,212"),  # the optimizer's and the model's numbers
     4: (),  # epochs still to train
     5: ("1.192e-07",),  # what 9e-8 becomes in float16
