@@ -31,7 +31,9 @@ EMBED_INIT_STD = 0.02
 
 
 def init_embedding_(param: Tensor, std: float = EMBED_INIT_STD) -> Tensor:
-    """Fill ``param`` in place with ``trunc_normal_(std=std)``, as ViT, DeiT and Swin do.
+    """Fill ``param`` in place with ``trunc_normal_(std=std)``, timm's convention (its ViT, DeiT
+    and Swin; the official Swin code imports it). The original JAX ViT draws a plain normal,
+    ``nn.initializers.normal(stddev=0.02)``: at this ``std`` the two are the same in practice.
 
     ``trunc_normal_`` is ``companion.init``'s (torch 2.14's algorithm under any torch version).
     Its default bounds ``a=-2, b=2`` are absolute values, far outside ``std=0.02``'s range.

@@ -188,6 +188,60 @@ def test_reader_visible_code_carries_no_test_plumbing(nb):
     assert not found, f"{nb.name}: reader-visible code mentions test plumbing: {found}"
 
 
+#: What no reader-visible text (prose, alt texts, code cells, comments, printed lines) names: the
+#: book's test files and tests, CI, the build, notebook machinery. The appendix may describe the
+#: training loop's engineering, but not this repository's tests either.
+PROSE_PLUMBING = re.compile(
+    r"tests/\w+|\btest suite\b|\b(?:the|our|its|these|book's|project's)\s+(?:own\s+)?"
+    r"(?:unit\s+)?tests\b|\bunit[- ]tests?\b|\bCI\b|\bcontinuous integration\b|"
+    r"\b(?:the|book's|a|each)\s+build\b(?!-)|\bbuilt book\b|\bnbval\b|\bpytest\b|\bnoqa\b|"
+    r"fmt: (?:skip|off|on)|\bjupyter-book\b|\bMakefile\b|\bmake (?:test|book|unit)\b|"
+    r"\bGitHub Actions\b",
+    re.IGNORECASE,
+)
+#: Chapters 5 and 6 are being rewritten this session (issues 44 and 45); their prose still names
+#: test files. Listed here by name so that the lead removes them once those rewrites are merged.
+PROSE_PLUMBING_PENDING = {"05_train_swin.ipynb", "06_resolution_and_beyond.ipynb"}
+
+
+def plumbing_in(cells: list[dict]) -> list[str]:
+    """``"cell i: 'phrase'"`` for each mention of test or build machinery a reader would see."""
+    found = []
+    for i, cell in enumerate(cells[1:], start=1):  # the install cell is Colab's, not shown
+        texts = [_source(cell)]
+        for output in cell.get("outputs", []):
+            plain = output.get("data", {}).get("text/plain", output.get("text", ""))
+            texts.append("".join(plain) if isinstance(plain, list) else plain)
+        texts.append(cell.get("metadata", {}).get("mystnb", {}).get("image", {}).get("alt", ""))
+        found += [f"cell {i}: {m.group(0)!r}" for t in texts for m in PROSE_PLUMBING.finditer(t)]
+    return found
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_reader_visible_text_speaks_of_the_subject_not_the_tests_or_build(nb):
+    if nb.name in PROSE_PLUMBING_PENDING:
+        pytest.skip(f"{nb.name}: rewritten this session; its plumbing is removed after the merge")
+    found = plumbing_in(_cells(nb))
+    assert not found, f"{nb.name}: reader-visible text names test or build machinery: {found}"
+
+
+def test_the_plumbing_check_finds_each_kind_of_phrase():
+    def markdown(text: str) -> dict:
+        return {"cell_type": "markdown", "metadata": {}, "source": text}
+
+    phrases = [
+        "`tests/test_absolute.py` pins them",
+        "so the book's tests do not compare that line",
+        "the configuration used in CI",
+        "the book's build runs this check",
+        "not in the built book",
+    ]
+    cells = [markdown("# install")] + [markdown(p) for p in phrases]
+    assert len(plumbing_in(cells)) == len(phrases)
+    fine = "the build-up of attention; tests of a hypothesis; a test image; CIFAR-10"
+    assert plumbing_in([markdown("# install"), markdown(fine)]) == []
+
+
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
 def test_every_figure_has_alt_text_in_its_cell_metadata(nb):
     """Alt text says what a figure shows; it lives in the cell's metadata (``mystnb.image.alt``),

@@ -9,6 +9,7 @@ from companion.exercises.ch04 import (
     bias_table_parameters,
     influence_map,
     mask_from_original_coordinates,
+    masked_pair_weights,
     naive_shifted_window_count,
 )
 from companion.figures.swin import (
@@ -70,6 +71,28 @@ def test_a_corner_token_gains_nothing_from_the_shift(first_stage):
     # tokens of its own original window only.
     x = torch.randn(1, 8, 8, 32)
     assert torch.equal(influence_map(first_stage, x, (0, 0)), quadrant(slice(0, 4), slice(0, 4)))
+
+
+@pytest.mark.parametrize("attn_impl", ["sdpa", "eager"])
+def test_a_masked_pair_keeps_a_subnormal_weight_that_never_reaches_the_block_input(attn_impl):
+    torch.manual_seed(0)
+    stage = swin_from_config("tiny-cpu", attn_impl=attn_impl).layers[0].blocks.eval()
+    masked, allowed = masked_pair_weights(stage[1], torch.randn(4, 16, 32))
+    # At the attention layer: every masked weight is a float32 subnormal, not 0 ...
+    assert masked.numel() == 2 * 448 and (masked > 0).all()
+    assert masked.max() < torch.finfo(torch.float32).tiny < allowed.min()
+    # ... and at the blocks' input the masked tokens' gradient is exactly 0: the maps need no
+    # threshold, for a window token (16 tokens) and one whose shifted window spans all 64.
+    x = torch.randn(1, 8, 8, 32)
+    assert int(influence_map(stage, x, (0, 0)).sum()) == 16
+    assert int(influence_map(stage, x, (3, 3)).sum()) == 64
+
+
+def test_masked_pair_weights_refuses_a_block_without_a_mask_or_wrong_windows(first_stage):
+    with pytest.raises(ValueError, match="shifted block"):
+        masked_pair_weights(first_stage[0], torch.randn(4, 16, 32))
+    with pytest.raises(ValueError, match=r"windows must have shape \(4, 16, C\)"):
+        masked_pair_weights(first_stage[1], torch.randn(2, 16, 32))
 
 
 def test_swin_t_has_23322_relative_biases():

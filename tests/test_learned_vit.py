@@ -19,6 +19,7 @@ from companion.experiments.learned_embedding import (
     cosine_matrix,
     distance_correlation,
     load_vit_embedding,
+    load_vit_seeds,
     merge_slot_gap,
     nearest_neighbour_rate,
     neighbour_gap,
@@ -26,9 +27,11 @@ from companion.experiments.learned_embedding import (
     permutation_test,
     prediction_held,
     same_cell_pairs,
+    seed_count_verdict,
     similarity_gap,
     similarity_outcomes_markdown,
     similarity_predictions,
+    vit_seeds_markdown,
 )
 from companion.figures.absolute import plot_figure7, plot_permutation_tests
 
@@ -173,7 +176,14 @@ def test_the_permutation_test_reports_quantiles_and_is_fixed_by_its_seed():
     assert torch.equal(a.null, b.null) and a.null.shape == (50,)
     q = a.quantiles
     assert list(q) == [0.005, 0.025, 0.5, 0.975, 0.995] and q[0.025] <= q[0.5] <= q[0.975]
-    assert f"p = {a.p_value:.4f} (two-sided, 50 shuffles)" in a.line()
+    assert f"p = {a.p_value:.2g} (two-sided, 50 shuffles)" in a.line()
+
+
+def test_a_p_value_no_shuffle_reached_is_printed_as_a_bound():
+    table = torch.arange(16.0).view(16, 1).expand(16, 4) + torch.randn(16, 4) * 0.01
+    test = permutation_test(table, 4, "neighbour_gap", draws=99, seed=0, alternative="greater")
+    assert test.p_value == 1 / 100
+    assert "p < 0.01 (greater, 99 shuffles)" in test.line() and test.p_text("") == "< 0.01"
 
 
 def test_the_permutation_test_refuses_bad_arguments():
@@ -326,6 +336,30 @@ def test_a_new_out_folder_receives_the_embedding_hashed_and_read_back_verified(
         load_vit_embedding(out)
 
 
+def test_seed_and_predictions_flags_train_that_seed_and_record_those_predictions(
+    run_module, tmp_path, monkeypatch
+):
+    _fake_training(run_module, monkeypatch)
+    seen = {}
+    trained = run_module.train
+
+    def train(cfg, factory):
+        seen["cfg"] = cfg
+        return trained(cfg, factory)
+
+    monkeypatch.setattr(run_module, "train", train)
+    rule = tmp_path / "predictions.md"
+    rule.write_text("# the reading over seeds, written before the runs\n")
+    out = tmp_path / "seed-3"
+    assert run_module.main(["--seed", "3", "--predictions", str(rule), "--out", str(out)]) == 0
+    _, record = load_vit_embedding(out)
+    assert seen["cfg"].seed == 3 and record["settings"]["seed"] == 3
+    assert record["predictions_sha256"] == file_sha256(rule)
+    assert record["predictions_file"] == str(rule)
+    with pytest.raises(SystemExit):
+        run_module.main(["--seed", "-1", "--out", str(tmp_path / "bad")])
+
+
 def test_a_dirty_tree_is_refused_before_training(run_module, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(
         run_module, "provenance", lambda command: {"command": command, "git": {"dirty": True}}
@@ -434,3 +468,97 @@ def test_the_predictions_were_committed_before_the_run_and_not_edited_after():
     assert last != run, f"{path} was changed in the run's own commit {run}"
     assert git("merge-base", "--is-ancestor", last, run).returncode == 0
     assert git("show", f"{run}:{path}").stdout == (root / path).read_text()
+
+
+# --------------------------------------------------------------------------- over seeds
+
+
+def test_a_prediction_over_seeds_holds_fails_or_splits_by_count():
+    assert seed_count_verdict([True] * 5) == "holds"
+    assert seed_count_verdict([False] * 5) == "fails"
+    assert seed_count_verdict([True, True, False, True, True]) == "splits"
+    with pytest.raises(ValueError, match="at least one seed"):
+        seed_count_verdict([])
+
+
+def test_the_seed_table_counts_the_seeds_that_learned_and_shows_seed_0_apart():
+    rule = {"seeds": [2, 3, 4], "min_test_acc": 0.9, "min_learned": 2}
+    table = torch.randn(64, 8)
+    predictions = {
+        "draws": 20,
+        "seed": 0,
+        "alpha": 0.05,
+        "predictions": [
+            {"id": "V6", "kind": "similarity", "statistic": "merge_slot_gap",
+             "alternative": "greater", "expect": "not above 0.05", "text": "no slot code"},
+        ],
+    }  # fmt: skip
+    outcomes = check_similarity_predictions(table, 8, predictions)
+    text = vit_seeds_markdown(
+        {2: outcomes, 4: outcomes}, {2: 0.99, 3: 0.5, 4: 0.95}, rule, seed0=outcomes
+    )
+    header, _, row = text.splitlines()
+    assert "seed 3" not in header and "seed 0 (not counted)" in header  # seed 3 did not learn
+    assert row.endswith("| 2 of 2 | holds |")
+    with pytest.raises(ValueError, match="seeds that learned"):
+        vit_seeds_markdown({2: outcomes}, {2: 0.99, 3: 0.5, 4: 0.95}, rule)
+    too_few = {**rule, "min_learned": 3}
+    assert vit_seeds_markdown({2: outcomes, 4: outcomes}, {2: 1, 3: 0, 4: 1}, too_few).endswith(
+        "| not readable |"
+    )
+
+
+def test_the_committed_seed_runs_load_under_the_rule_they_recorded():
+    rule, runs = load_vit_seeds()
+    assert rule["seeds"] == [2, 3, 4, 5, 6] and 0 not in runs and 1 not in runs
+    assert set(rule["pilot_seeds"]) == {1} and rule["first_run_seed"] == 0
+    for seed, (embedding, record) in runs.items():
+        assert embedding.shape == (1, 8, 8, 32) and record["settings"]["seed"] == seed
+        assert record["git"]["dirty"] is False
+        other = {k: v for k, v in record["settings"].items() if k not in ("seed", "dataset")}
+        assert other == {k: v for k, v in _vit_settings().items() if k not in ("seed", "dataset")}
+
+
+def _vit_settings():
+    from companion.experiments.runs.learned_vit import TRAIN_SETTINGS
+
+    return TRAIN_SETTINGS
+
+
+def test_a_seed_run_that_recorded_another_rule_is_refused(tmp_path):
+    import shutil
+
+    from companion.train.provenance import PACKAGE_DIR
+
+    folder = tmp_path / "learned-vit-seeds"
+    shutil.copytree(PACKAGE_DIR.parent / "results" / "learned-vit-seeds", folder)
+    (folder / "predictions.md").write_text(
+        (folder / "predictions.md").read_text() + "\nEdited after the runs.\n"
+    )
+    with pytest.raises(ResultsError, match="was not run at seed 2 under"):
+        load_vit_seeds(folder)
+
+
+def test_the_seed_rule_was_committed_before_the_runs_and_not_edited_after():
+    import subprocess
+
+    from companion.train.provenance import PACKAGE_DIR
+
+    root = PACKAGE_DIR.parent
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+
+    if git("rev-parse", "--is-inside-work-tree").returncode != 0:
+        pytest.skip("not a git clone: no history to check the order in")
+    if git("rev-parse", "--is-shallow-repository").stdout.strip() == "true":
+        pytest.skip("a shallow clone: the history that shows the order is missing")
+    path = "results/learned-vit-seeds/predictions.md"
+    last = git("log", "-1", "--format=%H", "--", path).stdout.strip()
+    assert last, f"{path} is not committed"
+    _, runs = load_vit_seeds()
+    for seed, (_, record) in runs.items():
+        run = record["git"]["commit"]
+        assert last != run, f"{path} was changed in seed {seed}'s own commit {run}"
+        assert git("merge-base", "--is-ancestor", last, run).returncode == 0
+        assert git("show", f"{run}:{path}").stdout == (root / path).read_text()

@@ -11,6 +11,18 @@ import torch
 from companion._checks import check_positive_int
 from companion.train.checkpoint import load_checkpoint
 
+#: The values each exercise's solution prints as its answer, ``{exercise: (value, ...)}``: a
+#: number (matched by value) or a literal. Nothing a reader meets before the exercise prints or
+#: states them (tests/test_exercise_answers.py); an empty tuple is a question whose answer is no
+#: value a reader could meet before (a yes or no, a picture, a quantity the exercise names).
+ANSWERS: dict[int, tuple[str, ...]] = {
+    1: ("0.000004",),  # the rate at step 0
+    2: ("1e-13",),  # the first power of ten that vanishes even with the scaler
+    3: ("274,487", "137,212"),  # the optimizer's and the model's numbers
+    4: (),  # epochs still to train
+    5: ("1.192e-07",),  # what 9e-8 becomes in float16
+}
+
 
 def lr_at_step(step: int, total_steps: int, warmup_steps: int, peak_lr: float) -> float:
     """Exercise 1: the learning rate of step ``step`` (0-based) under linear warm-up then cosine.

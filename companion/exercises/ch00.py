@@ -16,6 +16,17 @@ from companion.permutation import (
     permutation_equivariance_check,
 )
 
+#: The values each exercise's solution prints as its answer, ``{exercise: (value, ...)}``: a
+#: number (matched by value) or a literal. Nothing a reader meets before the exercise prints or
+#: states them (tests/test_exercise_answers.py); an empty tuple is a question whose answer is no
+#: value a reader could meet before (a yes or no, a picture, a quantity the exercise names).
+ANSWERS: dict[int, tuple[str, ...]] = {
+    1: ("[2, 3, 0, 5, 1, 4]",),  # the inverse of the chapter's perm
+    2: ("0.225",),  # the biased module's pooled difference
+    3: ("0.025",),  # the absolute embedding's equivariance gap
+    4: (),  # a yes/no question: equivariant again (no value a reader could meet before)
+}
+
 
 def inverse_permutation(perm: Tensor) -> Tensor:
     """Exercise 1: the permutation ``inv`` that undoes ``perm``: ``x[:, perm][:, inv] == x``.

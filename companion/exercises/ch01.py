@@ -14,6 +14,18 @@ from companion.absolute import (
     sincos_2d_position_embedding,
 )
 
+#: The values each exercise's solution prints as its answer, ``{exercise: (value, ...)}``: a
+#: number (matched by value) or a literal. Nothing a reader meets before the exercise prints or
+#: states them (tests/test_exercise_answers.py); an empty tuple is a question whose answer is no
+#: value a reader could meet before (a yes or no, a picture, a quantity the exercise names).
+ANSWERS: dict[int, tuple[str, ...]] = {
+    1: ("151,296", "443,136"),  # ViT-B/16's position values at 224 and 384 px
+    2: ("(1, 577, 768)",),
+    3: ("152064 -> 151296",),  # D = 768 fewer, stated by the exercise itself
+    4: (),  # yes: the spread is float32 rounding
+    5: ("0.9864",),
+}
+
 
 def vit_position_embedding_params(
     img_size: int | tuple[int, int],

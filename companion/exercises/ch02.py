@@ -21,6 +21,20 @@ from companion.relative import (
     sum_offsets,
 )
 
+#: The values each exercise's solution prints as its answer, ``{exercise: (value, ...)}``: a
+#: number (matched by value) or a literal. Nothing a reader meets before the exercise prints or
+#: states them (tests/test_exercise_answers.py); an empty tuple is a question whose answer is no
+#: value a reader could meet before (a yes or no, a picture, a quantity the exercise names).
+ANSWERS: dict[int, tuple[str, ...]] = {
+    1: (),  # 21 and 3 by hand, checked against the M = 3 index the chapter prints on purpose
+    2: ("[(-2, 2), (-1, 1), (0, 0), (1, -1), (2, -2)]",),
+    3: (),  # 2Ww - 1, which the exercise names
+    4: ("529",),  # rows of a 12 x 12 window's table
+    5: (),  # yes, a different valid numbering
+    6: (),  # raw == -raw.T
+    7: ("[(48, 0)]", "[(0, 48)]"),
+}
+
 
 def _check_token(name: str, token: object, n: int) -> int:
     if not isinstance(token, int) or isinstance(token, bool):

@@ -23,6 +23,18 @@ from companion.relative import (
 
 Direction = Literal["left", "right", "up", "down"]
 
+#: The values each exercise's solution prints as its answer, ``{exercise: (value, ...)}``: a
+#: number (matched by value) or a literal. Nothing a reader meets before the exercise prints or
+#: states them (tests/test_exercise_answers.py); an empty tuple is a question whose answer is no
+#: value a reader could meet before (a yes or no, a picture, a quantity the exercise names).
+ANSWERS: dict[int, tuple[str, ...]] = {
+    1: ("centre: 49 corner: 1",),  # pairs reading the centre row and a corner row, M = 7
+    2: (),  # the same B
+    3: (),  # a picture: the bright side
+    4: (),  # SoftMax(B), the same for every input
+    5: ("33.94",),  # max |B + B.T| of the distance table
+}
+
 
 def pairs_per_offset(window_size: WindowSize) -> Tensor:
     """Exercise 1: how many (query, key) pairs read each row of the table.

@@ -1,5 +1,6 @@
 """Chapter 4 exercises: why the cyclic shift, the mask from first principles, how far information
-travels through two blocks, and what the relative position bias costs in parameters."""
+travels through two blocks (and what the mask's -100 lets through), and what the relative
+position bias costs in parameters."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from torch import Tensor, nn
 
 from companion._checks import check_positive_int, to_pair
 from companion.relative import WindowSize
+from companion.swin import SwinBlock
 from companion.window import (
     MASK_VALUE,
     cyclic_shift,
@@ -17,6 +19,18 @@ from companion.window import (
     to_shift_pair,
     window_partition,
 )
+
+#: The values each exercise's solution prints as its answer, ``{exercise: (value, ...)}``: a
+#: number (matched by value) or a literal. Nothing a reader meets before the exercise prints or
+#: states them (tests/test_exercise_answers.py); an empty tuple is a question whose answer is no
+#: value a reader could meet before (a yes or no, a picture, a quantity the exercise names).
+ANSWERS: dict[int, tuple[str, ...]] = {
+    1: ("81 windows",),  # windows of a 56 x 56 map shifted by 3 without the cyclic shift (M = 7)
+    2: (),  # the same mask
+    3: ("9.8e-45",),  # the largest weight a masked pair keeps at one attention layer
+    4: ("23,322",),  # relative position biases in Swin-T
+    5: ("(15, 64)",),  # windows with a masked pair, of all
+}
 
 
 def naive_shifted_window_count(
@@ -69,14 +83,33 @@ def influence_map(blocks: nn.Module, x: Tensor, token: tuple[int, int]) -> Tenso
 
     ``blocks`` maps ``(1, H, W, C)`` to ``(1, H, W, C)`` (one ``SwinBlock``, or an
     ``nn.Sequential`` of them). Back-propagate from the output token to the input: a token
-    influences it exactly when its gradient is non-zero. The mask adds ``-100`` rather than
-    ``-inf``, so blocked pairs still pass on a gradient of about ``e^-100``; a relative threshold
-    of ``1e-12`` separates those from real paths. Returns an ``(H, W)`` bool tensor.
+    influences it exactly when its gradient is non-zero. Returns an ``(H, W)`` bool tensor.
     """
     x = x.detach().clone().requires_grad_(True)
     (grad,) = torch.autograd.grad(blocks(x)[0, token[0], token[1]].sum(), x)
-    strength = grad[0].abs().sum(-1)
-    return strength > 1e-12 * strength.max()
+    return grad[0].abs().sum(-1) != 0
+
+
+def masked_pair_weights(block: SwinBlock, windows: Tensor) -> tuple[Tensor, Tensor]:
+    """Exercise 3: the attention weights a shifted block's attention layer puts on the pairs its
+    mask blocks, and on the pairs it keeps, as two 1-D tensors ``(masked, allowed)``.
+
+    ``block``: a ``SwinBlock`` with a shift (its ``attn`` and its ``attn_mask``, ``(nW, N, N)``);
+    ``windows``: ``(nW, N, C)`` tokens, one window each. The mask adds ``-100``, not ``-inf``, so
+    a masked weight is about ``e^-100`` times an allowed one: a float32 subnormal, not 0.
+    """
+    mask = block.attn_mask
+    if mask is None:
+        raise ValueError("block must be a shifted block (its attn_mask is None)")
+    if windows.dim() != 3 or windows.shape[:2] != mask.shape[:2]:
+        raise ValueError(
+            f"windows must have shape ({mask.shape[0]}, {mask.shape[1]}, C), "
+            f"got {tuple(windows.shape)}"
+        )
+    with torch.no_grad():
+        probs = block.attn.attention_probs(windows, mask)  # (nW, H, N, N)
+    blocked = (mask != 0)[:, None].expand_as(probs)
+    return probs[blocked], probs[~blocked]
 
 
 def bias_table_parameters(model: nn.Module) -> int:

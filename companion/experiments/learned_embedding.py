@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from companion._checks import check_choice, check_positive_int, to_pair
+from companion._io import file_sha256
 from companion.data.tasks import CELL, PATCH
 from companion.experiments.integrity import (
     ResultsError,
@@ -33,7 +34,8 @@ from companion.experiments.integrity import (
     verified_json,
     verified_tensors,
 )
-from companion.experiments.predictions import PREDICTIONS, load_predictions
+from companion.experiments.predictions import PREDICTIONS, load_predictions, parse_predictions
+from companion.experiments.stats import format_p
 from companion.train.provenance import PACKAGE_DIR
 
 RESULT_NAME = "learned-abs"
@@ -338,12 +340,17 @@ class PermutationTest:
         values = torch.quantile(self.null.double(), torch.tensor(NULL_QUANTILES).double())
         return {q: float(v) for q, v in zip(NULL_QUANTILES, values, strict=True)}
 
+    def p_text(self, name: str = "p") -> str:
+        """``"p = 0.77"``, or ``"p < 0.001"`` at the floor ``1 / (B + 1)``: a p-value no shuffle
+        reached is bounded, not measured (``companion.experiments.stats.format_p``)."""
+        return format_p(self.p_value, 1 / (self.null.numel() + 1), name).strip()
+
     def line(self) -> str:
         """One printed line: observed, the null's 2.5 / 50 / 97.5 % quantiles, p."""
         q = self.quantiles
         return (
             f"{self.statistic:22} observed {self.observed:+.3f}   null [2.5%, 50%, 97.5%] = "
-            f"[{q[0.025]:+.3f}, {q[0.5]:+.3f}, {q[0.975]:+.3f}]   p = {self.p_value:.4f} "
+            f"[{q[0.025]:+.3f}, {q[0.5]:+.3f}, {q[0.975]:+.3f}]   {self.p_text()} "
             f"({self.alternative}, {self.null.numel()} shuffles)"
         )
 
@@ -467,7 +474,80 @@ def similarity_outcomes_markdown(outcomes: Sequence[SimilarityOutcome], alpha: f
             f"| {o.prediction['id']} | {o.prediction['text']} | "
             f"{_expected_text(o.prediction['expect'], alpha)} ({side[o.test.alternative]}) | "
             f"{o.test.observed:+.3f} | "
-            f"{q[0.025]:+.3f} – {q[0.975]:+.3f} | {o.test.p_value:.4f} | "
+            f"{q[0.025]:+.3f} – {q[0.975]:+.3f} | {o.test.p_text('')} | "
             f"{'yes' if o.held else '**no**'} |"
         )
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- over seeds
+
+#: The same ViT at other seeds, read by the rule its ``predictions.md`` fixed before the runs.
+VIT_SEEDS_RESULT_NAME = "learned-vit-seeds"
+
+
+def load_vit_seeds(folder: str | Path | None = None) -> tuple[dict[str, Any], dict[int, Any]]:
+    """The over-seeds rule (the ``json`` block of ``learned-vit-seeds/predictions.md``) and
+    ``{seed: (embedding (1, h, w, D), provenance record)}`` for each of its seeds, each checked
+    against its folder's ``SHA256SUMS`` and against the rule's sha256 its run recorded."""
+    places = _result_places(VIT_SEEDS_RESULT_NAME, folder)
+    place = next((p for p in places if (p / PREDICTIONS).is_file()), None)
+    if place is None:
+        raise FileNotFoundError(f"folder: no {PREDICTIONS} in any of {[str(p) for p in places]}")
+    rule = parse_predictions((place / PREDICTIONS).read_text(encoding="utf-8"), place, ())
+    digest = file_sha256(place / PREDICTIONS)
+    runs = {}
+    for seed in rule["seeds"]:
+        embedding, record = _load_embedding("", VIT_EMBEDDING_FILE, place / f"seed-{seed}")
+        if record.get("predictions_sha256") != digest or record["settings"]["seed"] != seed:
+            raise ResultsError(
+                f"{place / f'seed-{seed}'} was not run at seed {seed} under {place / PREDICTIONS}"
+            )
+        runs[seed] = (embedding, record)
+    return rule, runs
+
+
+def seed_count_verdict(held: Sequence[bool]) -> str:
+    """The over-seeds reading of one prediction (``learned-vit-seeds/predictions.md``):
+    ``"holds"`` on every seed that learned, ``"fails"`` on none, else ``"splits"``."""
+    if not held:
+        raise ValueError("held must list at least one seed that learned")
+    return "holds" if all(held) else "fails" if not any(held) else "splits"
+
+
+def vit_seeds_markdown(
+    outcomes: dict[int, Sequence[SimilarityOutcome]],
+    accuracy: dict[int, float],
+    rule: dict[str, Any],
+    seed0: Sequence[SimilarityOutcome] | None = None,
+) -> str:
+    """A Markdown table, one row per prediction: each seed's observed value (``✓`` held, ``✗``
+    not), seed 0 beside them (not counted), and the count over the seeds that learned
+    (final test accuracy at least the rule's ``min_test_acc``) with the rule's verdict.
+
+    ``outcomes``: ``{seed: check_similarity_predictions(...)}`` for the rule's seeds that
+    learned; ``accuracy``: ``{seed: final test accuracy}`` for all of them."""
+    learned = [s for s in rule["seeds"] if accuracy[s] >= rule["min_test_acc"]]
+    if sorted(outcomes) != learned:
+        raise ValueError(
+            f"outcomes must hold the seeds that learned, {learned}, got {sorted(outcomes)}"
+        )
+    head = [f"seed {s}" for s in learned] + (["seed 0 (not counted)"] if seed0 else [])
+    lines = [
+        "| id | " + " | ".join(head) + " | held | over seeds |",
+        "|---|" + "---:|" * len(head) + "---|---|",
+    ]
+    for i, first in enumerate(next(iter(outcomes.values()))):
+        row = [outcomes[s][i] for s in learned]
+        cells = [f"{o.test.observed:+.3f} {'✓' if o.held else '✗'}" for o in row]
+        if seed0:
+            cells.append(f"{seed0[i].test.observed:+.3f} {'✓' if seed0[i].held else '✗'}")
+        held = [o.held for o in row]
+        verdict = (
+            seed_count_verdict(held) if len(learned) >= rule["min_learned"] else "not readable"
+        )
+        lines.append(
+            f"| {first.prediction['id']} | " + " | ".join(cells)
+            + f" | {sum(held)} of {len(held)} | {verdict} |"
+        )  # fmt: skip
     return "\n".join(lines)

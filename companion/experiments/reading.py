@@ -33,6 +33,7 @@ from companion.experiments.learned_embedding import (
     grid_table,
     load_learned_embedding,
     load_vit_embedding,
+    load_vit_seeds,
     neighbour_pairs,
     permutation_p_value,
     permutation_test,
@@ -41,6 +42,7 @@ from companion.experiments.learned_embedding import (
     similarity_gap,
     similarity_outcomes_markdown,
     similarity_predictions,
+    vit_seeds_markdown,
 )
 from companion.experiments.paper import (
     POS_TO_SWINV2_ROW,
@@ -147,6 +149,7 @@ __all__ = [
     "load_transfer",
     "load_transfer_predictions",
     "load_vit_embedding",
+    "load_vit_seeds",
     "marked_gaps_markdown",
     "neighbour_pairs",
     "paired_gap",
@@ -170,6 +173,7 @@ __all__ = [
     "swinv2_table1_reading_markdown",
     "transfer_predictions_table",
     "variant_pairs",
+    "vit_seeds_markdown",
     "vit_table8_gaps_markdown",
     "vit_table8_markdown",
     "window_gain_pairs",

@@ -40,7 +40,9 @@ def fetch_pretrained(*names: str) -> list[dict[str, Tensor]] | None:
     """The pretrained ``state_dict`` of each timm model name, or ``None``, said in one line,
     where they cannot be had: outside Colab without the opt-in, or with no route to the hub."""
     if not downloads_allowed():
-        print(f"These pictures are drawn in Colab (or with {OPT_IN}=1), not at build time.")
+        print(
+            f"These pictures are drawn in Colab (or with {OPT_IN}=1): nothing is downloaded here."
+        )
         return None
     try:
         return [pretrained_state_dict(name) for name in names]

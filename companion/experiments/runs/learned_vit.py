@@ -5,6 +5,13 @@ them, and records the commit, the hardware and the wall time)::
 
     nice -n 5 python -m companion.experiments.runs.learned_vit --out results/learned-vit
 
+The same model at other seeds (``results/learned-vit-seeds``, read over seeds by the rule its
+``predictions.md`` fixed before those runs)::
+
+    python -m companion.experiments.runs.learned_vit --seed 2 \
+        --predictions results/learned-vit-seeds/predictions.md \
+        --out results/learned-vit-seeds/seed-2
+
 It trains ``companion.vit.VisionTransformer`` (32-px images in 4-px patches: an ``8 x 8`` grid,
 ``D = 32``, 4 blocks, mean pooling) on ``grid-cell`` with the training settings of the small
 Swin's run (``companion.experiments.runs.learned_embedding.RUN_SETTINGS``: seed 0, 20 epochs,
@@ -61,10 +68,13 @@ def train_and_save(
     command: str | None = None,
     allow_dirty: bool = False,
     settings: dict[str, Any] | None = None,
+    predictions: Path | None = None,
 ) -> dict[str, Any]:
-    """Train the ViT (``settings``: :data:`TRAIN_SETTINGS` unless a test shortens them), save its
-    embedding and provenance and hash the folder. ``out_dir`` and the git tree are checked
-    first: a bad folder, or uncommitted changes without ``allow_dirty``, cost no training."""
+    """Train the ViT (``settings``: :data:`TRAIN_SETTINGS` unless a test shortens them or a
+    ``--seed`` changes the seed), save its embedding and provenance and hash the folder.
+    ``predictions`` (by default ``out_dir/predictions.md``): the predictions committed before
+    the run, whose sha256 the record keeps. ``out_dir`` and the git tree are checked first: a
+    bad folder, or uncommitted changes without ``allow_dirty``, cost no training."""
     out_dir = Path(out_dir)
     check_out(out_dir)
     origin = provenance(command)  # before training: the commit the run starts from
@@ -74,7 +84,7 @@ def train_and_save(
             f"the code in {PACKAGE_DIR.parent} {state}: commit first (the run records the "
             f"commit it ran from), or pass --allow-dirty to record the run as dirty"
         )
-    predictions = out_dir / PREDICTIONS
+    predictions = out_dir / PREDICTIONS if predictions is None else Path(predictions)
     predictions_sha256 = file_sha256(predictions) if predictions.is_file() else None
     chosen = TRAIN_SETTINGS if settings is None else settings
     start = time.perf_counter()
@@ -99,6 +109,7 @@ def train_and_save(
         "final_test_acc": result.history[-1]["test_acc"],
         "test_acc_by_epoch": [round(r["test_acc"], 4) for r in result.history],
         "predictions_sha256": predictions_sha256,
+        "predictions_file": str(predictions),
         "companion_path": str(PACKAGE_DIR),
         "wall_s": round(wall_s, 1),
         **origin,
@@ -120,8 +131,19 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run even with uncommitted changes (provenance.json records git.dirty = true)",
     )
+    parser.add_argument(
+        "--seed", type=int, default=TRAIN_SETTINGS["seed"], help="the training seed (default 0)"
+    )
+    parser.add_argument(
+        "--predictions",
+        default=None,
+        help="the predictions committed before the run (default: predictions.md in --out)",
+    )
     add_debug_flag(parser)
     args = parser.parse_args(argv)
+    if args.seed < 0:
+        parser.error(f"--seed must be a non-negative integer, got {args.seed}")
+    settings = {**TRAIN_SETTINGS, "seed": args.seed}
     command = shlex.join(["python", "-m", "companion.experiments.runs.learned_vit", *argv])
 
     def work() -> None:
@@ -131,7 +153,9 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         try:
-            record = train_and_save(Path(args.out), command, args.allow_dirty)
+            record = train_and_save(
+                Path(args.out), command, args.allow_dirty, settings, args.predictions
+            )
         except KeyboardInterrupt:  # the trainer's own message names a temporary folder, gone now
             raise KeyboardInterrupt(
                 "interrupted: nothing was saved (the run trains in a temporary folder); run the "
