@@ -1,0 +1,228 @@
+"""The Chinese edition's glossary as a rule: one rendering per term, checked in every translation.
+
+``zh/glossary.yml`` is the one source: ``tools/zh_edition.py --sync`` renders the glossary page
+(``zh/book/glossary.md``) from it, and ``--check`` runs these rules over every unit of every
+translation, naming the chapter and the unit:
+
+- **forbidden variants**: a term's ``forbid`` list (不作解读 where the book says 不可读);
+- **untranslated English**: a glossed term left in English in prose (``query`` for 查询), unless
+  it is a gloss, i.e. inside full-width parentheses that hold only Latin text;
+- **first use**: a ``core`` term's first use in a chapter is followed by its English in full-width
+  parentheses, 相对位置偏置（relative position bias）;
+- **typography**: 95% not "95 %", 4×4 not "4 x 4", and no line break inside a Chinese sentence
+  (Markdown renders it as a stray space).
+
+Code spans, formulas, cross-references, link targets, HTML comments and directive lines are never
+checked: they are the English book's, byte for byte.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+# Chinese characters and punctuation (the quotes “” and the dash —— included).
+_CJK = "\u2014\u2018\u2019\u201c\u201d\u2026\u3000-\u303f\u3400-\u9fff\uff00-\uffef"
+_MASKED = (
+    re.compile(r"<!--.*?-->", re.S),
+    re.compile(r"\$\$.+?\$\$", re.S),
+    re.compile(r"(?<![\\$])\$(?!\$)(?:[^$\n]|\n(?!\n))+?(?<!\\)\$"),
+    re.compile(r"\{\w+\}`[^`]+`"),
+    re.compile(r"`[^`\n]+`"),
+    re.compile(r"(?<=\])\([^)\s]+\)"),  # a link's target (its text is prose)
+    re.compile(r"^(```+)(?!\{)[^\n]*\n.*?^\1[ \t]*$", re.M | re.S),  # a fenced code block
+    re.compile(r"^(?:```+|:::+).*$", re.M),  # directive fences
+    re.compile(r"^:[\w-]+:.*$", re.M),  # directive options
+)
+_HEADING_LINE = re.compile(r"^#{1,6} .*$", re.M)
+# A gloss: Latin text opening full-width parentheses, up to their end or a full-width comma or
+# semicolon (相对位置偏置（relative position bias，Swin）), or a title in italics (*Attention Is All
+# You Need*): English by design, not an untranslated term.
+_GLOSS = re.compile(rf"（[^（），；{_CJK}]*[）；，]|(?<!\*)\*[^*{_CJK}\n]+\*(?!\*)")
+_TYPOGRAPHY = (
+    (re.compile(r"\d\s+%"), "write 95%, not 95 % (no space before the percent sign)"),
+    (re.compile(r"\d\s*[xX]\s*\d"), "write 4×4 with the multiplication sign ×, not the letter x"),
+    (re.compile(rf"[{_CJK}]\n(?=[{_CJK}])"), "line break inside a sentence (renders as a space)"),
+)
+
+
+def prose(text: str) -> str:
+    """``text`` with everything that is not prose blanked out (same length, line breaks kept)."""
+    for pattern in _MASKED:
+        text = pattern.sub(lambda m: re.sub(r"[^\n]", "\0", m.group()), text)
+    return text
+
+
+def _joined(text: str) -> str:
+    """``text`` (wrapped YAML) with each paragraph on one line, as Chinese Markdown needs."""
+    paragraphs = [" ".join(p.split("\n")) for p in text.strip().split("\n\n")]
+    return "\n\n".join(re.sub(rf"(?<=[{_CJK}]) (?=[{_CJK}])", "", p) for p in paragraphs)
+
+
+def _pattern(spec: str) -> re.Pattern[str]:
+    return re.compile(spec[3:]) if spec.startswith("re:") else re.compile(re.escape(spec))
+
+
+@dataclass(frozen=True)
+class Term:
+    """One glossary entry: its rendering and the rules that hold translations to it."""
+
+    en: str
+    zh: str
+    note: str
+    forbid: tuple[re.Pattern[str], ...]
+    english: tuple[re.Pattern[str], ...]
+    core: bool
+    gloss: tuple[str, ...]
+    not_within: tuple[str, ...]
+
+    @classmethod
+    def from_entry(cls, entry: dict[str, Any], checked_english: bool) -> Term:
+        en, zh = entry["en"], entry["zh"]
+        if "english" in entry:
+            english = entry["english"]
+        else:
+            english = [re.escape(en) + "s?"] if checked_english and en != zh else []
+        return cls(
+            en=en,
+            zh=zh,
+            note=entry.get("note", ""),
+            forbid=tuple(_pattern(f) for f in entry.get("forbid", [])),
+            english=tuple(re.compile(rf"(?<![\w-]){e}(?![\w-])", re.I) for e in english),
+            core=bool(entry.get("core", False)),
+            gloss=tuple(entry.get("gloss", [en])),
+            not_within=tuple(entry.get("not_within", [])),
+        )
+
+
+class Glossary:
+    """The rules of ``zh/glossary.yml`` (``data``: the parsed file)."""
+
+    def __init__(self, data: dict[str, Any]):
+        self.data = data
+        self.terms = [
+            Term.from_entry(entry, checked_english=i == 0)
+            for i, section in enumerate(data["sections"])
+            for entry in section["terms"]
+        ]
+        renderings = [t.zh for t in self.terms]
+        # A use of 位置编码 inside 绝对位置编码 is a use of the longer term, not of 位置编码.
+        self._longer = {
+            t.zh: tuple(r for r in renderings if t.zh in r and r != t.zh) + t.not_within
+            for t in self.terms
+        }
+
+    @classmethod
+    def load(cls, path: Path) -> Glossary:
+        return cls(yaml.safe_load(path.read_text(encoding="utf-8")))
+
+    def uses(self, term: Term, text: str) -> list[int]:
+        """Where ``term``'s rendering is used in ``text`` (not as part of a longer word)."""
+        covered = [
+            range(m.start(), m.end())
+            for longer in self._longer[term.zh]
+            for m in re.finditer(re.escape(longer), text)
+        ]
+        return [
+            m.start()
+            for m in re.finditer(re.escape(term.zh), text)
+            if not any(m.start() in r for r in covered)
+        ]
+
+    def unit_problems(self, text: str) -> list[str]:
+        """Forbidden variants, untranslated English terms and typography slips of one unit."""
+        body = prose(text)
+        glossed = _GLOSS.sub(lambda m: "\0" * len(m.group()), body)
+        problems = []
+        for term in self.terms:
+            for pattern in term.forbid:
+                for m in pattern.finditer(body):
+                    problems.append(
+                        f"uses {m.group()!r}, forbidden for {term.en!r}: write {term.zh}"
+                    )
+            for pattern in term.english:
+                for m in pattern.finditer(glossed):
+                    problems.append(f"leaves {m.group()!r} untranslated in prose: write {term.zh}")
+        for pattern, why in _TYPOGRAPHY:
+            for m in pattern.finditer(body):
+                problems.append(f"typography {m.group()!r}: {why}")
+        return problems
+
+    def first_use_problems(self, units: list[tuple[str, str]]) -> list[str]:
+        """Core terms whose first use in a chapter (``units``: key, text) lacks its gloss."""
+        problems = []
+        for term in (t for t in self.terms if t.core):
+            for key, text in units:
+                body = _HEADING_LINE.sub(lambda m: "\0" * len(m.group()), prose(text))
+                found = self.uses(term, body)
+                if not found:
+                    continue
+                after = text[found[0] + len(term.zh) :].lstrip("*_")
+                if not any(after.lower().startswith(f"（{g.lower()}") for g in term.gloss):
+                    problems.append(
+                        f"cell {key}: first use of {term.zh} has no English: write "
+                        f"{term.zh}（{term.gloss[0]}）"
+                    )
+                break
+        return problems
+
+    def prose_parts(self) -> list[str]:
+        """The glossary page's own prose (its tables list variants on purpose, so not these)."""
+        d = self.data
+        parts = [d["intro"], d["further_reading"]["intro"], *d["further_reading"]["items"]]
+        parts += [n["text"] for n in d["notes"]] + [
+            s["after"] for s in d["sections"] if "after" in s
+        ]
+        return [_joined(p) for p in parts]
+
+    def page(self) -> str:
+        """The glossary page, ``zh/book/glossary.md``, in Markdown."""
+        d = self.data
+        out = [f"# {d['title']}\n", _joined(d["intro"]) + "\n"]
+        for section in d["sections"]:
+            out.append(f"## {section['title']}\n")
+            columns = section["columns"]
+            wide = len(columns) > 2
+            if wide:
+                out.append("| " + " | ".join(columns) + " |\n|" + "---|" * len(columns))
+            else:
+                out.append("| English | 中文 | English | 中文 |\n|---|---|---|---|")
+            terms = section["terms"]
+            if wide:
+                for t in terms:
+                    forbid = "、".join(self._shown(t))
+                    core = "（核心）" if t.get("core") else ""
+                    out.append(f"| {t['en']} | {t['zh']}{core} | {t.get('note', '')} | {forbid} |")
+            else:
+                for a, b in zip(terms[::2], [*terms[1::2], {"en": "", "zh": ""}], strict=False):
+                    out.append(f"| {self._cell(a)} | {self._cell(b)} |")
+            out[-1] += "\n"
+            if section.get("after"):
+                out.append(_joined(section["after"]) + "\n")
+        for note in d["notes"]:
+            out.append(f"## {note['title']}\n")
+            out.append(_joined(note["text"]) + "\n")
+        reading = d["further_reading"]
+        out.append(f"## {reading['title']}\n")
+        out.append(_joined(reading["intro"]) + "\n")
+        out.append("\n".join(f"- {_joined(item)}" for item in reading["items"]) + "\n")
+        return "\n".join(out)
+
+    @staticmethod
+    def _shown(entry: dict[str, Any]) -> list[str]:
+        """The forbidden variants as a reader should see them (a pattern by its ``forbid_text``)."""
+        return [f for f in entry.get("forbid", []) if not f.startswith("re:")] + entry.get(
+            "forbid_text", []
+        )
+
+    @staticmethod
+    def _cell(entry: dict[str, Any]) -> str:
+        zh = entry["zh"]
+        forbid = Glossary._shown(entry)
+        if forbid:
+            zh += "（不用" + "、".join(f"“{f}”" for f in forbid) + "）"
+        return f"{entry['en']} | {zh}"
