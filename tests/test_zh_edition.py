@@ -76,7 +76,7 @@ ENGLISH = (
     "```{note}\nSee {ref}`the-index`.\n```\n"
 )
 GOOD = (
-    "## 2.4 第 3 步：两两偏移\n\n`coords_flat` 的偏移是 $q - k$，一个 $(2, N, N)$ 张量："
+    "## 2.4 第 3 步：两两偏移\n\n`coords_flat` 的偏移（offset）是 $q - k$，一个 $(2, N, N)$ 张量："
     "共 49 对（见[第 3 章](03_bias_lookup.ipynb)）。\n\n```{note}\n参见 {ref}`the-index`。\n```\n"
 )
 

@@ -16,13 +16,15 @@ of that English text::
 naming the chapter and the cell, when an English unit was added, removed or changed since its
 translation was written (the recorded hash no longer matches), and when a translation lost or
 changed an inline code span, a formula, a number, a link, a cross-reference, a heading or a
-directive of its English unit. It also holds every unit to the glossary, ``zh/glossary.yml`` (see ``zh_glossary.py``: forbidden
+directive of its English unit.
+
+It also holds every unit to the glossary, ``zh/glossary.yml`` (``zh_glossary.py``: forbidden
 variants, English left untranslated, a core term's English at its first use in a chapter,
-typography), and it accepts the Chinese ways of writing a number as explicit equivalences (二维 for
-2-D, 1/14 for "14 times fewer", 4×4 for 4 x 4). ``--sync`` writes the Chinese notebooks from the
-translations, the front page ``zh/book/index.md`` from ``zh/translations/index.md`` (one unit per
-English paragraph of ``book/index.md``; a unit ``pN+zh`` adds Chinese-only text after paragraph
-``pN``) and the glossary page from ``zh/glossary.yml``; ``--check`` compares them.
+typography), and it accepts the Chinese ways of writing a number as explicit equivalences (二维
+for 2-D, 1/14 for "14 times fewer", 4×4 for 4 x 4). ``--sync`` writes the Chinese notebooks from
+the translations, the front page ``zh/book/index.md`` from ``zh/translations/index.md`` (one unit
+per English paragraph of ``book/index.md``; a unit ``pN+zh`` adds Chinese-only text after
+paragraph ``pN``) and the glossary page from ``zh/glossary.yml``; ``--check`` compares them.
 ``--stub NAME`` starts a translation file (each unit holds the English text, to be replaced).
 
 A chapter without a translation file is built from the English prose under a one-line note
