@@ -113,6 +113,7 @@ def _chapter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, english: str, unit
     (translations / "09_made_up.md").write_text(unit)
     monkeypatch.setattr(zh_edition, "ROOT", tmp_path)
     monkeypatch.setattr(zh_edition, "TRANSLATIONS", translations)
+    monkeypatch.setattr(zh_edition, "EN_BOOK", book)
     return chapter
 
 
@@ -269,3 +270,24 @@ def test_the_front_page_is_translated_paragraph_by_paragraph():
     ]
     page = (zh_edition.ZH_BOOK / "index.md").read_text()
     assert "[术语表](glossary.md)" in page and page.endswith("```{tableofcontents}\n```\n")
+
+
+def test_fix_applies_the_mechanical_renderings_and_first_use_glosses(tmp_path, monkeypatch):
+    english = "Each query attends to a few keys; 95 % of the seeds, a 2-D offset of `key`."
+    merged = "每个 query 只关注少数几个 key；95 % 的随机种子，一个 2-D 偏移，`key` 不变。"
+    unit = f"<!-- unit: abc123 | en: {zh_edition.en_hash(english)} -->\n"
+    chapter = _chapter(tmp_path, monkeypatch, english, unit + merged)
+    assert zh_edition.check_chapter(chapter)
+    assert zh_edition.fix() == [zh_edition.translation_path(chapter)]
+    text = zh_edition.translation_path(chapter).read_text()
+    assert text == unit + (
+        "每个查询（query）只关注少数几个键（key）；"
+        "95% 的种子，一个二维偏移（offset），`key` 不变。\n"
+    )
+    assert zh_edition.check_chapter(chapter) == []
+    assert zh_edition.fix() == []  # a fixed file stays as it is
+
+
+def test_fix_leaves_what_needs_rewording_to_the_check():
+    assert RULES.fixed("低于一个点的差距不作解读。") == "低于一个点的差距不作解读。"
+    assert RULES.unit_problems("低于一个点的差距不作解读。")

@@ -344,6 +344,32 @@ def _notebook_text(chapter: Path) -> str:
     return dump(chinese_notebook(chapter))
 
 
+def fix() -> list[Path]:
+    """Apply the glossary's mechanical fixes and first-use glosses to every translation file (after
+    a merge, say); returns the files changed. What needs rewording, ``--check`` still names."""
+    rules = glossary()
+    sources = [
+        (translation_path(c), list(english_units(json.loads(c.read_text())))) for c in chapters()
+    ]
+    for page in (p for p in PAGES if (EN_BOOK / p).exists()):
+        blocks = page_blocks((EN_BOOK / page).read_text())
+        sources.append((TRANSLATIONS / page, [k for k, _ in blocks if k is not None]))
+    changed = []
+    for path, order in sources:
+        if not path.exists():
+            continue
+        text = path.read_text()
+        units = parse_translation(text)
+        units = {k: (h, rules.fixed(t)) for k, (h, t) in units.items()}
+        prose_keys = [k for k in order if k in units and not k.endswith(ALT)]
+        for key, glossed in rules.with_glosses([(k, units[k][1]) for k in prose_keys]):
+            units[key] = (units[key][0], glossed)
+        if (new := format_translation(units)) != text:
+            path.write_text(new)
+            changed.append(path)
+    return changed
+
+
 def stub(name: str) -> Path:
     """Start ``zh/translations/<name>.md``: every unit with its hash and the English text."""
     chapter = EN_BOOK / f"{name}.ipynb"
@@ -364,9 +390,16 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--sync", action="store_true", help="write zh/book/*.ipynb")
     group.add_argument("--check", action="store_true", help="fail when out of step")
     group.add_argument("--stub", metavar="NAME", help="start zh/translations/NAME.md")
+    group.add_argument(
+        "--fix", action="store_true", help="apply the glossary's mechanical fixes and glosses"
+    )
     args = parser.parse_args(argv)
     if args.stub:
         print(stub(args.stub).relative_to(ROOT))
+        return 0
+    if args.fix:
+        for path in fix():
+            print(f"fixed {path.relative_to(ROOT)}")
         return 0
     problems = sync(check_only=args.check)
     for line in problems:

@@ -57,6 +57,35 @@ def prose(text: str) -> str:
     return text
 
 
+_TYPOGRAPHY_FIXES = (
+    (re.compile(r"(?<=\d)\s+(?=%)"), ""),
+    (re.compile(r"(?<=\d)\s*[xX]\s*(?=\d)"), "×"),
+    (re.compile(rf"(?<=[{_CJK}])\n(?=[{_CJK}])"), ""),
+)
+
+
+def _replaced_in_prose(
+    text: str, pattern: re.Pattern[str], rendering: str, glosses: bool = False
+) -> str:
+    """``text`` with ``pattern`` replaced in prose (not in code or formulas, nor in glosses unless
+    ``glosses``); a space between the new Chinese word and a Chinese neighbour is dropped (查询 $q$
+    keeps its space)."""
+    body = prose(text)
+    if not glosses:
+        body = _GLOSS.sub(lambda m: "\0" * len(m.group()), body)
+    out, last = [], 0
+    for m in pattern.finditer(body):
+        start, end, new = m.start(), m.end(), m.expand(rendering)
+        cjk = re.compile(rf"[{_CJK}*]")
+        if new and cjk.match(new[0]) and text[start - 2 : start - 1] and text[start - 1] == " ":
+            start -= 1 if cjk.match(text[start - 2]) else 0
+        if new and cjk.match(new[-1]) and text[end : end + 1] == " " and text[end + 1 : end + 2]:
+            end += 1 if cjk.match(text[end + 1]) else 0
+        out += [text[last:start], new]
+        last = end
+    return "".join(out) + text[last:]
+
+
 def _joined(text: str) -> str:
     """``text`` (wrapped YAML) with each paragraph on one line, as Chinese Markdown needs."""
     paragraphs = [" ".join(p.split("\n")) for p in text.strip().split("\n\n")]
@@ -79,6 +108,7 @@ class Term:
     core: bool
     gloss: tuple[str, ...]
     not_within: tuple[str, ...]
+    fixes: tuple[tuple[re.Pattern[str], str], ...] = ()
 
     @classmethod
     def from_entry(cls, entry: dict[str, Any], checked_english: bool) -> Term:
@@ -96,6 +126,7 @@ class Term:
             core=bool(entry.get("core", False)),
             gloss=tuple(entry.get("gloss", [en])),
             not_within=tuple(entry.get("not_within", [])),
+            fixes=tuple((_pattern(f), to) for f, to in entry.get("fix", [])),
         )
 
 
@@ -152,23 +183,52 @@ class Glossary:
                 problems.append(f"typography {m.group()!r}: {why}")
         return problems
 
+    def _first_use(self, term: Term, units: list[tuple[str, str]]) -> tuple[int, int] | None:
+        """(unit number, where its gloss goes) of ``term``'s first use outside headings, if any."""
+        for i, (_, text) in enumerate(units):
+            body = _HEADING_LINE.sub(lambda m: "\0" * len(m.group()), prose(text))
+            found = self.uses(term, body)
+            if found:
+                end = found[0] + len(term.zh)
+                if text[found[0] - 1 : found[0]] in ("*", "_"):  # *相对位置偏置*（...）
+                    end += len(text[end:]) - len(text[end:].lstrip("*_"))
+                return i, end
+        return None
+
+    def _glossed(self, term: Term, text: str, end: int) -> bool:
+        return any(text[end:].lower().startswith(f"（{g.lower()}") for g in term.gloss)
+
     def first_use_problems(self, units: list[tuple[str, str]]) -> list[str]:
         """Core terms whose first use in a chapter (``units``: key, text) lacks its gloss."""
         problems = []
         for term in (t for t in self.terms if t.core):
-            for key, text in units:
-                body = _HEADING_LINE.sub(lambda m: "\0" * len(m.group()), prose(text))
-                found = self.uses(term, body)
-                if not found:
-                    continue
-                after = text[found[0] + len(term.zh) :].lstrip("*_")
-                if not any(after.lower().startswith(f"（{g.lower()}") for g in term.gloss):
-                    problems.append(
-                        f"cell {key}: first use of {term.zh} has no English: write "
-                        f"{term.zh}（{term.gloss[0]}）"
-                    )
-                break
+            first = self._first_use(term, units)
+            if first is not None and not self._glossed(term, units[first[0]][1], first[1]):
+                problems.append(
+                    f"cell {units[first[0]][0]}: first use of {term.zh} has no English: write "
+                    f"{term.zh}（{term.gloss[0]}）"
+                )
         return problems
+
+    def fixed(self, text: str) -> str:
+        """``text`` with the mechanical fixes applied: each term's ``fix`` (随机种子 → 种子, query →
+        查询, 2-D → 二维) and typography, in prose only. Rewordings (不作解读) stay the editor's."""
+        for term in self.terms:
+            for pattern, rendering in term.fixes:
+                text = _replaced_in_prose(text, pattern, rendering)
+        for pattern, rendering in _TYPOGRAPHY_FIXES:
+            text = _replaced_in_prose(text, pattern, rendering, glosses=True)
+        return text
+
+    def with_glosses(self, units: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """``units`` with the English gloss added at each core term's first use that lacks it."""
+        units = list(units)
+        for term in (t for t in self.terms if t.core):
+            first = self._first_use(term, units)
+            if first is not None and not self._glossed(term, units[first[0]][1], first[1]):
+                (i, end), (key, text) = first, units[first[0]]
+                units[i] = (key, f"{text[:end]}（{term.gloss[0]}）{text[end:].lstrip(' ')}")
+        return units
 
     def prose_parts(self) -> list[str]:
         """The glossary page's own prose (its tables list variants on purpose, so not these)."""
