@@ -199,6 +199,7 @@ RULES = zh_edition.glossary()
         ("每个随机种子训练一次。", "随机种子"),
         ("每个 query 只关注几个键。", "query"),
         ("（$M = 7$ 时少 14 倍）", "少 14 倍"),
+        ("每个 *query* 只关注几个键。", "query"),  # italics make no title of one word
     ],
 )
 def test_a_forbidden_variant_or_an_untranslated_term_is_named(chinese, quoted):

@@ -40,9 +40,9 @@ _MASKED = (
 )
 _HEADING_LINE = re.compile(r"^#{1,6} .*$", re.M)
 # A gloss: Latin text opening full-width parentheses, up to their end or a full-width comma or
-# semicolon (相对位置偏置（relative position bias，Swin）), or a title in italics (*Attention Is All
-# You Need*): English by design, not an untranslated term.
-_GLOSS = re.compile(rf"（[^（），；{_CJK}]*[）；，]|(?<!\*)\*[^*{_CJK}\n]+\*(?!\*)")
+# semicolon (相对位置偏置（relative position bias，Swin）), or a title of several words in italics
+# (*Attention Is All You Need*; a lone *query* is no title): English by design.
+_GLOSS = re.compile(rf"（[^（），；{_CJK}]*[）；，]|(?<!\*)\*[^*{_CJK}\n]+ [^*{_CJK}\n]+\*(?!\*)")
 _TYPOGRAPHY = (
     (re.compile(r"\d\s+%"), "write 95%, not 95 % (no space before the percent sign)"),
     (re.compile(r"\d\s*[xX]\s*\d"), "write 4×4 with the multiplication sign ×, not the letter x"),
