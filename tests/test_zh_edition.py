@@ -159,6 +159,7 @@ def test_a_number_written_the_chinese_way_is_the_same_number():
     for english, chinese in [
         ("a 2-D offset and a 1-D index", "二维偏移和一维索引"),
         ("a 2D table", "二维表"),
+        ("a two-dimensional grid", "二维网格"),
         ("(14 times fewer for 7)", "（7 时只有 1/14）"),
         ("14x fewer", "只有 1/14"),
         ("a 95 % interval", "95% 区间"),

@@ -124,11 +124,21 @@ _HEADING = re.compile(r"^(#{1,6}) ", re.M)
 _NUMBER = re.compile(r"(?<![A-Za-z0-9_.])[-−+]?\d+(?:[.,]\d+)*")
 # Chinese writes some numbers differently; each way is an explicit equivalence, counted as the same
 # number token on both sides (tests/test_zh_edition.py pins each one):
-# 2-D / 2D ≡ 二维 (and 1-D, 3-D, 4-D), counted as "2-D" (这一维, 第二维 name an axis: no number);
+# 2-D / 2D / two-dimensional ≡ 二维 (and 1, 3, 4), counted as "2-D" (这一维, 第二维 name an axis);
 _DIMENSION = re.compile(
     r"(?<![A-Za-z0-9_.])([1-4])-?D(?![A-Za-z0-9_])|(?<![这那每哪同某另第任单唯统])([一二三四])维"
+    r"|(?<![A-Za-z])((?i:one|two|three|four))-dimensional"
 )
-_DIGIT = {"一": "1", "二": "2", "三": "3", "四": "4"}
+_DIGIT = {
+    "一": "1",
+    "二": "2",
+    "三": "3",
+    "四": "4",
+    "one": "1",
+    "two": "2",
+    "three": "3",
+    "four": "4",
+}
 # "14 times fewer" (14x, 14× fewer) ≡ 1/14, both counted as "1/14" (Chinese: 只有 1/14);
 _RATIO = re.compile(
     r"(?<![A-Za-z0-9_.])(\d+)(?:\s*[×x]|\s+times)\s+(?:fewer|smaller|less|lower|shorter)\b"
@@ -160,7 +170,7 @@ def kept_elements(text: str) -> dict[str, Counter[str]]:
     kept["heading"] = Counter(_HEADING.findall(rest))
     numbers: Counter[str] = Counter()
     for m in _DIMENSION.finditer(rest):
-        numbers[(m.group(1) or _DIGIT.get(m.group(2) or "", "")) + "-D"] += 1
+        numbers[(m.group(1) or _DIGIT[(m.group(2) or m.group(3)).lower()]) + "-D"] += 1
     rest = _DIMENSION.sub(" ", rest)
     for m in _RATIO.finditer(rest):
         numbers["1/" + (m.group(1) or m.group(2))] += 1
