@@ -293,3 +293,12 @@ def test_fix_applies_the_mechanical_renderings_and_first_use_glosses(tmp_path, m
 def test_fix_leaves_what_needs_rewording_to_the_check():
     assert RULES.fixed("低于一个点的差距不作解读。") == "低于一个点的差距不作解读。"
     assert RULES.unit_problems("低于一个点的差距不作解读。")
+
+
+def test_a_code_block_is_exempt_but_prose_between_directives_is_checked():
+    code = "例如：\n\n```python\nquery = key + 1  # 随机种子\n```\n\n完。"
+    assert RULES.unit_problems(code) == []
+    between = "```{note}\n注意。\n```\n\n这里的 query 是正文。\n\n```{tip}\n提示。\n```"
+    assert any("'query'" in p for p in RULES.unit_problems(between))
+    inside = "```{note}\n每个随机种子。\n```"
+    assert any("'随机种子'" in p for p in RULES.unit_problems(inside))

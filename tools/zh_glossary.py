@@ -6,14 +6,14 @@ translation, naming the chapter and the unit:
 
 - **forbidden variants**: a term's ``forbid`` list (不作解读 where the book says 不可读);
 - **untranslated English**: a glossed term left in English in prose (``query`` for 查询), unless
-  it is a gloss, i.e. inside full-width parentheses that hold only Latin text;
+  it is a gloss: Latin text opening full-width parentheses, 查询（query）;
 - **first use**: a ``core`` term's first use in a chapter is followed by its English in full-width
   parentheses, 相对位置偏置（relative position bias）;
 - **typography**: 95% not "95 %", 4×4 not "4 x 4", and no line break inside a Chinese sentence
   (Markdown renders it as a stray space).
 
-Code spans, formulas, cross-references, link targets, HTML comments and directive lines are never
-checked: they are the English book's, byte for byte.
+Code spans, code blocks, formulas, cross-references, link targets, HTML comments and directive
+lines are never checked: they are the English book's, byte for byte.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ _MASKED = (
     re.compile(r"\{\w+\}`[^`]+`"),
     re.compile(r"`[^`\n]+`"),
     re.compile(r"(?<=\])\([^)\s]+\)"),  # a link's target (its text is prose)
-    re.compile(r"^(```+)(?!\{)[^\n]*\n.*?^\1[ \t]*$", re.M | re.S),  # a fenced code block
     re.compile(r"^(?:```+|:::+).*$", re.M),  # directive fences
     re.compile(r"^:[\w-]+:.*$", re.M),  # directive options
 )
@@ -50,18 +49,40 @@ _TYPOGRAPHY = (
 )
 
 
-def prose(text: str) -> str:
-    """``text`` with everything that is not prose blanked out (same length, line breaks kept)."""
-    for pattern in _MASKED:
-        text = pattern.sub(lambda m: re.sub(r"[^\n]", "\0", m.group()), text)
-    return text
-
-
 _TYPOGRAPHY_FIXES = (
     (re.compile(r"(?<=\d)\s+(?=%)"), ""),
     (re.compile(r"(?<=\d)\s*[xX]\s*(?=\d)"), "×"),
     (re.compile(rf"(?<=[{_CJK}])\n(?=[{_CJK}])"), ""),
 )
+_CJK_OR_EMPHASIS = re.compile(rf"[{_CJK}*]")
+_FENCE_LINE = re.compile(r"^(`{3,}|:{3,})\s*(\{([\w-]+)\})?")
+_CODE_DIRECTIVES = {None, "code", "code-block", "code-cell"}
+
+
+def _code_blocks(text: str) -> list[tuple[int, int]]:
+    """Where ``text``'s fenced code blocks are (a directive's body, as in ```{note}, is prose)."""
+    blocks: list[tuple[int, int]] = []
+    stack: list[tuple[str, int, bool]] = []  # open fences: (fence, where, is it code)
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        m = _FENCE_LINE.match(line)
+        if m and stack and line.strip() == stack[-1][0]:  # a closing fence
+            _, start, is_code = stack.pop()
+            if is_code:
+                blocks.append((start, offset + len(line)))
+        elif m and not (stack and stack[-1][2]):  # an opening fence (none inside code)
+            stack.append((m.group(1), offset, m.group(3) in _CODE_DIRECTIVES))
+        offset += len(line)
+    return blocks
+
+
+def prose(text: str) -> str:
+    """``text`` with everything that is not prose blanked out (same length, line breaks kept)."""
+    for start, end in _code_blocks(text):
+        text = text[:start] + re.sub(r"[^\n]", "\0", text[start:end]) + text[end:]
+    for pattern in _MASKED:
+        text = pattern.sub(lambda m: re.sub(r"[^\n]", "\0", m.group()), text)
+    return text
 
 
 def _replaced_in_prose(
@@ -76,8 +97,8 @@ def _replaced_in_prose(
     out, last = [], 0
     for m in pattern.finditer(body):
         start, end, new = m.start(), m.end(), m.expand(rendering)
-        cjk = re.compile(rf"[{_CJK}*]")
-        if new and cjk.match(new[0]) and text[start - 2 : start - 1] and text[start - 1] == " ":
+        cjk = _CJK_OR_EMPHASIS
+        if new and cjk.match(new[0]) and start >= 2 and text[start - 1] == " ":
             start -= 1 if cjk.match(text[start - 2]) else 0
         if new and cjk.match(new[-1]) and text[end : end + 1] == " " and text[end + 1 : end + 2]:
             end += 1 if cjk.match(text[end + 1]) else 0
