@@ -62,6 +62,10 @@ def test_the_glossary_uses_the_source_posts_terms():
     glossary = (zh_edition.ZH_ROOT / "book" / "glossary.md").read_text()
     for term in ("绝对位置编码", "相对位置索引", "相对位置偏置", "窗口", "移位窗口"):
         assert term in glossary
+    renderings = {t.zh for t in zh_edition.glossary().terms}
+    for term in ("相对位置编码", "位置编码", "特征图", "拼接", "可读 / 不可读"):
+        assert term in renderings
+    assert "## 编码与嵌入" in glossary and "## 中文延伸阅读" in glossary and "winycg" in glossary
 
 
 # --- The check itself, on made-up units ----------------------------------------------------------
@@ -72,7 +76,7 @@ ENGLISH = (
     "```{note}\nSee {ref}`the-index`.\n```\n"
 )
 GOOD = (
-    "## 2.4 第 3 步：两两偏移\n\n`coords_flat` 的偏移是 $q - k$，一个 $(2, N, N)$ 张量："
+    "## 2.4 第 3 步：两两偏移\n\n`coords_flat` 的偏移（offset）是 $q - k$，一个 $(2, N, N)$ 张量："
     "共 49 对（见[第 3 章](03_bias_lookup.ipynb)）。\n\n```{note}\n参见 {ref}`the-index`。\n```\n"
 )
 
@@ -109,6 +113,7 @@ def _chapter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, english: str, unit
     (translations / "09_made_up.md").write_text(unit)
     monkeypatch.setattr(zh_edition, "ROOT", tmp_path)
     monkeypatch.setattr(zh_edition, "TRANSLATIONS", translations)
+    monkeypatch.setattr(zh_edition, "EN_BOOK", book)
     return chapter
 
 
@@ -148,3 +153,152 @@ def test_a_formula_wrapped_onto_the_next_line_is_the_same_formula():
         == []
     )
     assert zh_edition.element_changes(english, "凸起移到 $2 \\cdot 15/7 \\approx 4$（$M = 7$）。")
+
+
+def test_a_number_written_the_chinese_way_is_the_same_number():
+    for english, chinese in [
+        ("a 2-D offset and a 1-D index", "二维偏移和一维索引"),
+        ("a 2D table", "二维表"),
+        ("a two-dimensional grid", "二维网格"),
+        ("(14 times fewer for 7)", "（7 时只有 1/14）"),
+        ("14x fewer", "只有 1/14"),
+        ("a 95 % interval", "95% 区间"),
+        ("a 4 x 6 map", "4×6 的图"),
+        ("16x16 patches", "16×16 的图块"),
+    ]:
+        assert zh_edition.element_changes(english, chinese) == [], (english, chinese)
+
+
+@pytest.mark.parametrize(
+    "english, chinese, message",
+    [
+        ("a 2-D offset", "三维偏移", "lost ['2-D'] added ['3-D']"),
+        ("(14 times fewer)", "（少 14 倍）", "lost ['1/14'] added ['14']"),
+        ("14 times fewer", "只有 1/15", "lost ['1/14'] added ['1/15']"),
+        ("the head axis", "把头这一维放到最前面", ""),  # 这一维 names an axis: no number
+    ],
+)
+def test_the_number_equivalences_are_exact_not_holes(english, chinese, message):
+    problems = zh_edition.element_changes(english, chinese)
+    assert problems == ([f"number: {message}"] if message else [])
+
+
+# --- The glossary as a rule ---------------------------------------------------------------------
+
+RULES = zh_edition.glossary()
+
+
+@pytest.mark.parametrize(
+    "chinese, quoted",
+    [
+        ("低于一个点的差距不作解读。", "不作解读"),
+        ("这张表无法解读。", "无法解读"),
+        ("末几位取决于 CPU 的浮点运算内核。", "浮点运算内核"),
+        ("在硬件支持时使用融合 kernel。", "融合 kernel"),
+        ("它是一个 2D 张量。", "2D"),
+        ("它是一个 2-D 张量。", "2-D"),
+        ("每个随机种子训练一次。", "随机种子"),
+        ("每个 query 只关注几个键。", "query"),
+        ("（$M = 7$ 时少 14 倍）", "少 14 倍"),
+        ("每个 *query* 只关注几个键。", "query"),  # italics make no title of one word
+    ],
+)
+def test_a_forbidden_variant_or_an_untranslated_term_is_named(chinese, quoted):
+    problems = RULES.unit_problems(chinese)
+    assert any(repr(quoted) in p for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    "chinese",
+    [
+        "每个查询（query）只关注几个键（key）。",  # a gloss
+        "偏置只取决于键（key，在 logit 中）。",  # a gloss opening a longer parenthesis
+        "调用 `attn(query, key)` 即可，$q - k$ 是偏移。",  # code and formulas are exempt
+        "见 *Self-Attention with Relative Position Representations*。",  # a title
+        "不到一个点的差距不可读；二维偏移；只有 1/14；95% 区间；4×4 窗口。",
+    ],
+)
+def test_the_glossary_rendering_code_and_glosses_pass(chinese):
+    assert RULES.unit_problems(chinese) == []
+
+
+def test_typography_slips_are_named():
+    problems = " | ".join(RULES.unit_problems("95 % 区间，4 x 4 窗口，一句话\n断成两行。"))
+    assert "'5 %'" in problems and "'4 x 4'" in problems
+    assert "line break inside a sentence" in problems
+
+
+def test_a_forbidden_variant_fails_the_check_naming_chapter_and_unit(tmp_path, monkeypatch):
+    english = "Gaps below a point are not readable."
+    good = "低于一个点的差距不可读。"
+    unit = f"<!-- unit: abc123 | en: {zh_edition.en_hash(english)} -->\n"
+    chapter = _chapter(tmp_path, monkeypatch, english, unit + good)
+    assert zh_edition.check_chapter(chapter) == []
+    chapter = _chapter(
+        tmp_path / "b", monkeypatch, english, unit + good.replace("不可读", "不作解读")
+    )
+    (problem,) = zh_edition.check_chapter(chapter)
+    assert problem.startswith("09_made_up.ipynb, cell abc123: uses '不作解读'"), problem
+
+
+def test_a_core_terms_first_use_in_a_chapter_carries_its_english():
+    bare = [
+        ("u1", "## 标题里的相对位置偏置不算\n\nSwin 加上*相对位置偏置* $B$。"),
+        ("u2", "相对位置偏置"),
+    ]
+    (problem,) = RULES.first_use_problems(bare)
+    assert problem == (
+        "cell u1: first use of 相对位置偏置 has no English: "
+        "write 相对位置偏置（relative position bias）"
+    )
+    glossed = [
+        ("u1", "Swin 加上*相对位置偏置*（relative position bias）$B$。"),
+        ("u2", "相对位置偏置"),
+    ]
+    assert RULES.first_use_problems(glossed) == []
+    # 位置编码 inside 绝对位置编码 is a use of the longer term only.
+    nested = [
+        ("u1", "绝对位置编码（absolute position embedding）是一种位置编码（position encoding）。")
+    ]
+    assert RULES.first_use_problems(nested) == []
+
+
+def test_the_front_page_is_translated_paragraph_by_paragraph():
+    blocks = zh_edition.page_blocks("# Title\n\nOne\nparagraph.\n\n```{tableofcontents}\n```\n")
+    assert blocks == [
+        ("p1", "# Title"),
+        ("p2", "One\nparagraph."),
+        (None, "```{tableofcontents}\n```"),
+    ]
+    page = (zh_edition.ZH_BOOK / "index.md").read_text()
+    assert "[术语表](glossary.md)" in page and page.endswith("```{tableofcontents}\n```\n")
+
+
+def test_fix_applies_the_mechanical_renderings_and_first_use_glosses(tmp_path, monkeypatch):
+    english = "Each query attends to a few keys; 95 % of the seeds, a 2-D offset of `key`."
+    merged = "每个 query 只关注少数几个 key；95 % 的随机种子，一个 2-D 偏移，`key` 不变。"
+    unit = f"<!-- unit: abc123 | en: {zh_edition.en_hash(english)} -->\n"
+    chapter = _chapter(tmp_path, monkeypatch, english, unit + merged)
+    assert zh_edition.check_chapter(chapter)
+    assert zh_edition.fix() == [zh_edition.translation_path(chapter)]
+    text = zh_edition.translation_path(chapter).read_text()
+    assert text == unit + (
+        "每个查询（query）只关注少数几个键（key）；"
+        "95% 的种子，一个二维偏移（offset），`key` 不变。\n"
+    )
+    assert zh_edition.check_chapter(chapter) == []
+    assert zh_edition.fix() == []  # a fixed file stays as it is
+
+
+def test_fix_leaves_what_needs_rewording_to_the_check():
+    assert RULES.fixed("低于一个点的差距不作解读。") == "低于一个点的差距不作解读。"
+    assert RULES.unit_problems("低于一个点的差距不作解读。")
+
+
+def test_a_code_block_is_exempt_but_prose_between_directives_is_checked():
+    code = "例如：\n\n```python\nquery = key + 1  # 随机种子\n```\n\n完。"
+    assert RULES.unit_problems(code) == []
+    between = "```{note}\n注意。\n```\n\n这里的 query 是正文。\n\n```{tip}\n提示。\n```"
+    assert any("'query'" in p for p in RULES.unit_problems(between))
+    inside = "```{note}\n每个随机种子。\n```"
+    assert any("'随机种子'" in p for p in RULES.unit_problems(inside))
