@@ -199,9 +199,6 @@ PROSE_PLUMBING = re.compile(
     r"\bGitHub Actions\b",
     re.IGNORECASE,
 )
-#: Chapters 5 and 6 are being rewritten this session (issues 44 and 45); their prose still names
-#: test files. Listed here by name so that the lead removes them once those rewrites are merged.
-PROSE_PLUMBING_PENDING = {"05_train_swin.ipynb", "06_resolution_and_beyond.ipynb"}
 
 
 def plumbing_in(cells: list[dict]) -> list[str]:
@@ -219,8 +216,6 @@ def plumbing_in(cells: list[dict]) -> list[str]:
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
 def test_reader_visible_text_speaks_of_the_subject_not_the_tests_or_build(nb):
-    if nb.name in PROSE_PLUMBING_PENDING:
-        pytest.skip(f"{nb.name}: rewritten this session; its plumbing is removed after the merge")
     found = plumbing_in(_cells(nb))
     assert not found, f"{nb.name}: reader-visible text names test or build machinery: {found}"
 
