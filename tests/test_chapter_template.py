@@ -196,7 +196,7 @@ PROSE_PLUMBING = re.compile(
     r"(?:unit\s+)?tests\b|\bunit[- ]tests?\b|\bCI\b|\bcontinuous integration\b|"
     r"\b(?:the|book's|a|each)\s+build\b(?!-)|\bbuilt book\b|\bnbval\b|\bpytest\b|\bnoqa\b|"
     r"fmt: (?:skip|off|on)|\bjupyter-book\b|\bMakefile\b|\bmake (?:test|book|unit)\b|"
-    r"\bGitHub Actions\b",
+    r"\bGitHub Actions\b|\btest_(?:[a-z0-9]+_){3,}[a-z0-9]+\b",
     re.IGNORECASE,
 )
 
@@ -230,10 +230,11 @@ def test_the_plumbing_check_finds_each_kind_of_phrase():
         "the configuration used in CI",
         "the book's build runs this check",
         "not in the built book",
+        "the test `test_logit_from_offset_equals_rotating_query_and_key` checks it",
     ]
     cells = [markdown("# install")] + [markdown(p) for p in phrases]
     assert len(plumbing_in(cells)) == len(phrases)
-    fine = "the build-up of attention; tests of a hypothesis; a test image; CIFAR-10"
+    fine = "the build-up of attention; tests of a hypothesis; a test image; CIFAR-10; test_loader"
     assert plumbing_in([markdown("# install"), markdown(fine)]) == []
 
 
