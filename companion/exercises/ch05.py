@@ -14,6 +14,16 @@ from companion.data.dataset import ImageClassificationData
 from companion.data.tasks import IMAGE_SIZE
 from companion.experiments.stats import t_quantile
 
+#: The values each exercise's solution prints as its answer, ``{exercise: (value, ...)}``: a
+#: number (matched by value) or a literal. Nothing a reader meets before the exercise prints or
+#: states them (tests/test_exercise_answers.py).
+ANSWERS: dict[int, tuple[str, ...]] = {
+    1: ("29.8", "29.5", "27.9", "27.3"),  # relation, rules on one object's cell: near 2/7
+    2: ("2048", "588"),  # position parameters of abs and rel in tiny-cpu
+    3: ("6 of 12 at distance 0 or 1",),  # abs+rel's favourites on relation, seed 0
+    4: ("83.5", "102.2"),  # the t interval over abs+rel's ten seeds on seen
+}
+
 
 def position_parameter_count(model: nn.Module) -> int:
     """Exercise 2: how many parameters encode position (absolute embedding + bias tables)?"""

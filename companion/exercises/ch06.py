@@ -15,6 +15,17 @@ from companion.figures.resolution import bump_table
 from companion.rope import rotate_pairs
 from companion.transfer import ResizeMethod, resize_bias_table, table_as_images
 
+#: The values each exercise's solution prints as its answer, ``{exercise: (value, ...)}``: a
+#: number (matched by value) or a literal. Nothing a reader meets before the exercise prints or
+#: states them (tests/test_exercise_answers.py); an empty tuple is a question whose answer is no
+#: value a reader could meet before (an identity to check).
+ANSWERS: dict[int, tuple[str, ...]] = {
+    1: ("bicubic: peak at (0, 4)", "geometric: peak at (0, 3)"),  # where (0, 2) goes, 7->12, 4->8
+    2: ("1.323", "1.383"),  # the largest MLP input at windows 12 and 24
+    3: (),  # the same logit from the offset alone
+    4: ("0.576", "0.767"),  # the formula's share of new pairs at 48 and 64 px
+}
+
 
 def peak_after_resize(
     old_window: int, new_window: int, method: ResizeMethod, peak: tuple[int, int] = (0, 2)
