@@ -46,7 +46,7 @@ _BLOCK = re.compile(r"```json\n(.*?)\n```", re.DOTALL)
 
 def load_predictions(folder: str | Path, kinds: Sequence[str] = KINDS) -> dict[str, Any]:
     """The ``json`` block of ``folder/predictions.md``: ``{"solved", "predictions"}`` (chapter
-    6's transfer predictions have kinds of their own, ``transfer_reading.KINDS``), checked
+    6's transfer predictions have kinds of their own, ``far_transfer_predictions.KINDS``), checked
     against the folder's ``SHA256SUMS`` (``companion.experiments.integrity``)."""
     path = Path(folder) / PREDICTIONS
     return parse_predictions(verified_bytes(folder, PREDICTIONS).decode("utf-8"), path, kinds)
@@ -105,11 +105,6 @@ def solved_seeds(results: dict[str, Any], cell: str, solved: dict[str, Any]) -> 
         seed: bool(c.mean() >= rule["threshold"])
         for seed, c in correct_by_seed(results, cell, rule["split"]).items()
     }
-
-
-def _paired(a: dict[int, np.ndarray], b: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    seeds = sorted(set(a) & set(b))
-    return np.stack([a[s] for s in seeds]), np.stack([b[s] for s in seeds])
 
 
 def meets(interval: Interval, expect: str) -> bool:

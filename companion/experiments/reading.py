@@ -16,7 +16,6 @@ The runs that write the results (``companion.experiments.runs``) are never impor
 (``tests/test_layers.py``).
 """
 
-from companion.experiments.bootstrap import kept_replicates
 from companion.experiments.far_transfer import (
     exploratory_family,
     far_glance,
@@ -74,7 +73,6 @@ from companion.experiments.results import (
     load_bias_tables,
     load_curves,
     load_results,
-    paired_gap,
 )
 from companion.experiments.split_reading import (
     accuracy_table,
@@ -89,19 +87,10 @@ from companion.experiments.split_reading import (
 )
 from companion.experiments.stats import format_p, holm, ring_null
 from companion.experiments.transfer_reading import (
-    kept_gap,
-    kept_table,
     load_references,
-    load_transfer_predictions,
-    reference_seeds,
-    transfer_predictions_table,
 )
 from companion.experiments.transfer_results import (
-    family_note,
-    holm_family,
     load_transfer,
-    window_gain_pairs,
-    window_gain_table,
 )
 
 __all__ = [
@@ -121,7 +110,6 @@ __all__ = [
     "describe_run",
     "encoding_glance",
     "exploratory_family",
-    "family_note",
     "far_glance",
     "far_split_readings",
     "far_transfer_predictions_table",
@@ -131,10 +119,6 @@ __all__ = [
     "grid_table",
     "grown_condition",
     "holm",
-    "holm_family",
-    "kept_gap",
-    "kept_replicates",
-    "kept_table",
     "learned_line",
     "lift_lines",
     "load_bias_tables",
@@ -145,16 +129,13 @@ __all__ = [
     "load_references",
     "load_results",
     "load_transfer",
-    "load_transfer_predictions",
     "load_vit_embedding",
     "marked_gaps_markdown",
     "neighbour_pairs",
-    "paired_gap",
     "permutation_p_value",
     "permutation_test",
     "predictions_list",
     "predictions_table",
-    "reference_seeds",
     "ring_null",
     "rope_vit_reading_markdown",
     "rope_vit_swin_markdown",
@@ -168,10 +149,7 @@ __all__ = [
     "swin_table4_markdown",
     "swinv2_table1_markdown",
     "swinv2_table1_reading_markdown",
-    "transfer_predictions_table",
     "variant_pairs",
     "vit_table8_gaps_markdown",
     "vit_table8_markdown",
-    "window_gain_pairs",
-    "window_gain_table",
 ]

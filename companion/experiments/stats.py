@@ -13,15 +13,15 @@ a bootstrap: with n = 5 seeds a percentile bootstrap can only resample 5 numbers
 resamples) and its interval is systematically too narrow; the t interval is the standard choice
 for small paired samples, and exact when the differences are roughly normal.
 
-The t distribution, the paired t test, the exact binomial interval and Fisher's exact test come
-from SciPy (``scipy.stats``, preinstalled on Colab); what is the book's own is small and named for
-what it does: Holm's step-down adjustment, a p-value at its floor printed as a bound, and the
-ring null for table patterns.
+The t distribution, the exact binomial interval and Fisher's exact test come from SciPy
+(``scipy.stats``, preinstalled on Colab); what is the book's own is small and named for what it
+does: Holm's step-down adjustment, a p-value at its floor printed as a bound, and the ring null
+for table patterns.
 
 The book prints many such intervals. When a family of gaps was not planned before the run, each
-interval is exploratory, and :func:`holm` adjusts the paired t tests' p-values
-(:func:`paired_t_test`) for the size of the family: a gap whose Holm-adjusted p is below 0.05 is
-one the whole family's error rate allows reading.
+interval is exploratory, and :func:`holm` adjusts the gaps' p-values for the size of the family
+(:func:`holm_bounds` where some p-values sit at their floor): a gap whose Holm-adjusted p is below
+0.05 is one the whole family's error rate allows reading.
 
 Where a mean and a t interval would mislead, this module also reads an ablation another way:
 
@@ -70,21 +70,6 @@ def paired_interval(
     mean = statistics.fmean(differences)
     half = t_quantile((1 + confidence) / 2, n - 1) * statistics.stdev(differences) / math.sqrt(n)
     return mean, mean - half, mean + half
-
-
-def paired_t_test(differences: Sequence[float]) -> tuple[float, float]:
-    """``(t, p)``: the paired t statistic ``mean(d) / (sd(d) / sqrt(n))`` of ``differences`` and
-    its two-sided p-value ``P(|T| >= |t|)`` with ``n - 1`` degrees of freedom (the test that
-    :func:`paired_interval` inverts: the 95 % interval excludes 0 exactly when ``p < 0.05``).
-    Differences that are all equal give ``t = ±inf, p = 0`` (or ``t = 0, p = 1`` when all 0)."""
-    n = len(differences)
-    if n < 2:
-        raise ValueError(f"differences must hold at least 2 values, got {n}")
-    mean, sd = statistics.fmean(differences), statistics.stdev(differences)
-    if sd == 0.0:  # SciPy answers nan here; the limit of the test is the honest answer
-        return (0.0, 1.0) if mean == 0.0 else (math.copysign(math.inf, mean), 0.0)
-    test = stats.ttest_1samp(differences, 0.0)
-    return float(test.statistic), float(test.pvalue)
 
 
 def holm(p_values: Sequence[float]) -> list[float]:

@@ -3,7 +3,7 @@
 A model moved to ``S`` px is read against its **reference** (the same code trained at ``S`` px in
 the same rendering, :func:`companion.experiments.transfer_reading.load_references`) as a
 *difference*, not a ratio: moved accuracy − reference accuracy, in points (100 × accuracy). The
-ratio of :mod:`companion.experiments.transfer_reading` ("kept share") has no scale where the
+ratio ("the share of the reference's lift kept") has no scale where the
 reference learnt little; a difference always has one.
 
 Every gap here is paired: seed ``s`` of one side against seed ``s`` of the other, on the same test
@@ -92,47 +92,6 @@ def code_gap(
     seeds_b, moved_b = moved_matrix(rows, b, size, images)
     _check_seeds("a", seeds_a, "b", seeds_b)
     return gap_interval(moved_a, moved_b)
-
-
-def gap_of_gaps(
-    rows: Sequence[dict[str, Any]],
-    references: Mapping[str, dict[str, Any]],
-    a: Mapping[str, str],
-    b: Mapping[str, str],
-    size: int,
-) -> Interval:
-    """``(moved a − reference a) − (moved b − reference b)``, the four cells on the same seeds and
-    test images in every replicate. ``a`` and ``b`` must share the dataset and their test labels
-    image by image: in one rendering the same images, across renderings the same scenes (one
-    data seed) drawn two ways."""
-    if a["dataset"] != b["dataset"]:
-        raise ValueError(
-            f"a and b must share the dataset, got {a['dataset']!r} and {b['dataset']!r}"
-        )
-    seeds_a, moved_a, reference_a, labels_a = _against_reference(rows, references, a, size)
-    seeds_b, moved_b, reference_b, labels_b = _against_reference(rows, references, b, size)
-    if not np.array_equal(labels_a, labels_b):
-        raise ValueError(
-            f"a and b must be tested on the same scenes, but the {a['rendering']!r} "
-            f"and {b['rendering']!r} references' test labels differ"
-        )
-    _check_seeds("a", seeds_a, "b", seeds_b)
-    # A replicate's mean is linear in the matrix, so the gap of the two (seeds, images) differences
-    # is, replicate by replicate, the four cells' means combined with the same draws.
-    return gap_interval(moved_a.astype(float) - reference_a, moved_b.astype(float) - reference_b)
-
-
-def lift_interval(
-    rows: Sequence[dict[str, Any]],
-    references: Mapping[str, dict[str, Any]],
-    cell: Mapping[str, str],
-    size: int,
-) -> Interval:
-    """A moved cell's accuracy minus the constant answer on the same test images (the most
-    frequent label's share, recomputed on each replicate's images; labels from the reference)."""
-    labels = _labels(references, cell["dataset"], cell["rendering"])
-    _, moved = moved_matrix(rows, cell, size, len(labels))
-    return gap_interval(moved, labels=labels)
 
 
 def points(interval: Interval, p_against_zero: bool = False) -> str:
