@@ -17,6 +17,7 @@ from companion.experiments.records import (
     TABLE_HASH,
     load_table,
     main,
+    published_folders,
     record_rows,
     results_root,
     table_text,
@@ -55,22 +56,23 @@ def test_every_run_and_split_of_every_record_is_one_row(table):
     count: dict[tuple[str, str], int] = defaultdict(int)
     for row in table:
         count[row["experiment"], row["record"]] += 1
-    for folder in sorted(p for p in ROOT.iterdir() if (p / "SHA256SUMS").is_file()):
+    for folder in published_folders(ROOT):
+        name = folder.relative_to(ROOT).as_posix()
         if (folder / "results.json").is_file():
-            runs = _json(folder.name, "results.json")["runs"]
-            assert count[folder.name, "results"] == sum(len(r["splits"]) for r in runs)
+            runs = _json(name, "results.json")["runs"]
+            assert count[name, "results"] == sum(len(r["splits"]) for r in runs)
         if (folder / "transfer.json").is_file():
-            rows = _json(folder.name, "transfer.json")["rows"]
+            rows = _json(name, "transfer.json")["rows"]
             moved = sum(1 + (r.get("correct_finetuned") is not None) for r in rows)
-            assert count[folder.name, "transfer"] == moved
+            assert count[name, "transfer"] == moved
         if (folder / "provenance.json").is_file():
-            assert count[folder.name, "provenance"] == 1
+            assert count[name, "provenance"] == 1
 
 
 def test_the_table_and_the_records_agree_on_every_number(table):
     by_key = {_key(r): r for r in table}
-    for folder in sorted(p for p in ROOT.iterdir() if (p / "SHA256SUMS").is_file()):
-        name = folder.name
+    for folder in published_folders(ROOT):
+        name = folder.relative_to(ROOT).as_posix()
         if (folder / "results.json").is_file():
             record = _json(name, "results.json")
             for run in record["runs"]:
@@ -131,6 +133,13 @@ def test_a_changed_table_is_refused_and_the_check_command_says_so(tmp_path, caps
         load_table(copy)
     assert main(["--results-dir", str(copy), "--check"]) == 1
     assert "changed or damaged" in capsys.readouterr().err
+
+
+def test_a_nested_sealed_folder_is_read_and_the_pilots_are_not(tmp_path):
+    copy = tmp_path / "results"
+    shutil.copytree(ROOT / "learned-abs", copy / "seeds" / "seed-0")
+    shutil.copytree(ROOT / "learned-abs", copy / "pilots" / "learned-abs")
+    assert [r["experiment"] for r in record_rows(copy)] == ["seeds/seed-0"]
 
 
 def test_the_folders_themselves_are_left_untouched_by_a_rebuild(tmp_path):

@@ -8,7 +8,7 @@ moved model, per condition and metric), so that a reading is a filter and a grou
 =============  ==========================================================================
 column         what it holds
 =============  ==========================================================================
-experiment     the folder (``cpu-ablation``, ``cpu-transfer-far``, ...)
+experiment     the folder under ``results/`` (``cpu-ablation``, ``learned-vit-seeds/seed-2``...)
 record         the file the row comes from: ``results``, ``transfer`` or ``provenance``
 task           the dataset (``grid-cell``, ``far-relation-heldout``, ...)
 code           the position code as the record names it (``companion.position.Position.parse``
@@ -134,13 +134,21 @@ def _provenance_rows(name: str, record: dict[str, Any]) -> list[dict[str, Any]]:
     }]  # fmt: skip
 
 
+def published_folders(root: str | Path) -> list[Path]:
+    """Every sealed folder under ``root`` (one with a ``SHA256SUMS``, at any depth, such as
+    ``learned-vit-seeds/seed-2``), in path order; ``pilots/`` holds no published run."""
+    root = Path(root)
+    found = (p.parent for p in root.rglob("SHA256SUMS"))
+    return sorted(p for p in found if p.relative_to(root).parts[0] != "pilots")
+
+
 def record_rows(root: str | Path) -> list[dict[str, Any]]:
-    """Every published run under ``root`` as rows, each folder verified against its
-    ``SHA256SUMS``; folders in name order, runs in their record's order. ``pilots/`` holds no
-    published run and is left out."""
+    """Every published run under ``root`` as rows, each file verified against its folder's
+    ``SHA256SUMS``; runs in their record's order. ``experiment`` is the folder's path under
+    ``root``."""
     rows: list[dict[str, Any]] = []
-    for folder in sorted(p for p in Path(root).iterdir() if (p / "SHA256SUMS").is_file()):
-        listed, name = read_manifest(folder), folder.name
+    for folder in published_folders(root):
+        listed, name = read_manifest(folder), folder.relative_to(root).as_posix()
         if "results.json" in listed:
             before = verified_json(folder, "results.json")
             rows += _ablation_rows(name, before)
