@@ -19,6 +19,7 @@ from companion.experiments.records import (
     main,
     published_folders,
     record_rows,
+    refresh_table,
     results_root,
     table_text,
 )
@@ -150,3 +151,17 @@ def test_the_folders_themselves_are_left_untouched_by_a_rebuild(tmp_path):
     after = {p: p.read_bytes() for p in Path(copy).rglob("*") if p.is_file()}
     assert {p: after[p] for p in before} == before
     assert set(after) - set(before) == {copy / TABLE, copy / TABLE_HASH}
+
+
+def test_publishing_a_folder_rebuilds_the_table_of_its_results_tree(tmp_path, capsys):
+    copy = tmp_path / "results"
+    shutil.copytree(ROOT / "learned-abs", copy / "learned-abs")
+    main(["--results-dir", str(copy)])
+    folder = copy / "more" / "learned-abs-again"
+    shutil.copytree(ROOT / "learned-abs", folder)
+    assert refresh_table(folder) == copy / TABLE
+    assert [r["experiment"] for r in load_table(copy)] == ["learned-abs", "more/learned-abs-again"]
+    (folder / "provenance.json").write_text("{}", encoding="utf-8")  # a damaged tree: published,
+    assert refresh_table(folder) is None  # the table left as it was, and the reader told
+    assert "not rebuilt" in capsys.readouterr().err
+    assert refresh_table(tmp_path / "elsewhere" / "x") is None  # no table above: nothing done

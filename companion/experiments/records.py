@@ -31,8 +31,9 @@ wall_s         the run's training time in seconds (a move's fine-tune time for
 commit         the commit the run was made at
 =============  ==========================================================================
 
-The table is derived, never edited: ``python -m companion.experiments.records`` rebuilds it
-byte-identically from the folders (no retraining) with its hash in ``records.csv.sha256``, and
+The table is derived, never edited: every publish rebuilds it (:func:`refresh_table`, called by
+the commands that publish a folder), and ``python -m companion.experiments.records`` rebuilds it
+byte-identically from the folders (no retraining) with its hash in ``records.csv.sha256``;
 ``--check`` says whether the committed table is the one the folders give. :func:`load_table`
 refuses a table whose hash does not match.
 """
@@ -178,6 +179,24 @@ def write_table(root: str | Path) -> Path:
     atomic_write_text(Path(root) / TABLE, text)
     atomic_write_text(Path(root) / TABLE_HASH, _hash_line(text))
     return Path(root) / TABLE
+
+
+def refresh_table(folder: str | Path) -> Path | None:
+    """After ``folder`` was published: rebuild the record table of the results tree it lies in
+    (the nearest folder above it that holds a ``records.csv``), so that every published run is
+    in the table. ``None`` (nothing done) for a tree without a table, such as a scratch
+    ``--results-dir``; a tree that does not verify is reported on stderr, the folder published
+    all the same."""
+    for root in Path(folder).resolve().parents:
+        if (root / TABLE).is_file():
+            try:
+                return write_table(root)
+            except (ResultsError, OSError) as error:
+                rebuild = "python -m companion.experiments.records"
+                print(f"published {folder}; {root / TABLE} not rebuilt ({error}): rebuild it "
+                      f"with `{rebuild}`", file=sys.stderr)  # fmt: skip
+                return None
+    return None
 
 
 def load_table(root: str | Path | None = None) -> list[dict[str, Any]]:
