@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from companion.experiments.evaluation import labels_text, pack_bits
-from companion.experiments.far_transfer import (
+from companion.experiments.chapter6 import (
     FarTransfer,
     exploratory_family,
     far_glance,
@@ -19,6 +18,7 @@ from companion.experiments.far_transfer import (
     load_far_transfer,
     split_codes,
 )
+from companion.experiments.evaluation import labels_text, pack_bits
 from companion.experiments.integrity import ResultsError, write_manifest
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from companion.experiments import reading
+from companion.experiments import chapter6, reading
 
 SNAPSHOT = Path(__file__).with_name("planned_verdicts.json")
 CHAPTER5 = ("cpu-ablation", "cpu-far-relation", "interior-holdout")
@@ -44,12 +44,12 @@ def outcomes() -> dict[str, Any]:
         found[f"chapter 5: {name}"] = _rows(reading.predictions_table(results, plan))
         seeds = reading.split_seed_readings(results, plan)
         found[f"chapter 5: {name}, split cells seed by seed"] = seeds.splitlines()
-    far = reading.load_far_transfer()
-    table = reading.far_transfer_predictions_table(far.before, far.rows, far.references, far.plan)
+    far = chapter6.load_far_transfer()
+    table = chapter6.far_transfer_predictions_table(far.before, far.rows, far.references, far.plan)
     found["chapter 6: cpu-transfer-far"] = _rows(table)
-    learned = reading.learned_line(far.references, "far-relation", far.codes, far.plan)
+    learned = chapter6.learned_line(far.references, "far-relation", far.codes, far.plan)
     found["chapter 6: cpu-transfer-far, references learned"] = learned.splitlines()
-    seeds = reading.far_split_readings(far)
+    seeds = chapter6.far_split_readings(far)
     found["chapter 6: cpu-transfer-far, split cells seed by seed"] = seeds.splitlines()
     return found
 

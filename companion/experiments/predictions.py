@@ -40,13 +40,15 @@ from companion.experiments.integrity import verified_bytes
 from companion.experiments.stats import binomial_interval, fisher_exact, format_p
 
 KINDS = ("count", "gap", "lift-gap", "count-gap")
+#: Chapter 6's kinds (its reading: ``companion.experiments.chapter6``).
+TRANSFER_KINDS = ("count", "moved-count", "lift-change", "moved-gap", "code-gap", "window-gain")
 PREDICTIONS = "predictions.md"
 _BLOCK = re.compile(r"```json\n(.*?)\n```", re.DOTALL)
 
 
 def load_predictions(folder: str | Path, kinds: Sequence[str] = KINDS) -> dict[str, Any]:
     """The ``json`` block of ``folder/predictions.md``: ``{"solved", "predictions"}`` (chapter
-    6's transfer predictions have kinds of their own, ``far_transfer_predictions.KINDS``), checked
+    6's transfer predictions have kinds of their own, ``TRANSFER_KINDS``), checked
     against the folder's ``SHA256SUMS`` (``companion.experiments.integrity``)."""
     path = Path(folder) / PREDICTIONS
     return parse_predictions(verified_bytes(folder, PREDICTIONS).decode("utf-8"), path, kinds)
@@ -68,6 +70,21 @@ def parse_predictions(
                 f"prediction {p['id']}: kind must be one of {tuple(kinds)}, got {p['kind']!r}"
             )
     return found
+
+
+def parse_far_transfer_predictions(text: str, where: str | Path = PREDICTIONS) -> dict[str, Any]:
+    """The block of a predictions file's ``text``: its kinds among ``KINDS``, its keys there."""
+    found = parse_predictions(text, where, kinds=TRANSFER_KINDS)
+    missing = [k for k in ("size", "solved", "learned", "references") if k not in found]
+    if missing:
+        raise ValueError(f"{where}: the json block lacks {missing}")
+    return found
+
+
+def load_far_transfer_predictions(folder: str | Path) -> dict[str, Any]:
+    """``folder/predictions.md``'s block, checked against the folder's ``SHA256SUMS``."""
+    text = verified_bytes(folder, PREDICTIONS).decode("utf-8")
+    return parse_far_transfer_predictions(text, Path(folder) / PREDICTIONS)
 
 
 def parse_cell(cell: str) -> tuple[str, str, str]:

@@ -1,7 +1,9 @@
-"""What the chapters read, in one place: every name a chapter uses to read a published result.
+"""What the chapters read that their own reader does not: the papers' tables, and the names the
+chapters without a reader yet still use.
 
-The chapters import results only from here; each name lives in the module it is imported from
-below (where its tests pin it and ``show_source`` finds it):
+A chapter with an experiment reads it through its reader, ``companion.experiments.chapter<N>``
+(chapter 6's: ``chapter6``), and imports everything else from here; each name lives in the module
+it is imported from below (where its tests pin it and ``show_source`` finds it):
 
 * ``paper``, ``paper_reading``: the papers' published tables, read by the book's rules;
 * ``learned_embedding``: the learned absolute embedding of chapters 1 and 4;
@@ -9,23 +11,13 @@ below (where its tests pin it and ``show_source`` finds it):
   committed before each run, and cells read as counts against the constant answer;
 * ``stats``, ``bootstrap``: intervals, Holm's adjustment, nulls and the two-stage bootstrap;
 * ``resolution_transfer``, ``transfer_reading``, ``transfer_results``: chapter 6's first
-  resolution experiment; ``far_transfer``, ``far_transfer_predictions``: its transfer on
-  ``far-relation``.
+  resolution experiment; its transfer on ``far-relation`` is read by its own reader,
+  ``companion.experiments.chapter6``.
 
 The runs that write the results (``companion.experiments.runs``) are never imported by a chapter
 (``tests/test_layers.py``).
 """
 
-from companion.experiments.far_transfer import (
-    exploratory_family,
-    far_glance,
-    far_split_readings,
-    load_far_transfer,
-)
-from companion.experiments.far_transfer_predictions import (
-    far_transfer_predictions_table,
-    learned_line,
-)
 from companion.experiments.learned_embedding import (
     POSITION_STATISTICS,
     check_similarity_predictions,
@@ -109,21 +101,15 @@ __all__ = [
     "constant_answer",
     "describe_run",
     "encoding_glance",
-    "exploratory_family",
-    "far_glance",
-    "far_split_readings",
-    "far_transfer_predictions_table",
     "find_results",
     "format_p",
     "gaps_lines",
     "grid_table",
     "grown_condition",
     "holm",
-    "learned_line",
     "lift_lines",
     "load_bias_tables",
     "load_curves",
-    "load_far_transfer",
     "load_learned_embedding",
     "load_predictions",
     "load_references",

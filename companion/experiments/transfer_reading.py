@@ -6,7 +6,7 @@ A moved accuracy alone has no scale: 60 % after moving to 48 px is a small loss 
 ordinary ablation run with ``--img-size`` and ``--rendering``), on the same test images. Here:
 the references' records (:func:`load_references`) and which test images each moved run got right
 (:func:`moved_correct`); the gaps are read in :mod:`companion.experiments.transfer_gaps` and
-:mod:`companion.experiments.far_transfer_predictions`.
+:mod:`companion.experiments.chapter6`.
 """
 
 from __future__ import annotations

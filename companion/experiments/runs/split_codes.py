@@ -14,8 +14,8 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from companion.experiments.far_transfer import split_codes
-from companion.experiments.far_transfer_predictions import load_far_transfer_predictions
+from companion.experiments.chapter6 import split_codes
+from companion.experiments.predictions import load_far_transfer_predictions
 from companion.experiments.results import load_results
 
 
