@@ -18,6 +18,7 @@ from companion.exercises.ch05 import (
     position_parameter_count,
     t_interval_by_hand,
 )
+from companion.experiments.chapter5 import beside_their_swin, split_rows
 from companion.experiments.paper import SWIN_TABLE4
 from companion.experiments.results import (
     find_results,
@@ -25,7 +26,7 @@ from companion.experiments.results import (
     load_curves,
     load_results,
 )
-from companion.experiments.split_reading import beside_their_swin, constant_answer, split_rows
+from companion.experiments.split_reading import constant_answer
 from companion.experiments.stats import paired_interval
 from companion.figures.training import (
     plot_ablation_curves,

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from companion.experiments import chapter6, reading
+from companion.experiments import chapter5, chapter6, reading
 
 SNAPSHOT = Path(__file__).with_name("planned_verdicts.json")
 CHAPTER5 = ("cpu-ablation", "cpu-far-relation", "interior-holdout")
@@ -39,10 +39,10 @@ def outcomes() -> dict[str, Any]:
     vit_table = reading.similarity_outcomes_markdown(read, plan["alpha"])
     found["chapter 1: learned-vit"] = _rows(vit_table)
     for name in CHAPTER5:
-        folder = reading.find_results(name)
-        results, plan = reading.load_results(folder), reading.load_predictions(folder)
-        found[f"chapter 5: {name}"] = _rows(reading.predictions_table(results, plan))
-        seeds = reading.split_seed_readings(results, plan)
+        folder = chapter5.find_results(name)
+        results, plan = chapter5.load_results(folder), chapter5.load_predictions(folder)
+        found[f"chapter 5: {name}"] = _rows(chapter5.predictions_table(results, plan))
+        seeds = chapter5.split_seed_readings(results, plan)
         found[f"chapter 5: {name}, split cells seed by seed"] = seeds.splitlines()
     far = chapter6.load_far_transfer()
     table = chapter6.far_transfer_predictions_table(far.before, far.rows, far.references, far.plan)

@@ -1,18 +1,15 @@
-"""What the chapters read that their own reader does not: the papers' tables, and the names the
-chapters without a reader yet still use.
+"""What the chapters read that is not one experiment of theirs: the papers' published tables, and
+the learned absolute embedding of chapters 1 and 4.
 
-A chapter with an experiment reads it through its reader, ``companion.experiments.chapter<N>``
-(chapter 6's: ``chapter6``), and imports everything else from here; each name lives in the module
-it is imported from below (where its tests pin it and ``show_source`` finds it):
+A chapter with an experiment reads it through its own reader, ``companion.experiments.chapter<N>``
+(chapter 5's ablations: ``chapter5``; chapter 6's transfer: ``chapter6``), and imports the rest
+from here; each name lives in the module it is imported from below (where its tests pin it and
+``show_source`` finds it):
 
 * ``paper``, ``paper_reading``: the papers' published tables, read by the book's rules;
-* ``learned_embedding``: the learned absolute embedding of chapters 1 and 4;
-* ``results``, ``predictions``, ``split_reading``: chapter 5's ablation folders, the predictions
-  committed before each run, and cells read as counts against the constant answer;
-* ``stats``, ``bootstrap``: intervals, Holm's adjustment, nulls and the two-stage bootstrap;
-* ``resolution_transfer``, ``transfer_reading``, ``transfer_results``: chapter 6's first
-  resolution experiment; its transfer on ``far-relation`` is read by its own reader,
-  ``companion.experiments.chapter6``.
+* ``learned_embedding``: the learned absolute embedding of chapters 1 and 4 (chapter 1's reader
+  is still to come);
+* ``stats``: the ring null chapter 4 draws.
 
 The runs that write the results (``companion.experiments.runs``) are never imported by a chapter
 (``tests/test_layers.py``).
@@ -52,38 +49,7 @@ from companion.experiments.paper_reading import (
     swinv2_table1_reading_markdown,
     vit_table8_gaps_markdown,
 )
-from companion.experiments.predictions import (
-    load_predictions,
-    predictions_list,
-    predictions_table,
-    split_seed_readings,
-)
-from companion.experiments.resolution_transfer import grown_condition
-from companion.experiments.results import (
-    describe_run,
-    find_results,
-    load_bias_tables,
-    load_curves,
-    load_results,
-)
-from companion.experiments.split_reading import (
-    accuracy_table,
-    beside_their_swin,
-    cells_of,
-    constant_answer,
-    encoding_glance,
-    gaps_lines,
-    lift_lines,
-    split_rows,
-    variant_pairs,
-)
-from companion.experiments.stats import format_p, holm, ring_null
-from companion.experiments.transfer_reading import (
-    load_references,
-)
-from companion.experiments.transfer_results import (
-    load_transfer,
-)
+from companion.experiments.stats import ring_null
 
 __all__ = [
     "POSITION_STATISTICS",
@@ -94,34 +60,14 @@ __all__ = [
     "SWIN_TABLE4",
     "SWIN_TABLE4_SOURCE",
     "TABLE4_GAPS",
-    "accuracy_table",
-    "beside_their_swin",
-    "cells_of",
     "check_similarity_predictions",
-    "constant_answer",
-    "describe_run",
-    "encoding_glance",
-    "find_results",
-    "format_p",
-    "gaps_lines",
     "grid_table",
-    "grown_condition",
-    "holm",
-    "lift_lines",
-    "load_bias_tables",
-    "load_curves",
     "load_learned_embedding",
-    "load_predictions",
-    "load_references",
-    "load_results",
-    "load_transfer",
     "load_vit_embedding",
     "marked_gaps_markdown",
     "neighbour_pairs",
     "permutation_p_value",
     "permutation_test",
-    "predictions_list",
-    "predictions_table",
     "ring_null",
     "rope_vit_reading_markdown",
     "rope_vit_swin_markdown",
@@ -130,12 +76,9 @@ __all__ = [
     "similarity_gap",
     "similarity_outcomes_markdown",
     "similarity_predictions",
-    "split_rows",
-    "split_seed_readings",
     "swin_table4_markdown",
     "swinv2_table1_markdown",
     "swinv2_table1_reading_markdown",
-    "variant_pairs",
     "vit_table8_gaps_markdown",
     "vit_table8_markdown",
 ]
