@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from companion.experiments import chapter5
 from companion.experiments.evaluation import unpack_bits
 from companion.experiments.integrity import ResultsError
 from companion.experiments.records import (
@@ -165,3 +166,18 @@ def test_publishing_a_folder_rebuilds_the_table_of_its_results_tree(tmp_path, ca
     assert refresh_table(folder) is None  # the table left as it was, and the reader told
     assert "not rebuilt" in capsys.readouterr().err
     assert refresh_table(tmp_path / "elsewhere" / "x") is None  # no table above: nothing done
+
+
+def test_a_chapter_reads_a_record_only_where_the_table_holds_its_counts_and_bits(tmp_path):
+    copy = tmp_path / "results"
+    shutil.copytree(ROOT / "cpu-ablation", copy / "cpu-ablation")
+    with pytest.raises(ResultsError, match=r"no records\.csv above"):
+        chapter5.load_results(copy / "cpu-ablation")
+    main(["--results-dir", str(copy)])
+    assert chapter5.load_results(copy / "cpu-ablation")["runs"]
+    text = (copy / TABLE).read_text(encoding="utf-8").replace(",188,1000,", ",189,1000,", 1)
+    (copy / TABLE).write_text(text, encoding="utf-8")  # a table that hashes right, other counts
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    (copy / TABLE_HASH).write_text(f"{digest}  {TABLE}\n", encoding="utf-8")
+    with pytest.raises(ResultsError, match=r"results\.json does not agree with .*records\.csv"):
+        chapter5.load_results(copy / "cpu-ablation")

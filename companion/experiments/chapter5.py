@@ -27,6 +27,7 @@ Holm-adjusted over the pairs printed; a split cell is read by its count, never i
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -46,11 +47,12 @@ from companion.experiments.predictions import (
 # The chapter imports everything it reads from here: the loaders and the cell tables below are
 # re-exported (``name as name``), each defined once where chapters 5 and 6 share it.
 from companion.experiments.predictions import load_predictions as load_predictions
+from companion.experiments.records import check_against_table
 from companion.experiments.results import describe_run as describe_run
 from companion.experiments.results import find_results as find_results
 from companion.experiments.results import load_bias_tables as load_bias_tables
 from companion.experiments.results import load_curves as load_curves
-from companion.experiments.results import load_results as load_results
+from companion.experiments.results import load_results as results_json
 from companion.experiments.split_reading import accuracy_table as accuracy_table
 from companion.experiments.split_reading import beside_their_swin as beside_their_swin
 from companion.experiments.split_reading import cells_of as cells_of
@@ -65,6 +67,14 @@ from companion.experiments.split_reading import split_rows as split_rows
 from companion.experiments.split_reading import variant_pairs as variant_pairs
 from companion.experiments.stats import binomial_interval, fisher_exact, format_p, holm_bounds
 from companion.experiments.stats import ring_null as ring_null
+
+
+def load_results(folder: str | Path) -> dict[str, Any]:
+    """``folder``'s ``results.json``, verified against its ``SHA256SUMS`` and against the record
+    table: every count and per-image bits' hash the readings below use is the table's."""
+    results = results_json(folder)
+    check_against_table(folder, results)
+    return results
 
 
 def _gap(results: dict[str, Any], a: str, b: str, split: str) -> Interval:

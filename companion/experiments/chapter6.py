@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -50,9 +51,10 @@ from companion.experiments.predictions import (
     test_labels,
     threshold_of,
 )
+from companion.experiments.records import check_against_table
 from companion.experiments.resolution_transfer import WINDOW_GROWN, WINDOW_KEPT, grown_condition
 from companion.experiments.results import describe_run, find_results, load_results
-from companion.experiments.split_reading import accuracy_table
+from companion.experiments.split_reading import accuracy_table, split_codes
 from companion.experiments.stats import binomial_interval, holm_bounds
 from companion.experiments.transfer_gaps import (
     References,
@@ -124,49 +126,39 @@ class FarTransfer:
         return solved, sorted(by_seed)
 
 
-def split_codes(results: dict[str, Any], threshold: float) -> list[str]:
-    """The ``pos`` of every main-grid cell (the Swin itself, no variant) some of whose seeds reach
-    ``threshold`` test accuracy and some do not, in the plan's order."""
-    found = []
-    for dataset in results["plan"]["datasets"]:
-        for pos in results["plan"]["pos"]:
-            accuracies = [
-                c.mean() for c in correct_by_seed(results, f"{dataset}:{pos}", "test").values()
-            ]
-            solved = sum(a >= threshold for a in accuracies)
-            if 0 < solved < len(accuracies) and pos not in found:
-                found.append(pos)
-    return found
+def _checked(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A folder's ``results.json`` and ``transfer.json``, each as the record table holds it."""
+    results, moves = load_results(folder), load_transfer(folder)
+    check_against_table(folder, results)
+    check_against_table(folder, moves, before=results)
+    return results, moves
 
 
 def load_far_transfer(name: str = "cpu-transfer-far") -> FarTransfer:
     """Every folder of the experiment (:func:`find_results` finds ``name``; the extra seeds in
     ``name``-more, needed exactly when a 32-px cell split; the references beside it), verified
-    against their ``SHA256SUMS`` and merged."""
+    against their ``SHA256SUMS`` and the record table (every count and per-image bits' hash),
+    and merged."""
     folder = find_results(name)
     plan = load_far_transfer_predictions(folder)
-    first = load_results(folder)
-    ablations, transfers = [first], [load_transfer(folder)]
+    first, moves = _checked(folder)
+    ablations, transfers = [first], [moves]
     split = split_codes(first, plan["solved"]["threshold"])
     if split:
         more_folder = find_results(f"{name}-more")
-        more = load_results(more_folder)
+        more, more_moves = _checked(more_folder)
         if list(more["plan"]["pos"]) != split:
-            raise ResultsError(
-                f"{more_folder} trained {more['plan']['pos']}, but the cells that split in "
-                f"{folder} are {split}"
-            )
+            raise ResultsError(f"{more_folder} trained {more['plan']['pos']}, but the cells that "
+                               f"split in {folder} are {split}")  # fmt: skip
         ablations.append(more)
-        transfers.append(load_transfer(more_folder))
+        transfers.append(more_moves)
     references = load_references(folder.parent, plan["references"])
-    return FarTransfer(
-        before=merge_runs(*ablations),
-        rows=merge_rows(*transfers),
-        references=references,
-        plan=plan,
-        records=(*ablations, *transfers, *references.values()),
-        codes=tuple(first["plan"]["pos"]),
-    )
+    for rendering, reference in references.items():
+        check_against_table(folder.parent / plan["references"][rendering], reference)
+    return FarTransfer(before=merge_runs(*ablations), rows=merge_rows(*transfers),
+                       references=references, plan=plan,
+                       records=(*ablations, *transfers, *references.values()),
+                       codes=tuple(first["plan"]["pos"]))  # fmt: skip
 
 
 def far_glance(far: FarTransfer, renderings: Sequence[str] = ("world", "scaled")) -> str:

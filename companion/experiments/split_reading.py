@@ -142,3 +142,18 @@ def split_rows(
             }
         )  # fmt: skip
     return rows
+
+
+def split_codes(results: dict[str, Any], threshold: float) -> list[str]:
+    """The ``pos`` of every main-grid cell (the Swin itself, no variant) some of whose seeds reach
+    ``threshold`` test accuracy and some do not, in the plan's order."""
+    found = []
+    for dataset in results["plan"]["datasets"]:
+        for pos in results["plan"]["pos"]:
+            accuracies = [
+                c.mean() for c in correct_by_seed(results, f"{dataset}:{pos}", "test").values()
+            ]
+            solved = sum(a >= threshold for a in accuracies)
+            if 0 < solved < len(accuracies) and pos not in found:
+                found.append(pos)
+    return found
