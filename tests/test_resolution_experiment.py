@@ -3,10 +3,12 @@
 import json
 
 import pytest
+import torch
 
+from companion.experiments.evaluation import pack_bits
 from companion.experiments.integrity import is_sealed
+from companion.experiments.records import _transfer_rows
 from companion.experiments.resolution_transfer import (
-    RECORDED_NAMES,
     transfer_conditions,
 )
 from companion.experiments.results import find_results
@@ -16,7 +18,6 @@ from companion.experiments.transfer_results import (
     load_transfer,
     transfer_summary,
     transfer_table,
-    with_todays_names,
 )
 from companion.train import TrainConfig
 
@@ -100,16 +101,14 @@ def _rows(cells):
     ]
 
 
-def test_a_records_old_condition_names_are_read_as_todays():
+def test_a_records_old_condition_names_are_mapped_once_where_the_table_is_built():
     rows = _rows({("rel", "grid"): [0.5, 0.6], ("rel", "window-geometric"): [0.7, 0.8]})
+    bits = pack_bits(torch.ones(8, dtype=torch.bool))
+    record = {"header": {"git": {"commit": "c"}}, "rows": [{**r, "correct": bits} for r in rows]}
+    before = {"test_sets": {"d": {"test": {"n": 8}}}}
+    table = _transfer_rows("old", record, before)
+    assert {r["condition"] for r in table} == {"window-kept", "window-grown-geometric"}
     summary = transfer_summary(rows)
-    loaded = with_todays_names(json.loads(json.dumps({"rows": rows, "summary": summary})))
-    assert {r["condition"] for r in loaded["rows"]} == {"window-kept", "window-grown-geometric"}
-    assert {s["condition"] for s in loaded["summary"]} == {"window-kept", "window-grown-geometric"}
-    assert loaded["renamed"] == {
-        "grid": "window-kept",
-        "window-geometric": "window-grown-geometric",
-    }
     assert "| d | rel | scaled | 48 | window-kept |" in transfer_table(summary)  # as today
 
 
@@ -117,4 +116,3 @@ def test_the_committed_record_is_read_with_todays_names_only():
     loaded = load_transfer(find_results("cpu-transfer"))
     names = {r["condition"] for r in loaded["rows"]} - {"trained"}
     assert names == {c.name for pos in ("rel", "cpb") for c in transfer_conditions(pos)}
-    assert set(loaded["renamed"]) <= set(RECORDED_NAMES)

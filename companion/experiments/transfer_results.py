@@ -75,7 +75,8 @@ def transfer_table(summary: Sequence[dict[str, Any]]) -> str:
 def load_transfer(folder: str | Path) -> dict[str, Any]:
     """``transfer.json`` of an ablation folder (written by ``resolution_experiment.run_transfer``),
     checked against the folder's ``SHA256SUMS`` and against the runs of the ``results.json``
-    beside it (``sources``), with today's condition names (:func:`with_todays_names`)."""
+    beside it (``sources``), as recorded (a record's old condition names are mapped once, where
+    the record table is built: ``companion.experiments.records``)."""
     results = verified_json(folder, DERIVED[0])
     if "record_sha256" in results and not is_sealed(results):  # sealed since records were
         raise ResultsError(f"{Path(folder) / DERIVED[0]} does not match its record_sha256")
@@ -84,17 +85,4 @@ def load_transfer(folder: str | Path) -> dict[str, Any]:
             f"{Path(folder) / DERIVED[0]} was computed from other runs than the results.json "
             f"beside it holds"
         )
-    return with_todays_names(results)
-
-
-def with_todays_names(results: dict[str, Any]) -> dict[str, Any]:
-    """A ``transfer.json``'s rows and summary with today's condition names (``condition_name``),
-    in place; the names it had to map are under ``"renamed"`` (recorded name -> today's; empty
-    for a record written with today's names)."""
-    renamed: dict[str, str] = {}
-    for record in (*results["rows"], *results["summary"]):
-        name = condition_name(record["condition"])
-        if name != record["condition"]:
-            renamed[record["condition"]] = record["condition"] = name
-    results["renamed"] = renamed
     return results
