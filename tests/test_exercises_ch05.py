@@ -1,11 +1,13 @@
 """The solutions of chapter 5's exercises, and the chapter's figures."""
 
 import math
+import statistics
 from pathlib import Path
 
 import pytest
 import torch
 from book_figures import assert_fits_the_page, assert_nothing_sticks_out_or_overlaps
+from scipy import stats
 
 from companion.data import make_dataset
 from companion.data.tasks import RELATION_STEPS
@@ -16,6 +18,7 @@ from companion.exercises.ch05 import (
     position_parameter_count,
     t_interval_by_hand,
 )
+from companion.experiments.chapter5 import beside_their_swin, split_rows
 from companion.experiments.paper import SWIN_TABLE4
 from companion.experiments.results import (
     find_results,
@@ -23,7 +26,7 @@ from companion.experiments.results import (
     load_curves,
     load_results,
 )
-from companion.experiments.split_reading import beside_their_swin, constant_answer, split_rows
+from companion.experiments.split_reading import constant_answer
 from companion.experiments.stats import paired_interval
 from companion.figures.training import (
     plot_ablation_curves,
@@ -300,6 +303,9 @@ def test_table4_differences_start_at_zero_and_match_the_table():
 def test_t_interval_by_hand_equals_the_paired_interval_of_the_stats_module():
     values = [50.0, 70.0, 40.0, 90.0, 60.0]
     assert t_interval_by_hand(values) == pytest.approx(paired_interval(values))
+    sem = statistics.stdev(values) / math.sqrt(len(values))
+    by_scipy = stats.t.interval(0.95, len(values) - 1, loc=statistics.fmean(values), scale=sem)
+    assert t_interval_by_hand(values)[1:] == pytest.approx(by_scipy, abs=1e-9)
     with pytest.raises(ValueError, match="at least 2 numbers"):
         t_interval_by_hand([1.0])
 

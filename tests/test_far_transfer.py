@@ -1,6 +1,7 @@
 """Chapter 6's far-relation transfer as one object: the folders read and merged, the glance and
 the exploratory family."""
 
+import hashlib
 import json
 import re
 import shutil
@@ -10,16 +11,17 @@ import numpy as np
 import pytest
 import torch
 
-from companion.experiments.evaluation import labels_text, pack_bits
-from companion.experiments.far_transfer import (
+from companion.experiments.chapter6 import (
     FarTransfer,
     exploratory_family,
     far_glance,
     far_split_readings,
     load_far_transfer,
-    split_codes,
 )
+from companion.experiments.evaluation import labels_text, pack_bits
 from companion.experiments.integrity import ResultsError, write_manifest
+from companion.experiments.records import write_table
+from companion.experiments.split_reading import split_codes
 
 ROOT = Path(__file__).resolve().parents[1]
 PILOTS = ROOT / "results" / "pilots" / "out" / "transfer"
@@ -130,6 +132,7 @@ def _published(tmp_path: Path, references: dict[str, str]) -> Path:
     text = re.sub(r"```json\n.*?```", "```json\n" + json.dumps(block) + "\n```", text, flags=re.S)
     (folder / "predictions.md").write_text(text)
     write_manifest(folder)
+    write_table(results)
     return results
 
 
@@ -141,6 +144,21 @@ def test_load_reads_the_folders_verified_with_their_references(tmp_path, monkeyp
     assert sorted(far.references) == ["scaled", "world"]
     assert len(far.records) == 4  # the ablation, its moves, two references
     assert {r["seed"] for r in far.rows} == {0}
+
+
+def test_load_refuses_per_image_bits_the_record_table_does_not_hold(tmp_path, monkeypatch):
+    results = _published(tmp_path, {"world": "ref-48-world-w6"})
+    table = results / "records.csv"
+    first = next(line for line in table.read_text().splitlines() if "cpu-transfer-far," in line)
+    cells = first.split(",")
+    cells[13] = "0" * 64  # another bits_sha256: a table built from other records
+    text = table.read_text().replace(first, ",".join(cells))
+    table.write_text(text)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    (results / "records.csv.sha256").write_text(f"{digest}  records.csv\n")
+    monkeypatch.chdir(results.parent)
+    with pytest.raises(ResultsError, match=r"results.json does not agree with .*records\.csv"):
+        load_far_transfer()
 
 
 def test_load_refuses_a_changed_predictions_file(tmp_path, monkeypatch):

@@ -6,16 +6,15 @@ import numpy as np
 import pytest
 import torch
 
-from companion.experiments.evaluation import labels_text, pack_bits
-from companion.experiments.far_transfer_predictions import (
+from companion.experiments.chapter6 import (
     check_far_transfer_prediction,
     far_transfer_predictions_table,
     learned_line,
     learned_references,
-    merge_rows,
-    merge_runs,
-    parse_far_transfer_predictions,
 )
+from companion.experiments.evaluation import labels_text, pack_bits
+from companion.experiments.predictions import parse_far_transfer_predictions
+from companion.experiments.transfer_gaps import merge_rows, merge_runs
 
 D = "far-relation"
 IMAGES = 200

@@ -3,7 +3,7 @@
 import pytest
 from book_figures import assert_fits_the_page
 
-from companion.figures.resolution import plot_moved, plot_moved_seeds, plot_renderings
+from companion.figures.resolution import plot_moved_seeds, plot_renderings
 
 
 def _rows():
@@ -24,19 +24,6 @@ def _reference(accuracy):
     runs = [{"dataset": "d", "pos": "rel", "seed": s, "final": {"test_acc": accuracy}}
             for s in (0, 1)]  # fmt: skip
     return {"runs": runs}
-
-
-def test_moved_figure_draws_each_cell_of_every_code_and_the_reference_where_there_is_one():
-    fig = plot_moved(_rows(), {"world": _reference(0.7)}, ["d"], ["scaled", "world"], 48)
-    assert_fits_the_page(fig)
-    scaled, world = fig.axes
-    assert [ax.get_title() for ax in fig.axes] == ["d, scaled: 48 px", "d, world: 48 px"]
-    # per code: trained, kept, grown, fine-tuned, reference (NaN where there is none)
-    heights = [float(line.get_ydata()[0]) for line in world.lines]
-    assert heights[:5] == pytest.approx([90.0, 55.0, 55.0, 80.0, 70.0])
-    assert heights[9] != heights[9]  # cpb has no reference: NaN
-    assert all(line.get_ydata()[0] != line.get_ydata()[0] for line in scaled.lines[4::5])
-    assert [t.get_text() for t in scaled.get_xticklabels()] == ["rel", "cpb"]
 
 
 def test_seed_figure_draws_every_seed_of_every_column_and_the_constant_answer():

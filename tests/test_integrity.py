@@ -15,16 +15,11 @@ from companion.experiments.integrity import (
     ResultsError,
     manifest_differences,
     read_manifest,
+    verified_bytes,
     write_manifest,
 )
-from companion.experiments.reading import (
-    find_results,
-    load_bias_tables,
-    load_curves,
-    load_learned_embedding,
-    load_results,
-    load_transfer_predictions,
-)
+from companion.experiments.learned_embedding import load_learned_embedding
+from companion.experiments.results import find_results, load_bias_tables, load_curves, load_results
 from companion.experiments.runs.hash_results import AFTER_THE_RUN, hash_folder
 from companion.experiments.transfer_results import load_transfer
 
@@ -97,7 +92,7 @@ def read_everything(folder: Path) -> None:
     """Every reading function a chapter calls on a results folder."""
     results = load_results(folder)
     load_curves(folder, variant=None)
-    load_transfer_predictions(folder)
+    verified_bytes(folder, "predictions.md")  # chapter 6's first experiment: read as text
     for name in results["bias_files"]:
         dataset, pos = Path(name).stem.split("__")[:2]
         load_bias_tables(folder, dataset, pos)

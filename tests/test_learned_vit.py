@@ -180,7 +180,9 @@ def test_the_permutation_test_reports_quantiles_and_is_fixed_by_its_seed():
 
 
 def test_a_p_value_no_shuffle_reached_is_printed_as_a_bound():
-    table = torch.arange(16.0).view(16, 1).expand(16, 4) + torch.randn(16, 4) * 0.01
+    # A smooth code on the 4 x 4 grid: every neighbour pair is similar, so no shuffle comes close.
+    rows, cols = torch.meshgrid(torch.arange(4.0), torch.arange(4.0), indexing="ij")
+    table = torch.stack([rows.cos(), rows.sin(), cols.cos(), cols.sin()], -1).reshape(16, 4)
     test = permutation_test(table, 4, "neighbour_gap", draws=99, seed=0, alternative="greater")
     assert test.p_value == 1 / 100
     assert "p < 0.01 (greater, 99 shuffles)" in test.line() and test.p_text("") == "< 0.01"

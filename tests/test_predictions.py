@@ -6,10 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from companion.experiments.evaluation import labels_text, pack_bits
-from companion.experiments.predictions import (
+from companion.experiments.chapter5 import (
     check_prediction,
-    load_predictions,
     per_seed,
     prediction_interval,
     predictions_list,
@@ -17,6 +15,8 @@ from companion.experiments.predictions import (
     split_cells,
     split_seed_readings,
 )
+from companion.experiments.evaluation import labels_text, pack_bits
+from companion.experiments.predictions import load_predictions
 
 N = 400
 LABELS = np.random.default_rng(0).choice(4, N, p=[0.4, 0.2, 0.2, 0.2])

@@ -6,20 +6,18 @@ import numpy as np
 import pytest
 import torch
 
-from companion.experiments.evaluation import labels_text, pack_bits
-from companion.experiments.predictions import load_predictions
-from companion.experiments.results import find_results, load_results
-from companion.experiments.split_reading import (
-    accuracy_table,
+from companion.experiments.chapter5 import (
     beside_their_swin,
-    cells_of,
     encoding_glance,
     gaps_lines,
-    is_split_cell,
     lift_lines,
     split_rows,
     variant_pairs,
 )
+from companion.experiments.evaluation import labels_text, pack_bits
+from companion.experiments.predictions import load_predictions
+from companion.experiments.results import find_results, load_results
+from companion.experiments.split_reading import accuracy_table, cells_of, is_split_cell
 from companion.figures.training import plot_seed_dots
 
 ROOT = Path(__file__).resolve().parents[1]

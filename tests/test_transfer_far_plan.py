@@ -7,7 +7,8 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from companion.experiments.far_transfer_predictions import KINDS, parse_far_transfer_predictions
+from companion.experiments.predictions import TRANSFER_KINDS as KINDS
+from companion.experiments.predictions import parse_far_transfer_predictions
 from companion.experiments.resolution_transfer import WINDOW_GROWN, WINDOW_KEPT, transfer_conditions
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,8 +10,6 @@ from companion.experiments.predictions import correct_by_seed
 from companion.experiments.results import find_results
 from companion.experiments.transfer_gaps import (
     code_gap,
-    gap_of_gaps,
-    lift_interval,
     moved_matrix,
     moved_minus_reference,
     points,
@@ -147,39 +145,6 @@ def test_code_gap_refuses_cells_on_other_test_images():
         code_gap(rows, _cell(), _cell(rendering="scaled"), 48, IMAGES)
     with pytest.raises(ValueError, match=r"must share the dataset .* got 'd' and 'e'"):
         code_gap(rows, _cell(), {**_cell(), "dataset": "e"}, 48, IMAGES)
-
-
-def test_gap_of_gaps_is_the_difference_of_the_two_moved_minus_reference_gaps():
-    references = {"world": _results({"rel": (0.8, 0.9, 0.9), "abs": 0.9}),
-                  "scaled": _results({"rel": 0.7}, "scaled")}  # fmt: skip
-    rows = _rows({("rel", "world", "window-kept"): ((0.7, 0.8, 0.9), 0.9),
-                  ("abs", "world", "window-kept"): (0.6, 0.9),
-                  ("rel", "scaled", "window-kept"): (0.55, 0.7)})  # fmt: skip
-    gap = gap_of_gaps(rows, references, _cell(), _cell(pos="abs"), 48)
-    rel = moved_minus_reference(rows, references, _cell(), 48)
-    abs_ = moved_minus_reference(rows, references, _cell(pos="abs"), 48)
-    assert gap.estimate == pytest.approx(rel.estimate - abs_.estimate)
-    assert gap.estimate == pytest.approx((0.8 - 13 / 15) - (0.6 - 0.9))
-    assert gap.low < gap.estimate < gap.high and gap.floor == rel.floor
-    # across renderings: the same scenes (the same labels), image by image
-    renderings = gap_of_gaps(rows, references, _cell(), _cell(rendering="scaled"), 48)
-    assert renderings.estimate == pytest.approx((0.8 - 13 / 15) - (0.55 - 0.7))
-    same = gap_of_gaps(rows, references, _cell(), _cell(), 48)
-    assert (same.estimate, same.low, same.high, same.p) == (0.0, 0.0, 0.0, 1.0)
-
-
-def test_lift_interval_is_the_moved_accuracy_above_the_constant_answer():
-    references = {"world": _results({"rel": 0.9})}
-    rows = _rows({("rel", "world", "window-kept"): ((0.7, 0.8, 0.9), 0.6)})
-    lift = lift_interval(rows, references, _cell(), 48)
-    assert lift.estimate == pytest.approx(0.8 - 0.5) and lift.low > 0
-    tuned = lift_interval(rows, references, _cell(metric="acc_finetuned"), 48)
-    assert tuned.estimate == pytest.approx(0.1)
-    with pytest.raises(ValueError, match=r"no reference in the 'scaled' rendering.*\['world'\]"):
-        lift_interval(rows, references, _cell(rendering="scaled"), 48)
-    references["scaled"] = {"runs": [], "test_sets": {"e": {}}}  # a reference of another task
-    with pytest.raises(ValueError, match="the 'scaled' reference has no 'd' test set"):
-        lift_interval(rows, references, _cell(rendering="scaled"), 48)
 
 
 def test_points_prints_signed_points_and_a_p_at_its_floor_as_a_bound():

@@ -77,6 +77,7 @@ class Runtime:
 
 
 _OTHERS = (
+    "scipy",  # the companion's statistics (companion.experiments.stats)
     "ipykernel",
     "nbclient",
     "nbformat",

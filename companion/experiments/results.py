@@ -27,7 +27,6 @@ from companion.experiments.integrity import (
     verified_json,
     verified_tensors,
 )
-from companion.experiments.stats import paired_interval
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the companion package
 RESULTS_DIR = "results"  # where results/<name>/ goes
@@ -92,41 +91,6 @@ def summarize(runs: Sequence[dict[str, Any]], metric: str = "test_acc") -> list[
 def _cells(summary: Sequence[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
     """``(dataset, cell label) -> summary row``."""
     return {(r["dataset"], cell_label(r["pos"], r.get("variant", "swin"))): r for r in summary}
-
-
-def _per_seed(row: dict[str, Any]) -> dict[int, float]:
-    # Rows written before seeds were listed hold their values in the plan's seed order.
-    seeds = row.get("seeds", range(len(row["values"])))
-    return dict(zip(seeds, row["values"], strict=True))
-
-
-def paired_gap(
-    summary: Sequence[dict[str, Any]], dataset: str, a: str, b: str, confidence: float = 0.95
-) -> dict[str, Any]:
-    """Cell ``a`` minus cell ``b`` of ``dataset`` (labels as :func:`cell_label` writes them),
-    paired over the seeds both have, in percentage points: ``{"dataset", "a", "b", "seeds",
-    "differences", "n", "mean", "low", "high", "excludes_zero"}`` with the paired t interval of
-    :func:`companion.experiments.stats.paired_interval` (``low``/``high`` are ``None`` with
-    fewer than 2 seeds; ``excludes_zero`` is then False)."""
-    cells = _cells(summary)
-    for name in (a, b):
-        if (dataset, name) not in cells:
-            known = sorted(c for d, c in cells if d == dataset)
-            raise ValueError(f"no cell {name!r} for dataset {dataset!r}; it has {known}")
-    va, vb = _per_seed(cells[dataset, a]), _per_seed(cells[dataset, b])
-    seeds = [s for s in va if s in vb]
-    diffs = [100 * (va[s] - vb[s]) for s in seeds]
-    if not diffs:
-        raise ValueError(f"cells {a!r} and {b!r} of {dataset!r} share no seed")
-    if len(diffs) > 1:
-        mean, low, high = paired_interval(diffs, confidence)
-    else:
-        mean, low, high = diffs[0], None, None
-    excludes = low is not None and high is not None and (low > 0 or high < 0)
-    return {
-        "dataset": dataset, "a": a, "b": b, "seeds": seeds, "differences": diffs,
-        "n": len(diffs), "mean": mean, "low": low, "high": high, "excludes_zero": excludes,
-    }  # fmt: skip
 
 
 def results_table(summary: Sequence[dict[str, Any]], chance: dict[str, float]) -> str:

@@ -1,4 +1,4 @@
-"""Chapter 5's reading of an ablation, split by split, with intervals honest to the data.
+"""A cell of an ablation read split by split, with intervals honest to the data (chapters 5 and 6).
 
 Everything here reads a results file whose runs keep every test split image by image
 (:mod:`companion.experiments.evaluation`). Accuracies and gaps come with the two-stage bootstrap
@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from companion.experiments.bootstrap import Interval, gap_interval, lift_gap_interval
-from companion.experiments.predictions import correct_by_seed, solved_seeds, test_labels
-from companion.experiments.stats import binomial_interval, format_p, holm_bounds
+from companion.experiments.bootstrap import gap_interval
+from companion.experiments.predictions import correct_by_seed
+from companion.experiments.stats import binomial_interval
 
 
 def cells_of(results: dict[str, Any], dataset: str, variants: bool = True) -> list[str]:
@@ -46,11 +46,13 @@ def beside_their_swin(results: dict[str, Any], dataset: str) -> list[str]:
     return [c for swin, variants in order.items() for c in (swin, *variants)]
 
 
-def _label(cell: str) -> str:
+def pos_label(cell: str) -> str:
+    """``"grid-cell:abs+rel"`` -> ``"abs+rel"`` (with its variant, if any)."""
     return cell.split(":", 1)[1]
 
 
-def _matrix(results: dict[str, Any], cell: str, split: str) -> tuple[list[int], np.ndarray]:
+def seed_matrix(results: dict[str, Any], cell: str, split: str) -> tuple[list[int], np.ndarray]:
+    """The seeds, sorted, and their ``(seeds, images)`` bool matrix of ``split``'s images."""
     by_seed = correct_by_seed(results, cell, split)
     seeds = sorted(by_seed)
     return seeds, np.stack([by_seed[s] for s in seeds])
@@ -64,7 +66,7 @@ def constant_answer(results: dict[str, Any], dataset: str, split: str) -> float:
 def solved(results: dict[str, Any], cell: str, rule: dict[str, Any]) -> tuple[int, int]:
     """``(k, n)``: seeds of ``cell`` whose accuracy on ``rule["split"]`` reaches
     ``rule["threshold"]``."""
-    _, correct = _matrix(results, cell, rule["split"])
+    _, correct = seed_matrix(results, cell, rule["split"])
     return int((correct.mean(1) >= rule["threshold"]).sum()), len(correct)
 
 
@@ -72,27 +74,6 @@ def is_split_cell(results: dict[str, Any], cell: str, rule: dict[str, Any]) -> b
     """Whether some seeds solved and some did not."""
     k, n = solved(results, cell, rule)
     return 0 < k < n
-
-
-def split_rows(
-    results: dict[str, Any], dataset: str, split: str, cells: Sequence[str] | None = None
-) -> list[dict[str, Any]]:
-    """Rows for :func:`companion.figures.training.plot_seed_dots`: each cell's accuracy per seed
-    on ``split`` (``values``), with the bootstrap interval of the mean (``low``, ``high``)."""
-    rows = []
-    for cell in cells or cells_of(results, dataset):
-        seeds, correct = _matrix(results, cell, split)
-        interval = gap_interval(correct)
-        _, pos, *variant = cell.split(":")
-        rows.append(
-            {
-                "dataset": dataset, "pos": pos, "variant": variant[0] if variant else "swin",
-                "split": split, "seeds": seeds, "values": correct.mean(1).tolist(),
-                "n": len(seeds), "mean": interval.estimate, "low": interval.low,
-                "high": interval.high,
-            }
-        )  # fmt: skip
-    return rows
 
 
 def accuracy_table(
@@ -113,124 +94,18 @@ def accuracy_table(
         split_cell = is_split_cell(results, cell, rule)
         entries = []
         for s in splits:
-            _, correct = _matrix(results, cell, s)
+            _, correct = seed_matrix(results, cell, s)
             i = gap_interval(correct)
             mark = " (split)" if split_cell else ""
             entries.append(f"{100 * i.estimate:.1f} [{100 * i.low:.1f}, {100 * i.high:.1f}]{mark}")
         k, n = solved(results, cell, rule)
         low, high = binomial_interval(k, n)
         count = f"{k} of {n} (rate {low:.2f}–{high:.2f})"
-        lines.append(f"| `{_label(cell)}` | " + " | ".join(entries) + f" | {count} |")
+        lines.append(f"| `{pos_label(cell)}` | " + " | ".join(entries) + f" | {count} |")
     lines.append("")
     lines.append(
         "*Accuracy (%), mean over seeds [95 % bootstrap interval over seeds and test images]; "
         "(split): some seeds solved, some did not, so read the count, not the mean.*"
-    )
-    return "\n".join(lines) + "\n"
-
-
-def _gap(results: dict[str, Any], a: str, b: str, split: str) -> Interval:
-    dataset = a.split(":")[0]
-    if b == "constant":
-        _, correct = _matrix(results, a, split)
-        return gap_interval(correct, labels=test_labels(results, dataset, split))
-    ma, mb = correct_by_seed(results, a, split), correct_by_seed(results, b, split)
-    seeds = sorted(set(ma) & set(mb))
-    return gap_interval(np.stack([ma[s] for s in seeds]), np.stack([mb[s] for s in seeds]))
-
-
-def gaps_lines(
-    results: dict[str, Any],
-    pairs: Sequence[tuple[str, str]],
-    split: str,
-    rule: dict[str, Any],
-) -> str:
-    """One line per ``(a, b)`` (cells, or ``b = "constant"``): the gap on ``split`` in points with
-    its 95 % bootstrap interval and its p-value Holm-adjusted over the pairs printed (these are
-    the exploratory comparisons: the planned ones are the predictions'). A gap with a split cell
-    gets no interval: the counts say more than a mean of two groups. A p-value resting on
-    bootstrap p-values at their floor is printed as the bound it is (``p_Holm < 0.0015``)."""
-    found: list[tuple[str, Interval | None]] = []
-    several = len({a.split(":")[0] for a, _ in pairs}) > 1  # then each line names its dataset
-    for a, b in pairs:
-        name = f"{_label(a)} − {'constant answer' if b == 'constant' else _label(b)}"
-        name = f"{a.split(':')[0]}: {name}" if several else name
-        involved = [a] + ([] if b == "constant" else [b])
-        if any(is_split_cell(results, c, rule) for c in involved):
-            found.append((name, None))
-        else:
-            found.append((name, _gap(results, a, b, split)))
-    tested = [i for _, i in found if i is not None]
-    adjusted = iter(holm_bounds([i.p for i in tested], [i.floor for i in tested]))
-    lines = [f"gaps on `{split}` in points [95 % bootstrap interval], p Holm-adjusted over "
-             f"the {len(tested)} intervals printed"]  # fmt: skip
-    width = max(len(name) for name, _ in found)
-    for name, interval in found:
-        if interval is None:
-            lines.append(f"{name:{width}} a split cell: read the counts")
-            continue
-        p, bound = next(adjusted)
-        mark = " *" if p < 0.05 else ""
-        shown = format_p(p, p if bound else 0.0, "p_Holm")  # a bound prints as "p_Holm < ..."
-        lines.append(
-            f"{name:{width}} {100 * interval.estimate:+6.1f} [{100 * interval.low:+6.1f}, "
-            f"{100 * interval.high:+6.1f}]  {shown}{mark}"
-        )
-    return "\n".join(lines)
-
-
-def lift_lines(
-    results: dict[str, Any], dataset: str, first: str, second: str, cells: Sequence[str]
-) -> str:
-    """Per cell: its lift over the constant answer on ``first`` and on ``second`` (each split's
-    own constant answer) and the change, with its 95 % bootstrap interval."""
-    lines = [f"lift over the constant answer (points): `{first}`, `{second}`, and the change "
-             "[95 % bootstrap interval]"]  # fmt: skip
-    c1, c2 = constant_answer(results, dataset, first), constant_answer(results, dataset, second)
-    for cell in cells:
-        _, a = _matrix(results, cell, first)
-        _, b = _matrix(results, cell, second)
-        i = lift_gap_interval(
-            a, test_labels(results, dataset, first), b, test_labels(results, dataset, second)
-        )
-        lines.append(
-            f"{_label(cell):12} {100 * (a.mean() - c1):+6.1f}  {100 * (b.mean() - c2):+6.1f}  "
-            f"change {100 * i.estimate:+6.1f} [{100 * i.low:+6.1f}, {100 * i.high:+6.1f}]"
-        )
-    return "\n".join(lines)
-
-
-def encoding_glance(
-    sections: Sequence[tuple[dict[str, Any], str, Sequence[str], dict[str, Any]]],
-    pos: Sequence[str] = ("none", "abs", "rel", "abs+rel"),
-) -> str:
-    """Markdown: what each encoding of ``pos`` bought on every task and test split at once.
-
-    ``sections``: ``(results, dataset, splits, rule)`` per task, ``rule`` its "solved" rule.
-    One row per task and split, one column per encoding; each entry is the lift over the
-    constant answer in points (mean over seeds, each split against the constant answer on its
-    own images). Where the cell's seeds split into solved and unsolved by its task's rule, the
-    entry is the count and each group's lift instead, ``9/10 solved: +69.9 · 1 other: +45.8``:
-    a mean of the two groups would describe neither."""
-    lines = ["| task, split | " + " | ".join(f"`{p}`" for p in pos) + " |"]
-    lines.append("|---" * (len(pos) + 1) + "|")
-    rules = []
-    for results, dataset, splits, rule in sections:
-        rules.append(f"`{dataset}`: `{rule['split']}` ≥ {100 * rule['threshold']:g} %")
-        for split in splits:
-            entries = []
-            for p in pos:
-                cell = f"{dataset}:{p}"
-                seeds, correct = _matrix(results, cell, split)
-                lift = 100 * (correct.mean(1) - constant_answer(results, dataset, split))
-                flags = solved_seeds(results, cell, {dataset: rule})
-                entries.append(glance_entry(lift, np.array([flags[s] for s in seeds])))
-            lines.append(f"| `{dataset}` `{split}` | " + " | ".join(entries) + " |")
-    lines.append("")
-    lines.append(
-        "*Lift over the constant answer (points), mean over seeds, each split against the "
-        "constant answer on its own images. Where a cell's seeds split, the count solved and "
-        "each group's lift (solved: " + "; ".join(rules) + ").*"
     )
     return "\n".join(lines) + "\n"
 
@@ -246,3 +121,39 @@ def glance_entry(lift: np.ndarray, won: np.ndarray) -> str:
         f"{int(won.sum())}/{len(won)} solved: {lift[won].mean():+.1f} · "
         f"{rest} other{'s' if rest > 1 else ''}: {lift[~won].mean():+.1f}"
     )
+
+
+def split_rows(
+    results: dict[str, Any], dataset: str, split: str, cells: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
+    """Rows for :func:`companion.figures.training.plot_seed_dots`: each cell's accuracy per seed
+    on ``split`` (``values``), with the bootstrap interval of the mean (``low``, ``high``)."""
+    rows = []
+    for cell in cells or cells_of(results, dataset):
+        seeds, correct = seed_matrix(results, cell, split)
+        interval = gap_interval(correct)
+        _, pos, *variant = cell.split(":")
+        rows.append(
+            {
+                "dataset": dataset, "pos": pos, "variant": variant[0] if variant else "swin",
+                "split": split, "seeds": seeds, "values": correct.mean(1).tolist(),
+                "n": len(seeds), "mean": interval.estimate, "low": interval.low,
+                "high": interval.high,
+            }
+        )  # fmt: skip
+    return rows
+
+
+def split_codes(results: dict[str, Any], threshold: float) -> list[str]:
+    """The ``pos`` of every main-grid cell (the Swin itself, no variant) some of whose seeds reach
+    ``threshold`` test accuracy and some do not, in the plan's order."""
+    found = []
+    for dataset in results["plan"]["datasets"]:
+        for pos in results["plan"]["pos"]:
+            accuracies = [
+                c.mean() for c in correct_by_seed(results, f"{dataset}:{pos}", "test").values()
+            ]
+            solved = sum(a >= threshold for a in accuracies)
+            if 0 < solved < len(accuracies) and pos not in found:
+                found.append(pos)
+    return found

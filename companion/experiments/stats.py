@@ -13,15 +13,15 @@ a bootstrap: with n = 5 seeds a percentile bootstrap can only resample 5 numbers
 resamples) and its interval is systematically too narrow; the t interval is the standard choice
 for small paired samples, and exact when the differences are roughly normal.
 
-The t distribution is computed here, without SciPy (not installed on every reader's runtime):
-its CDF in closed form for whole degrees of freedom (Abramowitz & Stegun 26.7.3 and 26.7.4, a
-finite sum in ``cos θ`` with ``θ = atan(t / sqrt(df))``), the quantile by bisection on it; the
-tests pin both to printed table values and to the exact CDFs of df 1 and 2.
+The t distribution, the exact binomial interval and Fisher's exact test come from SciPy
+(``scipy.stats``, preinstalled on Colab); what is the book's own is small and named for what it
+does: Holm's step-down adjustment, a p-value at its floor printed as a bound, and the ring null
+for table patterns.
 
 The book prints many such intervals. When a family of gaps was not planned before the run, each
-interval is exploratory, and :func:`holm` adjusts the paired t tests' p-values
-(:func:`paired_t_test`) for the size of the family: a gap whose Holm-adjusted p is below 0.05 is
-one the whole family's error rate allows reading.
+interval is exploratory, and :func:`holm` adjusts the gaps' p-values for the size of the family
+(:func:`holm_bounds` where some p-values sit at their floor): a gap whose Holm-adjusted p is below
+0.05 is one the whole family's error rate allows reading.
 
 Where a mean and a t interval would mislead, this module also reads an ablation another way:
 
@@ -41,48 +41,20 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from typing import Any
+
+from scipy import stats
 
 from companion._checks import check_positive_int
 
 
-def t_cdf(t: float, df: int) -> float:
-    """``P(T <= t)`` for Student's t with ``df`` degrees of freedom, exact (A&S 26.7.3/26.7.4):
-    with ``θ = atan(t / sqrt(df))`` and ``c = cos²θ``, ``P(|T| <= t)`` is
-    ``(2/π)(θ + sin θ cos θ (1 + 2/3 c + 2·4/(3·5) c² + ...))`` for odd ``df`` and
-    ``sin θ (1 + 1/2 c + 1·3/(2·4) c² + ...)`` for even ``df``, each up to ``cos^(df-2) θ``."""
-    if isinstance(df, bool) or not isinstance(df, int) or df < 1:
-        raise ValueError(f"df must be an int >= 1, got {df!r}")
-    theta = math.atan2(t, math.sqrt(df))  # signed, so the sums below are odd in t
-    c = math.cos(theta) ** 2
-    series, term = 0.0, 1.0
-    if df % 2:
-        for k in range(1, (df - 1) // 2 + 1):
-            series, term = series + term, term * c * (2 * k) / (2 * k + 1)
-        central = 2 / math.pi * (theta + math.sin(theta) * math.cos(theta) * series)
-    else:
-        for k in range(1, df // 2 + 1):
-            series, term = series + term, term * c * (2 * k - 1) / (2 * k)
-        central = math.sin(theta) * series
-    return 0.5 + central / 2
-
-
 def t_quantile(p: float, df: int) -> float:
-    """The ``t`` with ``P(T <= t) = p`` for ``df`` degrees of freedom (``t_quantile(0.975, 4)``
-    is 2.776), by bisection on :func:`t_cdf`."""
+    """The ``t`` with ``P(T <= t) = p`` for Student's t with ``df`` degrees of freedom
+    (``t_quantile(0.975, 4)`` is 2.776): ``scipy.stats.t.ppf``, with the arguments checked."""
     if isinstance(df, bool) or not isinstance(df, int) or df < 1:
         raise ValueError(f"df must be an int >= 1, got {df!r}")
     if not 0.0 < p < 1.0:
         raise ValueError(f"p must be a number in (0, 1), got {p!r}")
-    if p < 0.5:
-        return -t_quantile(1.0 - p, df)
-    low, high = 0.0, 1.0
-    while t_cdf(high, df) < p:  # df = 1 at p = 0.999 needs t ~ 318
-        low, high = high, 2 * high
-    for _ in range(60):
-        mid = (low + high) / 2
-        low, high = (mid, high) if t_cdf(mid, df) < p else (low, mid)
-    return (low + high) / 2
+    return float(stats.t.ppf(p, df))
 
 
 def paired_interval(
@@ -98,21 +70,6 @@ def paired_interval(
     mean = statistics.fmean(differences)
     half = t_quantile((1 + confidence) / 2, n - 1) * statistics.stdev(differences) / math.sqrt(n)
     return mean, mean - half, mean + half
-
-
-def paired_t_test(differences: Sequence[float]) -> tuple[float, float]:
-    """``(t, p)``: the paired t statistic ``mean(d) / (sd(d) / sqrt(n))`` of ``differences`` and
-    its two-sided p-value ``P(|T| >= |t|)`` with ``n - 1`` degrees of freedom (the test that
-    :func:`paired_interval` inverts: the 95 % interval excludes 0 exactly when ``p < 0.05``).
-    Differences that are all equal give ``t = ±inf, p = 0`` (or ``t = 0, p = 1`` when all 0)."""
-    n = len(differences)
-    if n < 2:
-        raise ValueError(f"differences must hold at least 2 values, got {n}")
-    mean, sd = statistics.fmean(differences), statistics.stdev(differences)
-    if sd == 0.0:
-        return (0.0, 1.0) if mean == 0.0 else (math.copysign(math.inf, mean), 0.0)
-    t = mean / (sd / math.sqrt(n))
-    return t, min(1.0, 2.0 * (1.0 - t_cdf(abs(t), n - 1)))
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
@@ -177,25 +134,6 @@ def holm_bounds(p_values: Sequence[float], floors: Sequence[float]) -> list[tupl
 
 
 # --------------------------------------------------------------------------- split cells, nulls
-def _binomial_cdf(k: int, n: int, p: float) -> float:
-    """P(X <= k) for X ~ Binomial(n, p)."""
-    term, total = (1.0 - p) ** n, 0.0
-    for i in range(k + 1):
-        total += term
-        if p < 1.0:  # the next term from this one: C(n, i+1) p^(i+1) (1-p)^(n-i-1)
-            term *= (n - i) / (i + 1) * p / (1.0 - p)
-    return min(total, 1.0)
-
-
-def _bisect(f: Any, target: float) -> float:
-    """The p in [0, 1] where the decreasing function ``f`` crosses ``target``."""
-    low, high = 0.0, 1.0
-    for _ in range(60):  # 2^-60: far below any digit printed
-        mid = (low + high) / 2
-        low, high = (mid, high) if f(mid) > target else (low, mid)
-    return (low + high) / 2
-
-
 def binomial_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
     """Exact (Clopper-Pearson) interval for a rate observed as ``k`` successes in ``n`` trials:
     never outside [0, 1], and at least ``confidence`` coverage for every true rate."""
@@ -204,11 +142,8 @@ def binomial_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, 
         raise ValueError(f"k must be an integer in [0, n={n}], got {k!r}")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
-    tail = (1 - confidence) / 2
-    # low: the rate at which k or more successes have probability `tail`; high: k or fewer.
-    low = 0.0 if k == 0 else _bisect(lambda p: _binomial_cdf(k - 1, n, p), 1 - tail)
-    high = 1.0 if k == n else _bisect(lambda p: _binomial_cdf(k, n, p), tail)
-    return low, high
+    interval = stats.binomtest(k, n).proportion_ci(confidence, method="exact")
+    return float(interval.low), float(interval.high)
 
 
 def fisher_exact(k1: int, n1: int, k2: int, n2: int) -> float:
@@ -219,14 +154,8 @@ def fisher_exact(k1: int, n1: int, k2: int, n2: int) -> float:
         check_positive_int(name.replace("k", "n"), n)
         if not 0 <= k <= n:
             raise ValueError(f"{name} must be an integer in [0, {n}], got {k!r}")
-    solved, total = k1 + k2, n1 + n2
-
-    def probability(x: int) -> float:  # hypergeometric: x of cell 1's seeds among the solved
-        return math.comb(n1, x) * math.comb(n2, solved - x) / math.comb(total, solved)
-
-    observed = probability(k1)
-    tables = range(max(0, solved - n2), min(n1, solved) + 1)
-    return min(1.0, sum(p for x in tables if (p := probability(x)) <= observed * (1 + 1e-9)))
+    table = [[k1, n1 - k1], [k2, n2 - k2]]
+    return float(stats.fisher_exact(table, alternative="two-sided").pvalue)
 
 
 def chebyshev_distance(offset: Sequence[int]) -> int:
@@ -256,7 +185,7 @@ def ring_null(
     check_positive_int("len(offsets)", n)
     k = sum(chebyshev_distance(o) in set(distances) for o in offsets)
     p = ring_probability(window_size, distances)
-    tail = 1.0 if k == 0 else 1.0 - _binomial_cdf(k - 1, n, p)
+    tail = float(stats.binom.sf(k - 1, n, p))  # P(X >= k) = P(X > k - 1)
     at = " or ".join(str(d) for d in distances)
     return (
         f"{k} of {n} at distance {at} | random tables: p = {p:.1%}, "

@@ -3,7 +3,7 @@
 A model moved to ``S`` px is read against its **reference** (the same code trained at ``S`` px in
 the same rendering, :func:`companion.experiments.transfer_reading.load_references`) as a
 *difference*, not a ratio: moved accuracy − reference accuracy, in points (100 × accuracy). The
-ratio of :mod:`companion.experiments.transfer_reading` ("kept share") has no scale where the
+ratio ("the share of the reference's lift kept") has no scale where the
 reference learnt little; a difference always has one.
 
 Every gap here is paired: seed ``s`` of one side against seed ``s`` of the other, on the same test
@@ -19,17 +19,20 @@ fractions of accuracy; :func:`points` prints them in points.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from companion.experiments.bootstrap import Interval, gap_interval
+from companion.experiments.bootstrap import Interval, gap_interval, lift_gap_interval
 from companion.experiments.predictions import correct_by_seed, test_labels
 from companion.experiments.resolution_transfer import WINDOW_GROWN, grown_condition
 from companion.experiments.split_reading import glance_entry
 from companion.experiments.stats import format_p
 from companion.experiments.transfer_reading import moved_correct
+
+Rows = Sequence[dict[str, Any]]
+References = Mapping[str, dict[str, Any]]
 
 
 def moved_matrix(
@@ -94,47 +97,6 @@ def code_gap(
     return gap_interval(moved_a, moved_b)
 
 
-def gap_of_gaps(
-    rows: Sequence[dict[str, Any]],
-    references: Mapping[str, dict[str, Any]],
-    a: Mapping[str, str],
-    b: Mapping[str, str],
-    size: int,
-) -> Interval:
-    """``(moved a − reference a) − (moved b − reference b)``, the four cells on the same seeds and
-    test images in every replicate. ``a`` and ``b`` must share the dataset and their test labels
-    image by image: in one rendering the same images, across renderings the same scenes (one
-    data seed) drawn two ways."""
-    if a["dataset"] != b["dataset"]:
-        raise ValueError(
-            f"a and b must share the dataset, got {a['dataset']!r} and {b['dataset']!r}"
-        )
-    seeds_a, moved_a, reference_a, labels_a = _against_reference(rows, references, a, size)
-    seeds_b, moved_b, reference_b, labels_b = _against_reference(rows, references, b, size)
-    if not np.array_equal(labels_a, labels_b):
-        raise ValueError(
-            f"a and b must be tested on the same scenes, but the {a['rendering']!r} "
-            f"and {b['rendering']!r} references' test labels differ"
-        )
-    _check_seeds("a", seeds_a, "b", seeds_b)
-    # A replicate's mean is linear in the matrix, so the gap of the two (seeds, images) differences
-    # is, replicate by replicate, the four cells' means combined with the same draws.
-    return gap_interval(moved_a.astype(float) - reference_a, moved_b.astype(float) - reference_b)
-
-
-def lift_interval(
-    rows: Sequence[dict[str, Any]],
-    references: Mapping[str, dict[str, Any]],
-    cell: Mapping[str, str],
-    size: int,
-) -> Interval:
-    """A moved cell's accuracy minus the constant answer on the same test images (the most
-    frequent label's share, recomputed on each replicate's images; labels from the reference)."""
-    labels = _labels(references, cell["dataset"], cell["rendering"])
-    _, moved = moved_matrix(rows, cell, size, len(labels))
-    return gap_interval(moved, labels=labels)
-
-
 def points(interval: Interval, p_against_zero: bool = False) -> str:
     """``"+12.3 [+4.5, +20.1]"``: the estimate and its 95 % interval in points; with
     ``p_against_zero``, the bootstrap p-value of "the gap is 0" after it (``" (p = 0.012)"``, or
@@ -179,7 +141,7 @@ def transfer_glance(
         trained = np.stack(list(correct_by_seed(before, f"{dataset}:{pos}", "test").values()))
         entries = [f"`{pos}`", _entry(trained, before_labels, threshold)]
         for rendering in renderings:
-            labels = _labels(references, dataset, rendering)
+            labels = moved_labels(references, {"dataset": dataset, "rendering": rendering})
             base = {"dataset": dataset, "pos": pos, "rendering": rendering}
             for condition in conditions:
                 name = grown_condition(pos) if condition == WINDOW_GROWN else condition
@@ -219,9 +181,10 @@ def _reference(references: Mapping[str, dict[str, Any]], rendering: str) -> dict
     return references[rendering]
 
 
-def _labels(references: Mapping[str, dict[str, Any]], dataset: str, rendering: str) -> np.ndarray:
-    """The ``(images,)`` labels of the test images a moved cell of ``dataset`` in ``rendering``
-    was tested on: its reference's."""
+def moved_labels(references: References, cell: Mapping[str, str]) -> np.ndarray:
+    """The ``(images,)`` labels of the test images a moved ``cell`` (its ``dataset`` drawn in its
+    ``rendering``) was tested on: its reference's."""
+    dataset, rendering = cell["dataset"], cell["rendering"]
     reference = _reference(references, rendering)
     if dataset not in reference["test_sets"]:
         raise ValueError(
@@ -251,3 +214,103 @@ def _against_reference(
     moved_seeds, moved = moved_matrix(rows, cell, size, len(labels))
     _check_seeds("moved", moved_seeds, "reference", seeds)
     return seeds, moved, reference, labels
+
+
+def _row_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """``(dataset, pos, rendering, size, condition, variant, seed)`` of a transfer.json row."""
+    return (row["dataset"], row["pos"], row.get("rendering", "scaled"), row["size"],
+            row["condition"], row.get("variant", "swin"), row["seed"])  # fmt: skip
+
+
+def _moved_seeds(rows: Rows, cell: Mapping[str, str], size: int) -> list[int]:
+    wanted = (cell["dataset"], cell["pos"], cell["rendering"], size, cell["condition"])
+    return sorted(r["seed"] for r in rows if _row_key(r)[:5] == wanted)
+
+
+def _common(a: Iterable[int], b: Iterable[int]) -> tuple[list[int], str]:
+    """The seeds both sides have, and the note to print where either side has more."""
+    a, b = set(a), set(b)
+    common = sorted(a & b)
+    return common, f" (on the {len(common)} seeds both have)" if a != b else ""
+
+
+def _on(records: Rows, seeds: Sequence[int]) -> list[dict[str, Any]]:
+    return [r for r in records if r["seed"] in seeds]
+
+
+def kind_gap(
+    before: dict[str, Any], rows: Rows, references: References, kind: str,
+    cells: list[dict[str, str]], size: int,
+) -> tuple[Interval, str]:  # fmt: skip
+    """The interval of a gap of ``kind`` (``lift-change``: ``cells = [cell]``; ``moved-gap``:
+    ``[cell]``; ``code-gap``/``window-gain``: ``[a, b]``) and the note on the seeds it was read
+    on (those both sides have)."""
+    cell = cells[0]
+    if kind == "lift-change":
+        by_seed = correct_by_seed(before, f"{cell['dataset']}:{cell['pos']}", "test")
+        seeds, note = _common(by_seed, _moved_seeds(rows, cell, size))
+        labels = moved_labels(references, cell)
+        first = np.stack([by_seed[s] for s in seeds])
+        moved = moved_matrix(_on(rows, seeds), cell, size, len(labels))[1]
+        before_labels = test_labels(before, cell["dataset"], "test")
+        return lift_gap_interval(first, before_labels, moved, labels), note
+    if kind == "moved-gap":
+        reference = references[cell["rendering"]]
+        by_seed = correct_by_seed(reference, f"{cell['dataset']}:{cell['pos']}", "test")
+        seeds, note = _common(by_seed, _moved_seeds(rows, cell, size))
+        paired = {
+            **references,
+            cell["rendering"]: {**reference, "runs": _on(reference["runs"], seeds)},
+        }
+        return moved_minus_reference(_on(rows, seeds), paired, cell, size), note
+    a, b = cells
+    seeds, note = _common(_moved_seeds(rows, a, size), _moved_seeds(rows, b, size))
+    return code_gap(_on(rows, seeds), a, b, size, len(moved_labels(references, a))), note
+
+
+def _merge(records: Rows, key: Callable[[Mapping[str, Any]], tuple[Any, ...]]) -> list[dict]:
+    """The records in order, refusing a cell and seed (``key(record)``, the seed last) met twice."""
+    seen: set[tuple[Any, ...]] = set()
+    for r in records:
+        if key(r) in seen:
+            cell = ":".join(str(v) for v in key(r)[:-1])
+            raise ValueError(f"cell {cell} seed {r['seed']} is in more than one record")
+        seen.add(key(r))
+    return list(records)
+
+
+def merge_runs(*results: dict[str, Any]) -> dict[str, Any]:
+    """One results.json from several of one ablation (extra seeds trained later): ``{"runs",
+    "test_sets"}``, the runs concatenated, the test sets the first record's (a later one's must be
+    identical on the datasets both hold); a cell's seed in two records is refused."""
+    test_sets: dict[str, Any] = {}
+    for r in results:
+        for dataset, sets in r["test_sets"].items():
+            if test_sets.setdefault(dataset, sets) != sets:
+                raise ValueError(f"the records' {dataset!r} test sets (labels) differ")
+    return {"runs": _merge([run for r in results for run in r["runs"]], _run_key),
+            "test_sets": test_sets}  # fmt: skip
+
+
+def _run_key(run: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (run["dataset"], run["pos"], run.get("variant", "swin"), run["seed"])
+
+
+def merge_rows(*transfers: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows of several transfer.json records concatenated; a seed of a cell (dataset, pos,
+    rendering, size, condition, variant) in two records is refused."""
+    return _merge([row for t in transfers for row in t["rows"]], _row_key)
+
+
+def trained_matrix(results: dict[str, Any], dataset: str, pos: str) -> np.ndarray:
+    """``(seeds, images)`` bool, seeds sorted: a trained cell's test images got right."""
+    by_seed = correct_by_seed(results, f"{dataset}:{pos}", "test")
+    return np.stack([by_seed[s] for s in sorted(by_seed)])
+
+
+def split_note(before: dict[str, Any], cells: Sequence[Mapping[str, str]], threshold: float) -> str:
+    """``" (split cell: rel)"`` naming the codes whose 32-px seeds split into solved and not."""
+    flags = {pos: solved_flags(trained_matrix(before, cells[0]["dataset"], pos), threshold)
+             for pos in dict.fromkeys(c["pos"] for c in cells)}  # fmt: skip
+    split = [pos for pos, f in flags.items() if 0 < f.sum() < len(f)]
+    return f" (split cell: {', '.join(split)})" if split else ""

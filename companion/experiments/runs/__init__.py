@@ -3,4 +3,5 @@
 (``publish``); checking a published folder against a fresh one (``reproduction``); and the run
 behind chapter 1's learned embeddings (``learned_embedding``: the Swin's; ``learned_vit``: the
 ViT's). The chapters never import these:
-they read what the runs wrote through :mod:`companion.experiments.reading`."""
+they read what the runs wrote through their readers (``companion.experiments.chapter<N>``) and
+:mod:`companion.experiments.reading`."""

@@ -24,6 +24,7 @@ import torch
 from companion._io import atomic_write, atomic_write_json, file_sha256
 from companion.experiments.integrity import write_manifest
 from companion.experiments.learned_embedding import EMBEDDING_FILE, PROVENANCE_FILE
+from companion.experiments.records import refresh_table
 from companion.train import TrainConfig, train
 from companion.train.cli import add_debug_flag, run_reporting_errors
 from companion.train.provenance import provenance
@@ -66,12 +67,14 @@ def publish_embedding(
 ) -> dict[str, Any]:
     """Save ``embedding`` as ``out_dir/file_name``, then ``record`` with the file's sha256 as
     ``provenance.json``, then the folder's ``SHA256SUMS`` (read back verified by
-    ``companion.experiments.integrity``); every write atomic. Returns the record."""
+    ``companion.experiments.integrity``); every write atomic; then the record table of its
+    results tree (``companion.experiments.records.refresh_table``). Returns the record."""
     atomic_write(out_dir / file_name, lambda f: torch.save(embedding, f))
     record["embedding_sha256"] = file_sha256(out_dir / file_name)
     record["hashed"] = "at publish"
     atomic_write_json(out_dir / PROVENANCE_FILE, record)
     write_manifest(out_dir)
+    refresh_table(out_dir)
     return record
 
 

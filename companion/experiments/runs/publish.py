@@ -25,6 +25,7 @@ from companion.experiments.integrity import (
     manifest_differences,
     write_manifest,
 )
+from companion.experiments.records import refresh_table
 from companion.experiments.results import DERIVED, load_results, run_sources
 
 
@@ -85,10 +86,12 @@ def check_nothing_lost(staging: Path, folder: Path, dropped: Iterable[str] = ())
 
 def finish_staging(staging: Path, folder: Path, dropped: Iterable[str] = ()) -> None:
     """Hash ``staging`` (``SHA256SUMS``), check that it loses nothing of ``folder``
-    (:func:`check_nothing_lost`) and swap it in (:func:`swap_in`)."""
+        (:func:`check_nothing_lost`), swap it in (:func:`swap_in`) and rebuild the record table of
+    its results tree (``companion.experiments.records.refresh_table``)."""
     check_nothing_lost(staging, folder, dropped)
     write_manifest(staging)
     swap_in(staging, folder)
+    refresh_table(folder)
 
 
 def derived_state(folder: Path, sources: dict[str, Any] | None) -> str:

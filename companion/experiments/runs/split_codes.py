@@ -14,9 +14,9 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from companion.experiments.far_transfer import split_codes
-from companion.experiments.far_transfer_predictions import load_far_transfer_predictions
+from companion.experiments.predictions import load_far_transfer_predictions
 from companion.experiments.results import load_results
+from companion.experiments.split_reading import split_codes
 
 
 def main(argv: Sequence[str] | None = None) -> int:

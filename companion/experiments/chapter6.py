@@ -1,11 +1,28 @@
-"""Chapter 6's far-relation transfer read as one object: every code trained at 32 px, moved to
-48 px, and the references trained at 48 px.
+"""Chapter 6's reader: the far-relation transfer (every code trained at 32 px, moved to 48 px,
+beside the references trained at 48 px), read by the rules its predictions fixed before the run.
 
 ``results/run_cpu_transfer_far.sh`` writes up to four folders: ``cpu-transfer-far`` (seeds 0-4 of
 every code at 32 px, their ``transfer.json`` and the committed ``predictions.md``),
 ``cpu-transfer-far-more`` (seeds 5-9 of the codes whose 32-px cell split, with their moves) and
 the references the predictions name. :func:`load_far_transfer` reads and verifies them all and
-merges the extra seeds, so a chapter holds one :class:`FarTransfer`.
+merges the extra seeds, so the chapter holds one :class:`FarTransfer`.
+
+The planned comparisons (kinds in ``predictions.TRANSFER_KINDS``; a moved cell is ``{"dataset",
+"pos", "rendering", "condition", "metric"}``, ``"window-grown"`` read as the code's own grown
+condition, :func:`~companion.experiments.resolution_transfer.grown_condition`):
+
+* ``count``: the 32-px ``cell`` solved (test accuracy >= ``solved.threshold``) in ``expect =
+  [low, high]`` seeds; ``moved-count``: the same of a moved ``cell``;
+* ``lift-change``: a moved ``cell``'s lift over the constant answer minus the same seeds' lift at
+  32 px, each on its own images (:func:`~companion.experiments.bootstrap.lift_gap_interval`);
+* ``moved-gap``: moved ``cell`` - its reference, paired by seed and image; not readable (held
+  ``None``) where fewer than ``learned.seeds`` of the reference's seeds reach
+  ``learned.threshold``;
+* ``code-gap``: moved ``a`` - moved ``b`` in one rendering; ``window-gain`` is that reading of one
+  code under two conditions (window grown - kept), checked to be so.
+
+Gaps ``expect`` ``"above X"``/``"below X"``/``"within X"`` (fractions) and print in points, on
+the seeds both sides have (the measured text says so where they differ).
 
 The exploratory family (:func:`exploratory_family`) is every comparison the predictions did not
 plan that the chapter prints: what each code kept of its 32-px lift, with the window kept and
@@ -16,26 +33,43 @@ seeds that solved it (the others had nothing to keep) and says so.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from companion.experiments.bootstrap import Interval
-from companion.experiments.far_transfer_predictions import (
-    kind_gap,
+from companion.experiments.integrity import ResultsError
+from companion.experiments.predictions import (
+    chosen,
+    correct_by_seed,
     load_far_transfer_predictions,
+    meets,
+    p_text,
+    test_labels,
+    threshold_of,
+)
+from companion.experiments.records import check_against_table
+from companion.experiments.resolution_transfer import WINDOW_GROWN, WINDOW_KEPT, grown_condition
+from companion.experiments.results import describe_run, find_results, load_results
+from companion.experiments.split_reading import accuracy_table, split_codes
+from companion.experiments.stats import binomial_interval, holm_bounds
+from companion.experiments.transfer_gaps import (
+    References,
+    Rows,
+    kind_gap,
     merge_rows,
     merge_runs,
-    moved_cell,
+    moved_labels,
+    moved_matrix,
+    points,
+    solved_flags,
+    split_note,
+    trained_matrix,
+    transfer_glance,
 )
-from companion.experiments.integrity import ResultsError
-from companion.experiments.predictions import correct_by_seed, meets, test_labels
-from companion.experiments.resolution_transfer import WINDOW_GROWN, WINDOW_KEPT, grown_condition
-from companion.experiments.results import find_results, load_results
-from companion.experiments.stats import holm_bounds
-from companion.experiments.transfer_gaps import transfer_glance
 from companion.experiments.transfer_reading import load_references
 from companion.experiments.transfer_results import load_transfer
 
@@ -74,6 +108,16 @@ class FarTransfer:
             for labels in [test_labels(reference, DATASET, "test")]
         }
 
+    def run_lines(self) -> list[str]:
+        """Each record as :func:`~companion.experiments.results.describe_run` writes it."""
+        return [describe_run(record, budget=False) for record in self.records]
+
+    def accuracy_table(self) -> str:
+        """Markdown: every code's 32-px test accuracy and its seeds solved (the plan's rule)."""
+        rule = {"split": "test", "threshold": self.threshold}
+        cells = [f"{DATASET}:{pos}" for pos in self.codes]
+        return accuracy_table(self.before, DATASET, ["test"], rule, cells)
+
     def seeds(self, pos: str) -> tuple[list[int], list[int]]:
         """``(solved, all)``: the seeds of ``pos`` at 32 px reaching the threshold, and every
         seed, sorted."""
@@ -82,49 +126,39 @@ class FarTransfer:
         return solved, sorted(by_seed)
 
 
-def split_codes(results: dict[str, Any], threshold: float) -> list[str]:
-    """The ``pos`` of every main-grid cell (the Swin itself, no variant) some of whose seeds reach
-    ``threshold`` test accuracy and some do not, in the plan's order."""
-    found = []
-    for dataset in results["plan"]["datasets"]:
-        for pos in results["plan"]["pos"]:
-            accuracies = [
-                c.mean() for c in correct_by_seed(results, f"{dataset}:{pos}", "test").values()
-            ]
-            solved = sum(a >= threshold for a in accuracies)
-            if 0 < solved < len(accuracies) and pos not in found:
-                found.append(pos)
-    return found
+def _checked(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A folder's ``results.json`` and ``transfer.json``, each as the record table holds it."""
+    results, moves = load_results(folder), load_transfer(folder)
+    check_against_table(folder, results)
+    check_against_table(folder, moves, before=results)
+    return results, moves
 
 
 def load_far_transfer(name: str = "cpu-transfer-far") -> FarTransfer:
     """Every folder of the experiment (:func:`find_results` finds ``name``; the extra seeds in
     ``name``-more, needed exactly when a 32-px cell split; the references beside it), verified
-    against their ``SHA256SUMS`` and merged."""
+    against their ``SHA256SUMS`` and the record table (every count and per-image bits' hash),
+    and merged."""
     folder = find_results(name)
     plan = load_far_transfer_predictions(folder)
-    first = load_results(folder)
-    ablations, transfers = [first], [load_transfer(folder)]
+    first, moves = _checked(folder)
+    ablations, transfers = [first], [moves]
     split = split_codes(first, plan["solved"]["threshold"])
     if split:
         more_folder = find_results(f"{name}-more")
-        more = load_results(more_folder)
+        more, more_moves = _checked(more_folder)
         if list(more["plan"]["pos"]) != split:
-            raise ResultsError(
-                f"{more_folder} trained {more['plan']['pos']}, but the cells that split in "
-                f"{folder} are {split}"
-            )
+            raise ResultsError(f"{more_folder} trained {more['plan']['pos']}, but the cells that "
+                               f"split in {folder} are {split}")  # fmt: skip
         ablations.append(more)
-        transfers.append(load_transfer(more_folder))
+        transfers.append(more_moves)
     references = load_references(folder.parent, plan["references"])
-    return FarTransfer(
-        before=merge_runs(*ablations),
-        rows=merge_rows(*transfers),
-        references=references,
-        plan=plan,
-        records=(*ablations, *transfers, *references.values()),
-        codes=tuple(first["plan"]["pos"]),
-    )
+    for rendering, reference in references.items():
+        check_against_table(folder.parent / plan["references"][rendering], reference)
+    return FarTransfer(before=merge_runs(*ablations), rows=merge_rows(*transfers),
+                       references=references, plan=plan,
+                       records=(*ablations, *transfers, *references.values()),
+                       codes=tuple(first["plan"]["pos"]))  # fmt: skip
 
 
 def far_glance(far: FarTransfer, renderings: Sequence[str] = ("world", "scaled")) -> str:
@@ -193,7 +227,8 @@ def exploratory_family(
                  f"| grown: − `{against}` |", "|---|---|---|---|---|"]  # fmt: skip
         for drawn, label, gaps in entries:
             if drawn == rendering:
-                cells = ["—" if i is None else _marked(i, next(adjusted)[0]) for i in gaps]
+                cells = ["—" if i is None else points(i) + "\\*" * (next(adjusted)[0] < 0.05)
+                         for i in gaps]  # fmt: skip
                 lines.append(f"| {label} | " + " | ".join(cells) + " |")
         tables.append("\n".join(lines))
     note = (
@@ -262,6 +297,95 @@ def _gap_on(
     return kind_gap(before, rows, references, kind, cells, far.plan["size"])[0]
 
 
-def _marked(interval: Interval, adjusted: float) -> str:
-    text = f"{100 * interval.estimate:+.1f} [{100 * interval.low:+.1f}, {100 * interval.high:+.1f}]"
-    return text + ("\\*" if adjusted < 0.05 else "")
+def moved_cell(cell: Mapping[str, str]) -> dict[str, str]:
+    """A moved cell with its metric and its code's own grown condition filled in."""
+    found = {"metric": "acc", **cell}
+    if found["condition"] == WINDOW_GROWN:
+        found["condition"] = grown_condition(found["pos"])
+    return found
+
+
+def learned_references(
+    references: References, dataset: str, codes: Sequence[str], plan: Mapping[str, Any]
+) -> dict[str, dict[str, tuple[int, int]]]:
+    """``{rendering: {pos: (seeds reaching learned.threshold on test, seeds)}}`` for each code of
+    ``codes`` with a reference in that rendering."""
+    found: dict[str, dict[str, tuple[int, int]]] = {}
+    threshold = plan["learned"]["threshold"]
+    for rendering, reference in references.items():
+        trained = {r["pos"] for r in reference["runs"] if r["dataset"] == dataset}
+        flags = {pos: solved_flags(trained_matrix(reference, dataset, pos), threshold)
+                 for pos in codes if pos in trained}  # fmt: skip
+        found[rendering] = {pos: (int(f.sum()), len(f)) for pos, f in flags.items()}
+    return found
+
+
+def learned_line(
+    references: References, dataset: str, codes: Sequence[str], plan: Mapping[str, Any]
+) -> str:
+    """``"Trained at 48 px, seeds reaching 90 % ...: world abs 4/4, world rel 2/4 (not
+    learned)."``: each reference's count, for the chapter's text."""
+    need, parts = plan["learned"]["seeds"], []
+    for rendering, by_pos in learned_references(references, dataset, codes, plan).items():
+        parts += [f"{rendering} {pos} {k}/{n}{' (not learned)' * (k < need)}"
+                  for pos, (k, n) in by_pos.items()]  # fmt: skip
+    return (f"Trained at {plan['size']} px, seeds reaching {100 * plan['learned']['threshold']:g} "
+            f"% test accuracy (learned: at least {need}): {', '.join(parts)}.")  # fmt: skip
+
+
+def check_far_transfer_prediction(
+    before: dict[str, Any], rows: Rows, references: References,
+    prediction: Mapping[str, Any], plan: Mapping[str, Any],
+) -> tuple[str, bool | None]:  # fmt: skip
+    """``(what was measured, whether the prediction held)``; held is ``None`` (not readable) for
+    a ``moved-gap`` whose reference did not learn, and the text names it with its count."""
+    kind, size, threshold = prediction["kind"], plan["size"], plan["solved"]["threshold"]
+    if kind in ("count", "moved-count"):
+        if kind == "count":
+            correct = trained_matrix(before, *prediction["cell"].split(":", 1))
+        else:
+            cell = moved_cell(prediction["cell"])
+            correct = moved_matrix(rows, cell, size, len(moved_labels(references, cell)))[1]
+        k, n = int(solved_flags(correct, threshold).sum()), len(correct)
+        (low, high), (lo, hi) = binomial_interval(k, n), prediction["expect"]
+        return f"solved {k} of {n} (rate {low:.2f}-{high:.2f})", lo <= k <= hi
+    cells = [moved_cell(prediction[k]) for k in (("cell",) if "cell" in prediction else ("a", "b"))]
+    named = [(c["pos"], c["condition"]) for c in cells]
+    if kind == "window-gain" and (named[0][0] != named[1][0] or named[0][1] == named[1][1]):
+        raise ValueError(f"prediction {prediction['id']}: a window-gain reads one code under two "
+                         f"conditions, got {named}")  # fmt: skip
+    if kind == "moved-gap":
+        cell, learned = cells[0], plan["learned"]
+        reference = references[cell["rendering"]]
+        flags = solved_flags(
+            trained_matrix(reference, cell["dataset"], cell["pos"]), learned["threshold"]
+        )
+        if flags.sum() < learned["seeds"]:
+            return (f"not readable: {cell['pos']} trained at {size} px in {cell['rendering']} "
+                    f"({plan['references'][cell['rendering']]}) learned in {int(flags.sum())} of "
+                    f"{len(flags)} seeds, {learned['seeds']} needed"), None  # fmt: skip
+    interval, note = kind_gap(before, rows, references, kind, cells, size)
+    text = points(interval) + p_text(interval, prediction["expect"]) + note
+    return text + split_note(before, cells, threshold), meets(interval, prediction["expect"])
+
+
+def _expected(prediction: Mapping[str, Any]) -> str:
+    """``"2-4 seeds"``, or a gap's expectation in points (``"above 5 points"``)."""
+    expect = prediction["expect"]
+    if isinstance(expect, str):
+        return f"{expect.split()[0]} {100 * threshold_of(expect):g} points"
+    return "{}-{} seeds".format(*expect)
+
+
+def far_transfer_predictions_table(
+    before: dict[str, Any], rows: Rows, references: References,
+    predictions: dict[str, Any], ids: Sequence[str] | None = None,
+) -> str:  # fmt: skip
+    """Markdown: id | prediction | expected | measured | held, for every prediction (or ``ids``):
+    gaps in points with their 95 % interval, "not readable" where held is ``None``."""
+    lines = ["| id | prediction | expected | measured | held |", "|---|---|---|---|---|"]
+    for p in chosen(predictions, ids):
+        measured, held = check_far_transfer_prediction(before, rows, references, p, predictions)
+        verdict = "not readable" if held is None else "yes" if held else "**no**"
+        lines.append(f"| {p['id']} | {p['text']} | {_expected(p)} | {measured} | {verdict} |")
+    return "\n".join(lines)

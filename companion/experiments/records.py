@@ -1,0 +1,278 @@
+"""One record table: every run the book's experiments published, as rows of one tidy table.
+
+The sealed folders under ``results/`` stay what the runs wrote (``results.json``,
+``transfer.json``, ``provenance.json``, each checked against its ``SHA256SUMS``). This module
+derives from them one table, ``results/records.csv``, one row per run and test split (and, for a
+moved model, per condition and metric), so that a reading is a filter and a group-by over it:
+
+=============  ==========================================================================
+column         what it holds
+=============  ==========================================================================
+experiment     the folder under ``results/`` (``cpu-ablation``, ``learned-vit-seeds/seed-2``...)
+record         the file the row comes from: ``results``, ``transfer`` or ``provenance``
+task           the dataset (``grid-cell``, ``far-relation-heldout``, ...)
+code           the position code as the record names it (``companion.position.Position.parse``
+               reads it)
+variant        ``swin``, a controlled variant (``torus``, ``pool-merge``, ...) or ``vit``
+rendering      ``scaled`` or ``world``: how the task is drawn at ``size``
+size           the image size in pixels
+condition      ``trained`` (evaluated as trained), or how a model was moved to ``size``
+               (``window-kept``, ``window-grown``, ...; recorded names mapped to today's here,
+               once: ``resolution_transfer.condition_name``)
+metric         ``acc`` (as trained or as moved) or ``acc_finetuned`` (after the short fine-tune)
+seed           the run's seed
+split          the test split (``test``, ``seen``, ``unseen``, ``near``)
+correct        test images answered right
+total          test images
+bits_sha256    SHA-256 of the per-image bits as recorded (hex text; empty where the record
+               keeps only the accuracy: ``provenance``)
+wall_s         the run's training time in seconds (a move's fine-tune time for
+               ``acc_finetuned``; empty for a move without training)
+commit         the commit the run was made at
+=============  ==========================================================================
+
+The table is derived, never edited: every publish rebuilds it (:func:`refresh_table`, called by
+the commands that publish a folder), and ``python -m companion.experiments.records`` rebuilds it
+byte-identically from the folders (no retraining) with its hash in ``records.csv.sha256``;
+``--check`` says whether the committed table is the one the folders give. :func:`load_table`
+refuses a table whose hash does not match.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import io
+import sys
+from pathlib import Path
+from typing import Any
+
+from companion._io import atomic_write_text
+from companion.experiments.evaluation import unpack_bits
+from companion.experiments.integrity import ResultsError, read_manifest, verified_json
+from companion.experiments.resolution_transfer import condition_name
+from companion.experiments.results import find_results
+from companion.swin_configs import CONFIGS
+
+TABLE = "records.csv"
+TABLE_HASH = "records.csv.sha256"
+COLUMNS = (
+    "experiment", "record", "task", "code", "variant", "rendering", "size", "condition", "metric",
+    "seed", "split", "correct", "total", "bits_sha256", "wall_s", "commit",
+)  # fmt: skip
+INTEGER_COLUMNS = ("size", "seed", "correct", "total")
+
+
+def results_root() -> Path:
+    """The ``results/`` folder the chapters read (where ``find_results`` finds chapter 5's)."""
+    return find_results("cpu-ablation").parent
+
+
+def _bits_row(bits: str, total: int) -> dict[str, Any]:
+    return {
+        "correct": int(unpack_bits(bits, total).sum()),
+        "total": total,
+        "bits_sha256": hashlib.sha256(bits.encode("ascii")).hexdigest(),
+    }
+
+
+def _ablation_rows(name: str, record: dict[str, Any]) -> list[dict[str, Any]]:
+    commit = record["header"]["git"]["commit"]
+    rows = []
+    for run in record["runs"]:
+        settings = run["settings"]
+        size = settings["img_size"] or CONFIGS[settings["config"]]["img_size"]
+        for split, result in run["splits"].items():
+            rows.append({
+                "experiment": name, "record": "results", "task": run["dataset"],
+                "code": run["pos"], "variant": run.get("variant", "swin"),
+                "rendering": settings.get("rendering", "scaled"), "size": size,
+                "condition": "trained", "metric": "acc", "seed": run["seed"], "split": split,
+                **_bits_row(result["correct"], result["n"]),
+                "wall_s": run["wall_s"], "commit": commit,
+            })  # fmt: skip
+    return rows
+
+
+def _transfer_rows(name: str, record: dict[str, Any], before: dict[str, Any]) -> list[dict]:
+    """A ``transfer.json``'s rows: each move's test images are its 32-px run's test split."""
+    commit = record["header"]["git"]["commit"]
+    total = {d: sets["test"]["n"] for d, sets in before["test_sets"].items()}
+    rows = []
+    for row in record["rows"]:
+        for metric, bits in (("acc", "correct"), ("acc_finetuned", "correct_finetuned")):
+            if row.get(bits) is None:
+                continue
+            wall = row.get("finetune_s") if metric == "acc_finetuned" else None
+            rows.append({
+                "experiment": name, "record": "transfer", "task": row["dataset"],
+                "code": row["pos"], "variant": row.get("variant", "swin"),
+                "rendering": row.get("rendering", "scaled"), "size": row["size"],
+                "condition": condition_name(row["condition"]), "metric": metric,
+                "seed": row["seed"], "split": "test",
+                **_bits_row(row[bits], total[row["dataset"]]),
+                "wall_s": "" if wall is None else wall, "commit": commit,
+            })  # fmt: skip
+    return rows
+
+
+def _provenance_rows(name: str, record: dict[str, Any]) -> list[dict[str, Any]]:
+    """A single embedding run (chapter 1): only its accuracy is kept, a whole number of images."""
+    settings, total = record["settings"], record["settings"]["test_size"]
+    correct = round(record["final_test_acc"] * total)
+    if abs(correct - record["final_test_acc"] * total) > 1e-6:
+        raise ResultsError(f"{name}: final_test_acc is not a whole number of {total} images")
+    vit = "model" in record and record["model"]["class"].endswith("VisionTransformer")
+    return [{
+        "experiment": name, "record": "provenance", "task": settings["dataset"],
+        "code": settings.get("pos", "abs"), "variant": "vit" if vit else "swin",
+        "rendering": "scaled", "size": record["model"]["img_size"] if vit
+        else CONFIGS[settings["config"]]["img_size"],
+        "condition": "trained", "metric": "acc", "seed": settings["seed"], "split": "test",
+        "correct": correct, "total": total, "bits_sha256": "", "wall_s": record["wall_s"],
+        "commit": record["git"]["commit"],
+    }]  # fmt: skip
+
+
+def published_folders(root: str | Path) -> list[Path]:
+    """Every sealed folder under ``root`` (one with a ``SHA256SUMS``, at any depth, such as
+    ``learned-vit-seeds/seed-2``), in path order; ``pilots/`` holds no published run."""
+    root = Path(root)
+    found = (p.parent for p in root.rglob("SHA256SUMS"))
+    return sorted(p for p in found if p.relative_to(root).parts[0] != "pilots")
+
+
+def record_rows(root: str | Path) -> list[dict[str, Any]]:
+    """Every published run under ``root`` as rows, each file verified against its folder's
+    ``SHA256SUMS``; runs in their record's order. ``experiment`` is the folder's path under
+    ``root``."""
+    rows: list[dict[str, Any]] = []
+    for folder in published_folders(root):
+        listed, name = read_manifest(folder), folder.relative_to(root).as_posix()
+        if "results.json" in listed:
+            before = verified_json(folder, "results.json")
+            rows += _ablation_rows(name, before)
+            if "transfer.json" in listed:
+                rows += _transfer_rows(name, verified_json(folder, "transfer.json"), before)
+        elif "provenance.json" in listed:
+            rows += _provenance_rows(name, verified_json(folder, "provenance.json"))
+    return rows
+
+
+def table_text(rows: list[dict[str, Any]]) -> str:
+    """The rows as CSV text: a header, ``\\n`` line ends, numbers as Python prints them."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def _hash_line(text: str) -> str:
+    return f"{hashlib.sha256(text.encode('utf-8')).hexdigest()}  {TABLE}\n"
+
+
+def write_table(root: str | Path) -> Path:
+    """Rebuild ``root/records.csv`` and its hash from the folders under ``root``."""
+    text = table_text(record_rows(root))
+    atomic_write_text(Path(root) / TABLE, text)
+    atomic_write_text(Path(root) / TABLE_HASH, _hash_line(text))
+    return Path(root) / TABLE
+
+
+def refresh_table(folder: str | Path) -> Path | None:
+    """After ``folder`` was published: rebuild the record table of the results tree it lies in
+    (the nearest folder above it that holds a ``records.csv``), so that every published run is
+    in the table. ``None`` (nothing done) for a tree without a table, such as a scratch
+    ``--results-dir``; a tree that does not verify is reported on stderr, the folder published
+    all the same."""
+    for root in Path(folder).resolve().parents:
+        if (root / TABLE).is_file():
+            try:
+                return write_table(root)
+            except (ResultsError, OSError) as error:
+                rebuild = "python -m companion.experiments.records"
+                print(f"published {folder}; {root / TABLE} not rebuilt ({error}): rebuild it "
+                      f"with `{rebuild}`", file=sys.stderr)  # fmt: skip
+                return None
+    return None
+
+
+def load_table(root: str | Path | None = None) -> list[dict[str, Any]]:
+    """The rows of ``records.csv`` (under ``root``, or the chapters' ``results/``), after checking
+    the file against ``records.csv.sha256``; integer columns as ints."""
+    root = results_root() if root is None else Path(root)
+    path = root / TABLE
+    try:
+        text = path.read_bytes().decode("utf-8")
+        recorded = (root / TABLE_HASH).read_text(encoding="utf-8")
+    except FileNotFoundError as error:
+        raise ResultsError(f"{error.filename} is missing: rebuild it with "
+                           "`python -m companion.experiments.records`") from None  # fmt: skip
+    if recorded != _hash_line(text):
+        raise ResultsError(f"{path} does not match {root / TABLE_HASH}: changed or damaged")
+    rows = list(csv.DictReader(io.StringIO(text)))
+    for row in rows:
+        for column in INTEGER_COLUMNS:
+            row[column] = int(row[column])
+    return rows
+
+
+def check_against_table(
+    folder: str | Path, record: dict[str, Any], before: dict[str, Any] | None = None
+) -> None:
+    """Refuse a record a chapter reads (``results.json``; or ``transfer.json`` with the 32-px
+    ``before`` beside it) whose rows are not the record table's rows of its folder, so that every
+    count and every per-image bits' hash a bootstrap reads is the one the table holds. The table
+    is that of the results tree the folder lies in (its nearest parent holding ``records.csv``)."""
+    folder = Path(folder).resolve()
+    root = next((p for p in folder.parents if (p / TABLE).is_file()), None)
+    if root is None:
+        raise ResultsError(f"no {TABLE} above {folder}: build it with "
+                           "`python -m companion.experiments.records`")  # fmt: skip
+    name, kind = folder.relative_to(root).as_posix(), "results" if before is None else "transfer"
+    rows = _ablation_rows(name, record) if before is None else _transfer_rows(name, record, before)
+    held = [r for r in load_table(root) if r["experiment"] == name and r["record"] == kind]
+    if table_text(rows) != table_text(held):
+        raise ResultsError(
+            f"{folder}: its {kind}.json does not agree with {root / TABLE} "
+            "(counts or per-image bits): restore it, or rebuild the table"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m companion.experiments.records",
+        description="Rebuild results/records.csv (every published run, one row per run and "
+        "split) from the sealed result folders, or check the committed one.",
+    )
+    parser.add_argument(
+        "--results-dir", type=Path, default=None,
+        help="the results folder (default: the one the chapters read)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--check", action="store_true",
+        help="only say whether the committed table is what the folders give",
+    )  # fmt: skip
+    args = parser.parse_args(argv)
+    root = results_root() if args.results_dir is None else args.results_dir
+    try:
+        text = table_text(record_rows(root))
+        if args.check:
+            load_table(root)  # refuses a table that does not match its own hash
+            if (root / TABLE).read_text(encoding="utf-8") != text:
+                print(f"{root / TABLE} is not what the folders give: rebuild it", file=sys.stderr)
+                return 1
+            print(f"{root / TABLE}: {text.count(chr(10)) - 1} rows, as the folders give")
+            return 0
+    except (ResultsError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    path = write_table(root)
+    print(f"wrote {path} ({text.count(chr(10)) - 1} rows) and {root / TABLE_HASH}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

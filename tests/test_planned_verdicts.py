@@ -1,0 +1,68 @@
+"""Every planned reading's outcome, pinned: the verdicts (and the numbers printed beside them) of
+chapter 1's ViT predictions V1-V6, chapter 5's three predictions files (G/R, F, I) with their
+seed-by-seed readings of split cells, and chapter 6's P1-P13 with the rule for its references and
+its seed-by-seed readings.
+
+``planned_verdicts.json`` was written by this file's ``outcomes()`` before the experiments layer
+was rewritten (issue 44), so a refactor that moves a verdict fails here. A change that moves one on
+purpose rewrites the file (``python tests/test_planned_verdicts.py``) and names each verdict that
+moved in its commit.
+"""
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from companion.experiments import chapter5, chapter6, reading
+
+SNAPSHOT = Path(__file__).with_name("planned_verdicts.json")
+CHAPTER5 = ("cpu-ablation", "cpu-far-relation", "interior-holdout")
+
+
+def _rows(markdown: str) -> dict[str, list[str]]:
+    """``{id: [the row's cells after the prediction's text]}`` of a predictions table."""
+    found = {}
+    for line in markdown.splitlines()[2:]:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        found[cells[0]] = cells[2:]
+    return found
+
+
+def outcomes() -> dict[str, Any]:
+    """Every planned reading the chapters print, as read by the code of this commit."""
+    found: dict[str, Any] = {}
+    vit, _ = reading.load_vit_embedding()
+    table, grid = reading.grid_table(vit)
+    plan = reading.similarity_predictions()
+    read = reading.check_similarity_predictions(table, grid, plan)
+    vit_table = reading.similarity_outcomes_markdown(read, plan["alpha"])
+    found["chapter 1: learned-vit"] = _rows(vit_table)
+    for name in CHAPTER5:
+        folder = chapter5.find_results(name)
+        results, plan = chapter5.load_results(folder), chapter5.load_predictions(folder)
+        found[f"chapter 5: {name}"] = _rows(chapter5.predictions_table(results, plan))
+        seeds = chapter5.split_seed_readings(results, plan)
+        found[f"chapter 5: {name}, split cells seed by seed"] = seeds.splitlines()
+    far = chapter6.load_far_transfer()
+    table = chapter6.far_transfer_predictions_table(far.before, far.rows, far.references, far.plan)
+    found["chapter 6: cpu-transfer-far"] = _rows(table)
+    learned = chapter6.learned_line(far.references, "far-relation", far.codes, far.plan)
+    found["chapter 6: cpu-transfer-far, references learned"] = learned.splitlines()
+    seeds = chapter6.far_split_readings(far)
+    found["chapter 6: cpu-transfer-far, split cells seed by seed"] = seeds.splitlines()
+    return found
+
+
+def test_every_planned_reading_keeps_its_verdict_and_numbers():
+    expected = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
+    got = outcomes()
+    assert sorted(got) == sorted(expected)
+    for reading_name, value in expected.items():
+        assert got[reading_name] == value, reading_name
+
+
+if __name__ == "__main__":  # rewrite the snapshot (a change that moves a verdict on purpose)
+    text = json.dumps(outcomes(), indent=1, ensure_ascii=False) + "\n"
+    SNAPSHOT.write_text(text, encoding="utf-8")
+    sys.stdout.write(f"wrote {SNAPSHOT}\n")
