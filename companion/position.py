@@ -57,6 +57,9 @@ REL_BIAS_OFFSETS: tuple[RelBiasOffsets, ...] = get_args(RelBiasOffsets)
 Pos = Literal["none", "abs", "rel", "abs+rel", "cpb", "rope-axial", "rope-mixed"]
 #: Every position by name; the trainer and the ablation derive their choices from this tuple.
 POS_CHOICES: tuple[Pos, ...] = get_args(Pos)
+#: The ablation's default grid of positions (``--pos``), named here rather than "every code":
+#: a new code joins ``POS_CHOICES``, and an ablation only when it is asked for.
+ABLATION_POS: tuple[Pos, ...] = ("none", "abs", "rel", "abs+rel", "cpb", "rope-axial", "rope-mixed")
 
 
 class CodeHost(Protocol):
@@ -291,27 +294,58 @@ WINDOW_CODES: dict[str, BiasTable | ContinuousBias | Rotary] = {
 
 @dataclass(frozen=True)
 class Position:
-    """A model's position information: an absolute embedding on or off, and a window code.
+    """A model's position information: an absolute embedding on or off, a window code (``None``:
+    no code, plain self-attention in the windows), and whether the maps are tori.
+
+    ``torus`` (a controlled variant, ``companion.swin.SwinBlock``) hides the map's border: the
+    shifted windows wrap around without the mask and a window that spans a whole axis takes its
+    offsets around it, so only a code that can wrap (``can_wrap``) goes with it.
+
+    ``Position.parse`` is the one parser of a position's name; ``name`` (and ``str``) writes it
+    back: ``Position.parse(p.name)`` is ``p`` up to the variants a name does not carry (a
+    table's ``offsets``, ``torus``), which runs record as their ``variant``.
 
     >>> Position.parse("abs+rel")
     Position(absolute=True, window=BiasTable())
-    >>> Position.parse("abs+rel", offsets="magnitude").name
+    >>> str(Position.parse("abs+rel", offsets="magnitude", torus=True))
     'abs+rel'
     """
 
     absolute: bool = False
     window: WindowPosition = SWIN_CODE
+    torus: bool = False
 
     def __post_init__(self) -> None:
         check_bool("absolute", self.absolute)
         check_window_position("window", self.window)
+        check_bool("torus", self.torus)
+        if self.torus and not self.can_wrap:
+            raise ValueError(
+                f"torus=True wraps offsets around the map, which only a bias table can do: use "
+                f"it with pos in {[p for p in POS_CHOICES if Position.parse(p).can_wrap]}, got "
+                f"pos={self.name!r}"
+            )
+
+    def __repr__(self) -> str:
+        torus = ", torus=True" if self.torus else ""
+        return f"Position(absolute={self.absolute!r}, window={self.window!r}{torus})"
+
+    def __str__(self) -> str:
+        return self.name
 
     @classmethod
-    def parse(cls, pos: str | Position, offsets: RelBiasOffsets | None = None) -> Position:
-        """The position of a name in ``POS_CHOICES`` (a ``Position`` is returned as it is).
+    def parse(
+        cls,
+        pos: str | Position,
+        offsets: RelBiasOffsets | None = None,
+        torus: bool | None = None,
+    ) -> Position:
+        """The position of a name in ``POS_CHOICES`` (a ``Position`` is taken as it is), the
+        one place a position's name is read.
 
         ``offsets`` shapes the bias table (``BiasTable.offsets``); giving ``"magnitude"`` for a
-        position without a table is refused, as it would change nothing.
+        position without a table is refused, as it would change nothing. ``torus``: the maps
+        are tori (``None`` keeps the position's own).
         """
         if isinstance(pos, Position):
             position = pos
@@ -320,23 +354,28 @@ class Position:
             absolute = pos in ("abs", "abs+rel")
             window = pos.removeprefix("abs").removeprefix("+")
             position = cls(absolute, WINDOW_CODES[window] if window not in ("", "none") else None)
-        if offsets is None:
-            return position
+        if offsets is not None:
+            position = position._with_offsets(offsets)
+        if torus is not None:
+            position = dataclasses.replace(position, torus=check_bool("torus", torus))
+        return position
+
+    def _with_offsets(self, offsets: RelBiasOffsets) -> Position:
         check_choice("rel_bias_offsets", offsets, REL_BIAS_OFFSETS)
-        if not isinstance(position.window, BiasTable):
+        if not isinstance(self.window, BiasTable):
             if offsets == "signed":
-                return position
+                return self
             raise ValueError(
                 f"rel_bias_offsets={offsets!r} shapes a relative position bias table, which "
-                f"pos={position.name!r} does not have; use it with pos in "
-                f"{[p for p in POS_CHOICES if cls.parse(p).has_table]}"
+                f"pos={self.name!r} does not have; use it with pos in "
+                f"{[p for p in POS_CHOICES if Position.parse(p).has_table]}"
             )
-        table = dataclasses.replace(position.window, offsets=offsets)
-        return dataclasses.replace(position, window=table)
+        return dataclasses.replace(self, window=dataclasses.replace(self.window, offsets=offsets))
 
     @property
     def name(self) -> str:
-        """The name in ``POS_CHOICES`` (a table's offsets and wrap are variants, not names)."""
+        """The name in ``POS_CHOICES`` (a table's offsets and ``torus`` are variants, not
+        names)."""
         parts = (["abs"] if self.absolute else []) + ([self.window.name] if self.window else [])
         return "+".join(parts) or "none"
 

@@ -21,7 +21,10 @@ from companion._checks import (
 )
 from companion.attention import ATTN_IMPLS, AttnImpl
 from companion.merging import PATCH_MERGING_CHOICES, PatchMergingKind
-from companion.position import POS_CHOICES, Position
+
+# POS_CHOICES is re-exported: the chapters import it from here.
+from companion.position import POS_CHOICES as POS_CHOICES
+from companion.position import Position
 
 
 @dataclass(frozen=True)
@@ -59,11 +62,12 @@ class SwinConfig:
         rel_bias_offsets (an option of ``model_config``, kept in ``pos``): ``"signed"`` (a bias
             per offset ``(dy, dx)``) or ``"magnitude"`` (per ``(|dy|, |dx|)``: left/right and
             above/below look alike), the ``offsets`` of a ``BiasTable``.
-        torus: ``True``: every feature map is a torus (shifted windows wrap around without the
-            mask, a window spanning a whole axis measures offsets around it), so no attention
-            region or offset reveals the map's border; every stage's map must then be a
-            multiple of its window (``companion.swin.SwinBlock``), and ``pos`` one whose window
-            code can wrap (``Position.can_wrap``: a table, or no window code).
+        torus (an option of ``model_config``, kept in ``pos``: ``Position.torus``, read as
+            ``config.torus``): ``True``: every feature map is a torus (shifted windows wrap
+            around without the mask, a window spanning a whole axis measures offsets around
+            it), so no attention region or offset reveals the map's border; every stage's map
+            must then be a multiple of its window (``companion.swin.SwinBlock``), and ``pos``
+            one whose window code can wrap (``Position.can_wrap``: a table, or no window code).
     """
 
     img_size: tuple[int, int]
@@ -81,7 +85,6 @@ class SwinConfig:
     attn_impl: AttnImpl = "sdpa"
     shifted_windows: bool = True
     patch_merging: PatchMergingKind = "concat"
-    torus: bool = False
 
     def __post_init__(self) -> None:
         # Frozen: the normalised values (pairs, tuples, floats) are written with object.__setattr__.
@@ -104,7 +107,6 @@ class SwinConfig:
         check_choice("attn_impl", self.attn_impl, ATTN_IMPLS)
         check_bool("shifted_windows", self.shifted_windows)
         check_choice("patch_merging", self.patch_merging, PATCH_MERGING_CHOICES)
-        check_bool("torus", self.torus)
         self._check_combinations()
 
     def _check_combinations(self) -> None:
@@ -137,12 +139,6 @@ class SwinConfig:
                         f"torus=True needs every stage's map to be a multiple of its window, got "
                         f"stage {i}: a {side} map in {window} windows (img_size={self.img_size})"
                     )
-        if self.torus and not self.pos.can_wrap:
-            raise ValueError(
-                f"torus=True wraps offsets around the map, which only a bias table can do: use it "
-                f"with pos in {[p for p in POS_CHOICES if Position.parse(p).can_wrap]}, got "
-                f"pos={self.pos.name!r}"
-            )
 
     @property
     def stage_dims(self) -> list[int]:
@@ -164,6 +160,11 @@ class SwinConfig:
     def absolute(self) -> bool:
         """Whether a learnable absolute embedding is added after the patch embedding."""
         return self.pos.absolute
+
+    @property
+    def torus(self) -> bool:
+        """Whether every feature map is a torus (``Position.torus``)."""
+        return self.pos.torus
 
 
 CONFIGS: dict[str, dict[str, Any]] = {
@@ -243,15 +244,15 @@ def canonical_variant(variant: str) -> str:
 
 def model_config(name: str, **options: Any) -> SwinConfig:
     """The ``SwinConfig`` of ``CONFIGS[name]`` with ``options`` (any field of ``SwinConfig``)
-    replacing its entries: the one place the command line's position names become the model's
-    position value. ``pos`` (a name of ``POS_CHOICES`` or a ``Position``) and
+    replacing its entries. ``pos`` (a ``Position``, or a name of ``POS_CHOICES``),
     ``rel_bias_offsets`` (``"signed"`` or ``"magnitude"``, the option of the
-    ``abs-offset-bias`` variant) are parsed together by ``Position.parse``.
+    ``abs-offset-bias`` variant) and ``torus`` (the ``torus`` variant's) make one ``Position``
+    (``Position.parse``).
 
     >>> model_config("tiny-cpu", pos="abs+rel", rel_bias_offsets="magnitude").pos
     Position(absolute=True, window=BiasTable(offsets='magnitude'))
     """
     check_choice("name", name, sorted(CONFIGS))
-    offsets = options.pop("rel_bias_offsets", None)
-    pos = Position.parse(options.pop("pos", SwinConfig.pos), offsets)
+    offsets, torus = options.pop("rel_bias_offsets", None), options.pop("torus", None)
+    pos = Position.parse(options.pop("pos", SwinConfig.pos), offsets, torus)
     return SwinConfig(**{**CONFIGS[name], **options, "pos": pos})

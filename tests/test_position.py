@@ -2,6 +2,8 @@
 behaviour (build, bias, rotation, resize, torus) behind one interface."""
 
 import dataclasses
+import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -18,6 +20,7 @@ from companion.position import (
 )
 from companion.swin import swin_from_config
 from companion.swin_configs import SwinConfig, model_config
+from companion.train.build import build_model
 
 
 @pytest.mark.parametrize("name", POS_CHOICES)
@@ -136,3 +139,34 @@ def test_each_code_moves_itself_to_another_window(position):
     assert (bias is None) == (position in (None, Rotary("axial")))
     if bias is not None:
         assert bias.shape == (2, 20, 20)
+
+
+def test_every_position_a_committed_record_names_parses_and_writes_back_the_same_name():
+    root = Path(__file__).resolve().parents[1] / "results"
+    named = set()
+    for path in root.rglob("*.json"):
+        named |= set(re.findall(r'"pos": "([^"]+)"', path.read_text()))
+    assert named and named <= set(POS_CHOICES)
+    for name in named:
+        assert str(Position.parse(name)) == Position.parse(name).name == name
+
+
+def test_torus_is_part_of_the_position_and_not_of_its_name():
+    torus = model_config("tiny-cpu", pos="abs+rel", torus=True).pos
+    assert torus == Position(True, BiasTable(), torus=True) and torus.name == "abs+rel"
+    assert Position.parse("rel", torus=True) == Position.parse("rel", torus=True)
+    assert Position.parse("rel", torus=True) != Position.parse("rel")
+    with pytest.raises(ValueError, match=r"torus=True wraps offsets .* got pos='rope-axial'"):
+        Position.parse("rope-axial", torus=True)
+
+
+def test_a_run_holds_one_position_from_the_command_line_to_its_record():
+    from companion.train import TrainConfig
+    from companion.train.cli import build_parser
+    from companion.train.config import config_from_args, recorded_settings
+
+    cfg = config_from_args(build_parser().parse_args(["--pos", "abs+rel", "--variant", "torus"]))
+    assert cfg.pos == Position.parse("abs+rel")  # read once, by the flag
+    assert TrainConfig(pos="abs+rel", variant="torus") == cfg  # a name is read the same way
+    assert recorded_settings(cfg)["pos"] == "abs+rel"  # the record holds the name
+    assert build_model(cfg, 10, None).config.pos == Position(True, BiasTable(), torus=True)

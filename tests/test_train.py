@@ -307,7 +307,7 @@ def test_bad_flags_exit_with_status_2_and_a_message(capsys):
     assert "epochs must be an int in [1, 100000], got 0" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["--pos", "sincos"])
-    assert "invalid choice: 'sincos'" in capsys.readouterr().err
+    assert "--pos: pos must be one of ['none', 'abs'" in capsys.readouterr().err
 
 
 def test_the_module_runs_from_the_command_line(tmp_path):

@@ -70,7 +70,7 @@ class TransferCondition:
     method: ResizeMethod = "geometric"
 
 
-def transfer_conditions(pos: str) -> tuple[TransferCondition, ...]:
+def transfer_conditions(pos: str | Position) -> tuple[TransferCondition, ...]:
     """The conditions worth running for ``pos``: the window kept, then grown (with both table
     resize methods when the model has tables, once otherwise)."""
     methods = Position.parse(pos).resize_methods
@@ -78,7 +78,7 @@ def transfer_conditions(pos: str) -> tuple[TransferCondition, ...]:
     return (TransferCondition(WINDOW_KEPT, False), *grown)
 
 
-def grown_condition(pos: str, method: str = "geometric") -> str:
+def grown_condition(pos: str | Position, method: str = "geometric") -> str:
     """The name of ``pos``'s window-grown condition (``method`` picks the table resize)."""
     check_choice("method", method, RESIZE_METHODS)
     return f"{WINDOW_GROWN}-{method}" if Position.parse(pos).has_table else WINDOW_GROWN
