@@ -20,11 +20,12 @@ from companion._checks import (
     to_pair,
 )
 from companion.attention import ATTN_IMPLS, AttnImpl
-from companion.merging import PATCH_MERGING_CHOICES, PatchMergingKind
+from companion.merging import PATCH_MERGING_CHOICES, PatchMergingKind, merged_resolution
 
 # POS_CHOICES is re-exported: the chapters import it from here.
 from companion.position import POS_CHOICES as POS_CHOICES
 from companion.position import Position
+from companion.window import tiles_exactly
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,7 @@ class SwinConfig:
             )
         if self.torus:
             for i, (side, window) in enumerate(self.stage_maps()):
-                if any(s % min(s, w) for s, w in zip(side, window, strict=True)):
+                if not tiles_exactly(side, window):
                     raise ValueError(
                         f"torus=True needs every stage's map to be a multiple of its window, got "
                         f"stage {i}: a {side} map in {window} windows (img_size={self.img_size})"
@@ -152,7 +153,7 @@ class SwinConfig:
         maps = []
         for i in range(len(self.depths)):
             if i > 0:
-                side = ((side[0] + 1) // 2, (side[1] + 1) // 2)
+                side = merged_resolution(side)
             maps.append((side, self.window_size))
         return maps
 

@@ -178,7 +178,7 @@ def test_position_tables_norms_and_biases_get_no_weight_decay():
     decay, no_decay = param_groups(model, 0.05)
     names = {id(p): n for n, p in model.named_parameters()}
     skipped = {names[id(p)] for p in no_decay["params"]}
-    assert "absolute_pos_embed" in skipped
+    assert "absolute.pos_embed" in skipped
     assert any(n.endswith("relative_position_bias_table") for n in skipped)
     assert all(p.dim() >= 2 for p in decay["params"]) and no_decay["weight_decay"] == 0.0
 

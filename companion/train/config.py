@@ -385,8 +385,8 @@ def add_arguments(
         text = f"{meta['help']} (default: {default})" if shown else meta["help"]
         common = {"dest": f.name, "help": text, "choices": meta["choices"]}
         if base is Position:  # read once, here: the run holds the value from the start
-            read, common["choices"] = _position_flag, [Position.parse(p) for p in meta["choices"]]
-            common["metavar"] = "{" + ",".join(meta["choices"]) + "}"
+            read, common["choices"] = _position_flag, [Position.parse(p) for p in POS_CHOICES]
+            common["metavar"] = "{" + ",".join(POS_CHOICES) + "}"  # every registered code
         flag = "--" + f.name.replace("_", "-")
         if on_grid:
             plural, values = meta["grid"]
