@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from companion._checks import check_choice, check_grid_embedding, check_positive_int, to_pair
-from companion.init import trunc_normal_
+from companion.trunc_normal import trunc_normal_
 
 Size = int | tuple[int, int]
 ClassTokenOrder = Literal["concat-then-add", "add-then-concat"]
@@ -33,8 +33,9 @@ EMBED_INIT_STD = 0.02
 def init_embedding_(param: Tensor, std: float = EMBED_INIT_STD) -> Tensor:
     """Fill ``param`` in place with ``trunc_normal_(std=std)``, as ViT, DeiT and Swin do.
 
-    ``trunc_normal_`` is ``companion.init``'s (torch 2.14's algorithm under any torch version).
-    Its default bounds ``a=-2, b=2`` are absolute values, far outside ``std=0.02``'s range.
+    ``trunc_normal_`` is ``companion.trunc_normal``'s (torch 2.14's algorithm under any torch
+    version). Its default bounds ``a=-2, b=2`` are absolute values, far outside ``std=0.02``'s
+    range.
     """
     return trunc_normal_(param, std=std)
 

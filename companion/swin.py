@@ -35,13 +35,13 @@ from companion import absolute
 from companion._checks import check_bool, to_pair
 from companion.absolute import AbsolutePositionEmbedding
 from companion.attention import AttnImpl, WindowAttention
-from companion.init import trunc_normal_
 from companion.layers import DropPath, Mlp
 from companion.merging import PatchMerging, PoolMerging, merged_resolution
 from companion.position import NoPosition, WindowPosition, keep_checkpoint_names
 from companion.relative import WindowSize
 from companion.swin_configs import SwinConfig, model_config
 from companion.transfer import SWIN_CODE, ResizeMethod, check_resize_method
+from companion.trunc_normal import trunc_normal_
 from companion.window import (
     cyclic_shift,
     pad_to_windows,

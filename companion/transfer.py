@@ -34,7 +34,6 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from companion._checks import check_bool, check_choice, to_pair
-from companion.init import trunc_normal_
 from companion.position import PositionTerm, WindowCode, register
 from companion.relative import (
     WindowSize,
@@ -46,6 +45,7 @@ from companion.relative import (
     relative_position_index,
     window_offsets,
 )
+from companion.trunc_normal import trunc_normal_
 
 ResizeMethod = Literal["bicubic", "geometric"]
 RESIZE_METHODS: tuple[ResizeMethod, ...] = get_args(ResizeMethod)

@@ -31,8 +31,8 @@ from torch import Tensor, nn
 from companion._checks import check_positive_int
 from companion.absolute import AbsolutePositionEmbedding, PatchEmbed, Size
 from companion.attention import WindowAttention
-from companion.init import trunc_normal_
 from companion.layers import Mlp
+from companion.trunc_normal import trunc_normal_
 
 
 def _check_ratio(name: str, value: object) -> float:
