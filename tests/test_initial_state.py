@@ -22,7 +22,7 @@ from companion.attention import WindowAttention
 from companion.position import POS_CHOICES, Position
 from companion.swin import swin_from_config
 from companion.swin_configs import variant_overrides
-from companion.vit import VisionTransformer
+from companion.vit import VisionTransformer, ViTConfig
 
 HASHES = Path(__file__).parent / "data" / "initial_state_hashes.json"
 
@@ -49,7 +49,7 @@ def _models() -> dict[str, Callable[[], nn.Module]]:
         models[f"cifar:{pos}:swin"] = _swin("cifar", pos, "swin")
         if pos != "abs" and pos != "abs+rel":
             models[f"attention:{pos}"] = _attention(pos)
-    models["vit"] = lambda: VisionTransformer()
+    models["vit"] = lambda: VisionTransformer(ViTConfig())
     return models
 
 
