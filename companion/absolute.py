@@ -204,7 +204,12 @@ class AbsolutePositionEmbedding(nn.Module):
         """``(B, N, D)`` -> ``(B, N, D)``: ``x + pos_embed`` (a map ``(B, h, w, D)`` on a grid)."""
         if self.grid_size is None:
             return add_position_embedding(x, self.pos_embed)
-        return add_position_embedding(x.flatten(1, 2), self.pos_embed.flatten(1, 2)).view_as(x)
+        if x.shape[1:] != self.pos_embed.shape[1:]:
+            raise ValueError(
+                f"x must have shape (B, {', '.join(map(str, self.pos_embed.shape[1:]))}) to match "
+                f"pos_embed {tuple(self.pos_embed.shape)}, got {tuple(x.shape)}"
+            )
+        return x + self.pos_embed
 
     def resize(self, grid_size: Size) -> None:
         """Resample a grid embedding to another ``(h', w')`` (bicubic,
