@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from companion._checks import check_choice, check_grid_embedding, check_positive_int, to_pair
-from companion.init import trunc_normal_
+from companion.trunc_normal import trunc_normal_
 
 Size = int | tuple[int, int]
 ClassTokenOrder = Literal["concat-then-add", "add-then-concat"]
@@ -35,8 +35,9 @@ def init_embedding_(param: Tensor, std: float = EMBED_INIT_STD) -> Tensor:
     and Swin; the official Swin code imports it). The original JAX ViT draws a plain normal,
     ``nn.initializers.normal(stddev=0.02)``: at this ``std`` the two are the same in practice.
 
-    ``trunc_normal_`` is ``companion.init``'s (torch 2.14's algorithm under any torch version).
-    Its default bounds ``a=-2, b=2`` are absolute values, far outside ``std=0.02``'s range.
+    ``trunc_normal_`` is ``companion.trunc_normal``'s (torch 2.14's algorithm under any torch
+    version). Its default bounds ``a=-2, b=2`` are absolute values, far outside ``std=0.02``'s
+    range.
     """
     return trunc_normal_(param, std=std)
 
@@ -179,25 +180,56 @@ class AbsolutePositionEmbedding(nn.Module):
     Args:
         num_patches: ``N``, the number of positions (``h * w`` for a grid of patches).
         dim: ``D``, channels per token.
+        grid_size: ``(h, w)`` to keep the embedding as a grid ``(1, h, w, D)`` and add it to
+            tokens kept as a map ``(B, h, w, D)`` (the Swin's layout, timm's too); ``None``: a
+            sequence ``(1, N, D)`` added to ``(B, N, D)`` (the ViT's).
 
     Attributes:
-        pos_embed: parameter ``(1, N, D)``, initialised with ``trunc_normal_(std=0.02)``. The
-            leading 1 is the batch axis it is broadcast over.
+        pos_embed: parameter ``(1, N, D)`` (or ``(1, h, w, D)``), initialised with
+            ``trunc_normal_(std=0.02)``. The leading 1 is the batch axis it is broadcast over.
     """
 
-    def __init__(self, num_patches: int, dim: int) -> None:
+    def __init__(self, num_patches: int, dim: int, grid_size: Size | None = None) -> None:
         super().__init__()
         self.num_patches = check_positive_int("num_patches", num_patches)
         self.dim = check_positive_int("dim", dim)
-        self.pos_embed = nn.Parameter(torch.zeros(1, num_patches, dim))
+        self.grid_size = None if grid_size is None else to_pair("grid_size", grid_size)
+        if self.grid_size is not None and self.grid_size[0] * self.grid_size[1] != num_patches:
+            raise ValueError(
+                f"grid_size must hold num_patches={num_patches} cells, got {self.grid_size}"
+            )
+        positions = (num_patches,) if self.grid_size is None else self.grid_size
+        self.pos_embed = nn.Parameter(torch.zeros(1, *positions, dim))
         init_embedding_(self.pos_embed)
 
     def forward(self, x: Tensor) -> Tensor:
-        """``(B, N, D)`` -> ``(B, N, D)``: ``x + pos_embed``."""
-        return add_position_embedding(x, self.pos_embed)
+        """``(B, N, D)`` -> ``(B, N, D)``: ``x + pos_embed`` (a map ``(B, h, w, D)`` on a grid)."""
+        if self.grid_size is None:
+            return add_position_embedding(x, self.pos_embed)
+        if x.shape[1:] != self.pos_embed.shape[1:]:
+            raise ValueError(
+                f"x must have shape (B, {', '.join(map(str, self.pos_embed.shape[1:]))}) to match "
+                f"pos_embed {tuple(self.pos_embed.shape)}, got {tuple(x.shape)}"
+            )
+        return x + self.pos_embed
+
+    def resize(self, grid_size: Size) -> None:
+        """Resample a grid embedding to another ``(h', w')`` (bicubic,
+        ``resample_position_embedding``); a model moved to larger images keeps its weights."""
+        if self.grid_size is None:
+            raise ValueError("resize needs an embedding built with a grid_size")
+        grid = to_pair("grid_size", grid_size)
+        if grid == self.grid_size:
+            return
+        old = self.pos_embed
+        flat = old.detach().flatten(1, 2)  # (1, h*w, D)
+        resized = resample_position_embedding(flat, self.grid_size, grid).view(1, *grid, -1)
+        self.pos_embed = nn.Parameter(resized, requires_grad=old.requires_grad)
+        self.grid_size, self.num_patches = grid, grid[0] * grid[1]
 
     def extra_repr(self) -> str:
-        return f"num_patches={self.num_patches}, dim={self.dim}"
+        grid = "" if self.grid_size is None else f", grid_size={self.grid_size}"
+        return f"num_patches={self.num_patches}, dim={self.dim}{grid}"
 
 
 def prepend_class_token(x: Tensor, cls_token: Tensor) -> Tensor:

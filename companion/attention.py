@@ -1,11 +1,11 @@
-"""Window multi-head self-attention with Swin's relative position bias.
+"""Window multi-head self-attention with what adds position to it.
 
     Attention(Q, K, V) = SoftMax(Q Kᵀ / √d + B + mask) V
 
 computed independently inside each window of ``N = Wh * Ww`` tokens. What adds position inside
-the attention is one object, ``position``: Swin's learned table ``B`` (``BiasTable``), Swin V2's
-continuous bias (``ContinuousBias``), a rotary embedding of ``Q`` and ``K`` (``Rotary``), or
-``None``.
+the attention is one window code (``position``, ``companion.position``): Swin's learned table
+``B`` (``BiasTable``), Swin V2's continuous bias (``ContinuousBias``), a rotary embedding of
+``Q`` and ``K`` (``Rotary``), or ``None``. The code's parameters live in its term, ``code``.
 """
 
 from __future__ import annotations
@@ -16,17 +16,18 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from companion._checks import check_choice, check_divisible, check_positive_int, to_pair
-from companion.cpb import ContinuousPositionBias
-from companion.position import SWIN_CODE, WindowCode, WindowPosition, check_window_position
+from companion.position import (
+    PositionTerm,
+    WindowPosition,
+    build_term,
+    check_window_position,
+    keep_checkpoint_names,
+)
 from companion.relative import WindowSize
-from companion.rope import WindowRoPE
-from companion.transfer import ResizeMethod
+from companion.transfer import SWIN_CODE
 
 AttnImpl = Literal["sdpa", "eager"]
 ATTN_IMPLS: tuple[AttnImpl, ...] = get_args(AttnImpl)
-
-#: ``position=None`` behaves as this code: it adds nothing.
-NO_CODE = WindowCode()
 
 
 def biased_logits(q: Tensor, k: Tensor, scale: float, bias: Tensor | None) -> Tensor:
@@ -37,6 +38,20 @@ def biased_logits(q: Tensor, k: Tensor, scale: float, bias: Tensor | None) -> Te
     """
     logits = (q * scale) @ k.transpose(-2, -1)
     return logits if bias is None else logits + bias
+
+
+def bias_and_mask(bias: Tensor | None, mask: Tensor | None, windows: int) -> Tensor | None:
+    """``B + mask`` as one term added to the ``(B_, H, N, N)`` logits of ``windows = B_``
+    windows: ``B`` ``(H, N, N)`` the same in every window, the shifted-window ``mask``
+    ``(nW, N, N)`` on window ``w`` of every image. ``None`` when there is neither.
+
+    The bias is computed once per forward (not once per window); with a mask the ``(nW, H, N, N)``
+    sum is repeated once per image, as SDPA's fused kernels take 4-D masks only.
+    """
+    if mask is None:
+        return None if bias is None else bias.unsqueeze(0)
+    terms = mask.unsqueeze(1) if bias is None else mask.unsqueeze(1) + bias  # (nW, H|1, N, N)
+    return terms.repeat(windows // mask.shape[0], 1, 1, 1)
 
 
 class WindowAttention(nn.Module):
@@ -53,15 +68,17 @@ class WindowAttention(nn.Module):
         attn_impl: ``"sdpa"`` uses ``F.scaled_dot_product_attention`` (fused kernels where the
             device has them); ``"eager"`` spells the formula out. Both give the same result.
 
-    Parameter and buffer names follow timm's ``WindowAttention`` (``qkv``, ``proj``,
-    ``relative_position_bias_table``, ``relative_position_index``) so weights load either way;
-    a continuous bias lives in ``cpb``, a rotary embedding in ``rope``.
+    Attributes:
+        code: the position code's term (``companion.position.PositionTerm``), which owns the
+            code's parameters: ``code.relative_position_bias_table`` for a ``BiasTable``.
+
+    The ``state_dict`` keys follow timm's ``WindowAttention`` (``qkv``, ``proj``,
+    ``relative_position_bias_table``) so weights load either way: the code's keys are saved
+    under its ``checkpoint_prefix`` (``companion.position.keep_checkpoint_names``), a
+    continuous bias's under ``cpb``, a rotary embedding's under ``rope``.
     """
 
-    relative_position_bias_table: nn.Parameter  # with a BiasTable
-    relative_position_index: Tensor
-    cpb: ContinuousPositionBias  # with ContinuousBias()
-    rope: WindowRoPE  # with Rotary(...)
+    code: PositionTerm
 
     def __init__(
         self,
@@ -83,7 +100,9 @@ class WindowAttention(nn.Module):
         self.scale = self.head_dim**-0.5
         self.attn_impl: AttnImpl = check_choice("attn_impl", attn_impl, ATTN_IMPLS)
         self.position = check_window_position("position", position)
-        self.code.build(self)  # before qkv and proj: their initial weights follow its draws
+        # Before qkv and proj: their initial weights follow the code's draws.
+        self.code = build_term(position, self.window_size, num_heads, self.head_dim)
+        keep_checkpoint_names(self, "code", self.code.checkpoint_prefix)
         self.qkv = nn.Linear(dim, 3 * dim, bias=qkv_bias)
         self.proj = nn.Linear(dim, dim)
 
@@ -92,39 +111,21 @@ class WindowAttention(nn.Module):
         """Tokens per window, ``N = Wh * Ww``."""
         return self.window_size[0] * self.window_size[1]
 
-    @property
-    def code(self) -> WindowCode:
-        """``position``, or a code that adds nothing for ``position=None``."""
-        return self.position or NO_CODE
-
     def relative_position_bias(self) -> Tensor | None:
         """The bias ``B`` of shape ``(H, N, N)``, or ``None`` when nothing is added."""
-        return self.code.bias(self)
+        return self.code.bias()
 
     def offset_table(self) -> Tensor | None:
         """The bias of every signed offset, ``((2Wh-1)(2Ww-1), H)`` in ``relative_position_index``'s
-        row order, for either kind of ``BiasTable`` (``BiasTable.offset_table``); ``None``
-        without one."""
-        return self.code.offset_table(self)
+        row order, for either kind of ``BiasTable``; ``None`` without one."""
+        return self.code.offset_table()
 
-    def _additive_terms(self, mask: Tensor | None) -> Tensor | None:
-        """``B`` and the mask combined into one additive term, broadcastable to the logits.
-
-        The bias is gathered once per forward (not once per window) and broadcast; with a mask
-        the result has shape ``(nW, H, N, N)`` and the logits are viewed as
-        ``(batch, nW, H, N, N)`` so that window ``w`` of every image gets ``mask[w]``.
-        """
-        bias = self.relative_position_bias()
-        if mask is None:
-            return None if bias is None else bias.unsqueeze(0)
-        mask = mask.unsqueeze(1)  # (nW, 1, N, N)
-        return mask if bias is None else mask + bias.unsqueeze(0)
-
-    def _qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def _heads(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """``(B_, N, C)`` -> ``q``, ``k``, ``v``, each ``(B_, H, N, d)``."""
+        self._check_input(x)
         b, n, _ = x.shape
         qkv = self.qkv(x).reshape(b, n, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
-        q, k, v = qkv.unbind(0)  # each (B_, H, N, d)
-        q, k = self.code.rotate(self, q, k)
+        q, k, v = qkv.unbind(0)
         return q, k, v
 
     def _check_input(self, x: Tensor) -> None:
@@ -137,51 +138,35 @@ class WindowAttention(nn.Module):
 
     def attention_probs(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         """SoftMax(QKᵀ/√d + B + mask) of shape ``(B_, H, N, N)``, for inspection and figures."""
-        self._check_input(x)
-        q, k, _ = self._qkv(x)
-        return self._eager_probs(q, k, mask)
-
-    def _eager_probs(self, q: Tensor, k: Tensor, mask: Tensor | None) -> Tensor:
-        if mask is None:
-            return biased_logits(q, k, self.scale, self.relative_position_bias()).softmax(dim=-1)
-        # Shifted windows (chapter 4): the mask of window w is added to window w of every image.
-        logits = biased_logits(q, k, self.scale, None)  # (B_, H, N, N)
-        terms = self._additive_terms(mask)
-        assert terms is not None  # with a mask there is always a term
-        logits = logits.view(-1, mask.shape[0], *logits.shape[1:]) + terms
-        return logits.flatten(0, 1).softmax(dim=-1)
+        q, k, _ = self._heads(x)
+        q, k = self.code.rotate(q, k)
+        terms = bias_and_mask(self.code.bias(), mask, len(x))
+        return biased_logits(q, k, self.scale, terms).softmax(dim=-1)
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         """``x``: ``(num_windows*batch, N, C)``; ``mask``: ``(num_windows, N, N)`` additive
         (0 where attention is allowed, a large negative number where not) or ``None``.
         Returns ``(num_windows*batch, N, C)``."""
-        self._check_input(x)
-        b, n, c = x.shape
-        q, k, v = self._qkv(x)
-        if self.attn_impl == "eager":
-            out = self._eager_probs(q, k, mask) @ v
-        else:
-            extra = self._additive_terms(mask)
-            if extra is not None:
-                extra = extra.to(q.dtype)
-                if mask is not None:
-                    # Repeat the (nW, H|1, N, N) term once per image: SDPA's fused kernels take
-                    # only 4-D inputs (a 5-D (batch, nW, H, N, d) layout falls back to the
-                    # unfused path).
-                    nw = mask.shape[0]
-                    extra = extra.expand(b // nw, *extra.shape).reshape(b, -1, n, n)
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=extra)
-        return self.proj(out.transpose(1, 2).reshape(b, n, c))
+        q, k, v = self._heads(x)  # (B_, H, N, d) each
+        q, k = self.code.rotate(q, k)  # a rotary code turns q and k; the others leave them
+        terms = bias_and_mask(self.code.bias(), mask, len(x))  # B + mask, or None
+        if terms is not None:
+            terms = terms.to(q.dtype)  # the bias is float32; q may be bf16 under autocast
+        if self.attn_impl == "eager":  # the formula, spelled out
+            out = biased_logits(q, k, self.scale, terms).softmax(dim=-1) @ v
+        else:  # the same in one call: fused kernels where the device has them
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=terms)
+        return self.proj(out.transpose(1, 2).reshape(x.shape))
 
-    def set_window_size(self, window_size: WindowSize, method: ResizeMethod = "geometric") -> None:
+    def set_window_size(self, window_size: WindowSize, method: str = "geometric") -> None:
         """Switch to another window; the position code moves its parameters
-        (``WindowCode.resize``: a table is resized with ``method``, ``companion.transfer``; a
+        (``PositionTerm.resize``: a table is resized with ``method``, ``companion.transfer``; a
         continuous bias or a rotary embedding recomputes its coordinates). The weights carry
         over."""
         window = to_pair("window_size", window_size)
         if window == self.window_size:
             return
-        self.code.resize(self, window, method)
+        self.code.resize(window, method)
         self.window_size = window
 
     def extra_repr(self) -> str:

@@ -27,11 +27,13 @@ attention; here only the position code changes, so that it is the one thing comp
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 
 from companion._checks import check_positive_int, to_pair
+from companion.position import PositionTerm, WindowCode, register
 from companion.relative import WindowSize, lookup_bias, relative_position_index
 
 #: Offsets are normalised to ``[-NORM_RANGE, NORM_RANGE]`` before the logarithm.
@@ -81,7 +83,7 @@ def log_spaced_coordinates(
     return log_space(normalise_offsets(offset_grid(window_size), scale_window))
 
 
-class ContinuousPositionBias(nn.Module):
+class ContinuousPositionBias(PositionTerm):
     """``B = 16 · sigmoid(MLP(log-spaced offsets))``, looked up to ``(num_heads, N, N)``.
 
     Args:
@@ -99,6 +101,9 @@ class ContinuousPositionBias(nn.Module):
 
     relative_coords_table: Tensor
     relative_position_index: Tensor
+    # As a window code's term: saved under the attention's ``cpb``; the MLP is not decayed.
+    checkpoint_prefix = "cpb."
+    no_decay = ("cpb_mlp.",)
 
     def __init__(
         self,
@@ -135,6 +140,12 @@ class ContinuousPositionBias(nn.Module):
         index = self.relative_position_index
         return BIAS_RANGE * torch.sigmoid(lookup_bias(self.bias_table(), index))
 
+    def bias(self) -> Tensor:
+        return self()
+
+    def resize(self, window_size: tuple[int, int], method: str = "geometric") -> None:
+        self.set_window_size(window_size)  # nothing to resize: the MLP takes any offset
+
     def set_window_size(self, window_size: WindowSize, keep_scale: bool = True) -> None:
         """Use the MLP on another window: only the coordinates and the index are recomputed.
 
@@ -158,3 +169,21 @@ class ContinuousPositionBias(nn.Module):
             f"window_size={self.window_size}, num_heads={self.num_heads}, "
             f"pretrained_window_size={self.pretrained_window_size}"
         )
+
+
+@dataclass(frozen=True)
+class ContinuousBias(WindowCode):
+    """Swin V2's continuous position bias as a window code (``pos="cpb"``): each window
+    attention holds a ``ContinuousPositionBias``, so a larger window needs no resizing."""
+
+    @property
+    def name(self) -> str:
+        return "cpb"
+
+    def build(
+        self, window_size: tuple[int, int], num_heads: int, head_dim: int
+    ) -> ContinuousPositionBias:
+        return ContinuousPositionBias(window_size, num_heads)
+
+
+register(ContinuousBias())

@@ -20,6 +20,12 @@ PatchMergingKind = Literal["concat", "avgpool"]
 PATCH_MERGING_CHOICES: tuple[PatchMergingKind, ...] = get_args(PatchMergingKind)
 
 
+def merged_resolution(resolution: tuple[int, int]) -> tuple[int, int]:
+    """The map ``(⌈H/2⌉, ⌈W/2⌉)`` that merging 2 x 2 groups leaves of an ``(H, W)`` map (an odd
+    side is padded first): the one statement of each stage's size."""
+    return (resolution[0] + 1) // 2, (resolution[1] + 1) // 2
+
+
 def merge_groups(x: Tensor) -> Tensor:
     """Concatenate each 2 x 2 group of neighbours: ``(B, H, W, C)`` -> ``(B, ⌈H/2⌉, ⌈W/2⌉, 4C)``.
 

@@ -13,6 +13,9 @@ offset (so the row formula is written nowhere else); ``make_bias_table`` makes t
 ``lookup_bias`` reads ``B`` out of it. Two controlled variants reuse the offsets:
 ``wrap_offsets`` takes them around a ring (a window that spans a whole axis of a torus) and
 ``magnitude_index`` keeps only ``(|dy|, |dx|)``.
+
+The window code built on them, ``BiasTable`` (``pos="rel"``), lives with the table's resizing in
+``companion.transfer``.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from companion._checks import (
     check_positive_int,
     to_pair,
 )
-from companion.init import trunc_normal_
+from companion.trunc_normal import trunc_normal_
 
 WindowSize = int | tuple[int, int]
 

@@ -29,12 +29,14 @@ together by the roll are masked out anyway.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Literal, get_args
 
 import torch
 from torch import Tensor, nn
 
 from companion._checks import check_choice, check_positive_int, to_pair
+from companion.position import PositionTerm, WindowCode, register
 from companion.relative import WindowSize, flatten_coordinates, grid_coordinates
 
 RopeKind = Literal["axial", "mixed"]
@@ -99,7 +101,7 @@ def rotate_pairs(x: Tensor, angles: Tensor) -> Tensor:
     return torch.stack((a * cos - b * sin, a * sin + b * cos), dim=-1).flatten(-2)
 
 
-class WindowRoPE(nn.Module):
+class WindowRoPE(PositionTerm):
     """2-D rotary embedding of the queries and keys of one window attention.
 
     Args:
@@ -116,6 +118,9 @@ class WindowRoPE(nn.Module):
 
     freqs: Tensor
     positions: Tensor
+    # As a window code's term: saved under the attention's ``rope``; frequencies not decayed.
+    checkpoint_prefix = "rope."
+    no_decay = ("freqs",)
 
     def __init__(
         self,
@@ -147,6 +152,12 @@ class WindowRoPE(nn.Module):
         positions = window_positions(self.window_size).to(self.freqs.device)
         self.register_buffer("positions", positions, persistent=False)
 
+    def rotate(self, q: Tensor, k: Tensor) -> tuple[Tensor, Tensor]:
+        return self(q, k)
+
+    def resize(self, window_size: tuple[int, int], method: str = "geometric") -> None:
+        self.set_window_size(window_size)  # nothing to resize: positions are recomputed
+
     def angles(self) -> Tensor:
         """``(H or 1, N, d/2)`` rotation angles of every token of the window."""
         return rotation_angles(self.freqs, self.positions)
@@ -173,3 +184,26 @@ def equal_content_logits(rope: WindowRoPE, seed: int = 0) -> Tensor:
     k = torch.randn(1, rope.num_heads, 1, rope.head_dim, generator=g).expand(1, -1, n, -1)
     q, k = rope(q, k)
     return (q @ k.transpose(-2, -1))[0].detach()
+
+
+@dataclass(frozen=True)
+class Rotary(WindowCode):
+    """A 2-D rotary embedding of ``q`` and ``k`` as a window code (``pos="rope-axial"`` or
+    ``"rope-mixed"``): each window attention holds a ``WindowRoPE``; the logit sees the positions
+    only through their offset, and nothing is added."""
+
+    kind: RopeKind = "axial"
+
+    def __post_init__(self) -> None:
+        check_choice("kind", self.kind, ROPE_KINDS)
+
+    @property
+    def name(self) -> str:
+        return f"rope-{self.kind}"
+
+    def build(self, window_size: tuple[int, int], num_heads: int, head_dim: int) -> WindowRoPE:
+        return WindowRoPE(window_size, head_dim, num_heads, self.kind)
+
+
+register(Rotary("axial"))
+register(Rotary("mixed"))

@@ -33,18 +33,20 @@ from torch import Tensor, nn
 
 from companion import absolute
 from companion._checks import check_bool, to_pair
+from companion.absolute import AbsolutePositionEmbedding
 from companion.attention import AttnImpl, WindowAttention
-from companion.init import trunc_normal_
 from companion.layers import DropPath, Mlp
-from companion.merging import PatchMerging, PoolMerging
-from companion.position import SWIN_CODE, WindowPosition
+from companion.merging import PatchMerging, PoolMerging, merged_resolution
+from companion.position import NoPosition, WindowPosition, keep_checkpoint_names
 from companion.relative import WindowSize
 from companion.swin_configs import SwinConfig, model_config
-from companion.transfer import ResizeMethod, check_resize_method
+from companion.transfer import SWIN_CODE, ResizeMethod, check_resize_method
+from companion.trunc_normal import trunc_normal_
 from companion.window import (
     cyclic_shift,
     pad_to_windows,
     shifted_window_mask,
+    tiles_exactly,
     window_partition,
     window_reverse,
 )
@@ -127,7 +129,7 @@ class SwinBlock(nn.Module):
         self.shift_size = shift if shifted else (0, 0)
         self.torus = check_bool("torus", torus)
         sizes = list(zip(input_resolution, self.window_size, strict=True))
-        if torus and any(r % w for r, w in sizes):
+        if torus and not tiles_exactly(input_resolution, self.window_size):
             raise ValueError(
                 f"torus=True needs input_resolution to be a multiple of window_size, got "
                 f"input_resolution={input_resolution} and window_size={self.window_size}"
@@ -222,7 +224,7 @@ class SwinStage(nn.Module):
         if i > 0:
             merge = PatchMerging if config.patch_merging == "concat" else PoolMerging
             self.downsample: nn.Module = merge(dim // 2)
-            resolution = ((input_resolution[0] + 1) // 2, (input_resolution[1] + 1) // 2)
+            resolution = merged_resolution(input_resolution)
         else:
             self.downsample = nn.Identity()
             resolution = input_resolution
@@ -269,7 +271,7 @@ class SwinTransformer(nn.Module):
     ``forward``: ``(B, in_chans, H, W)`` -> logits ``(B, num_classes)``.
     """
 
-    absolute_pos_embed: nn.Parameter
+    absolute: AbsolutePositionEmbedding | NoPosition
 
     def __init__(self, config: SwinConfig) -> None:
         super().__init__()
@@ -279,11 +281,10 @@ class SwinTransformer(nn.Module):
         c = config
         self.patch_embed = PatchEmbed(c.img_size, c.patch_size, c.in_chans, c.embed_dim)
         self.grid_size = self.patch_embed.grid_size
-        if c.absolute:
-            # One learnable vector per patch position, added once before the first stage; kept
-            # as a (1, h, w, C) grid (timm's layout) rather than chapter 1's (1, N, C) sequence.
-            self.absolute_pos_embed = nn.Parameter(torch.zeros(1, *self.grid_size, c.embed_dim))
-            absolute.init_embedding_(self.absolute_pos_embed)
+        # The absolute embedding (chapter 1's, kept as a (1, h, w, C) grid: timm's layout),
+        # added once before the first stage, or NoPosition; saved as timm's absolute_pos_embed.
+        self.absolute = c.pos.embedding(self.grid_size, c.embed_dim)
+        keep_checkpoint_names(self, "absolute", "absolute_")
 
         # Stochastic depth grows linearly with the block's depth in the whole network.
         rates = torch.linspace(0.0, c.drop_path_rate, sum(c.depths)).tolist()
@@ -317,9 +318,7 @@ class SwinTransformer(nn.Module):
                 f"x must have shape (B, {self.config.in_chans}, {self.img_size[0]}, "
                 f"{self.img_size[1]}), got {tuple(x.shape)}"
             )
-        x = self.patch_embed(x)
-        if self.config.absolute:
-            x = x + self.absolute_pos_embed
+        x = self.absolute(self.patch_embed(x))
         return self.norm(self.layers(x))
 
     def forward(self, x: Tensor) -> Tensor:
@@ -328,15 +327,15 @@ class SwinTransformer(nn.Module):
 
     def no_weight_decay(self) -> set[str]:
         """Names of parameters that an optimiser should not decay: the absolute embedding and
-        what each window code names (``WindowCode.no_decay``: its table, MLP or frequencies, as
-        Swin V2 and RoPE-ViT do)."""
-        kept = {"absolute_pos_embed"} if self.config.absolute else set()
+        what each window code's term names (``PositionTerm.no_decay``: its table, MLP or
+        frequencies, as Swin V2 and RoPE-ViT do)."""
+        kept = {f"absolute.{name}" for name, _ in self.absolute.named_parameters()}
         for prefix, module in self.named_modules():
             if isinstance(module, WindowAttention):
                 kept |= {
-                    f"{prefix}.{name}"
-                    for name, _ in module.named_parameters()
-                    if module.code.no_decay(name)
+                    f"{prefix}.code.{name}"
+                    for name, _ in module.code.named_parameters()
+                    if name.startswith(module.code.no_decay)
                 }
         return kept
 
@@ -383,13 +382,7 @@ class SwinTransformer(nn.Module):
         )  # checked again, as at construction
         patch = config.patch_size
         grid = (config.img_size[0] // patch[0], config.img_size[1] // patch[1])
-        if config.absolute and grid != self.grid_size:
-            old = self.absolute_pos_embed
-            flat = old.detach().flatten(1, 2)  # (1, h*w, C)
-            resized = absolute.resample_position_embedding(flat, self.grid_size, grid)
-            self.absolute_pos_embed = nn.Parameter(
-                resized.view(1, *grid, -1), requires_grad=old.requires_grad
-            )
+        self.absolute.resize(grid)  # resampled (bicubic, chapter 1), if there is one
         self.patch_embed.img_size, self.patch_embed.grid_size = config.img_size, grid
         self.patch_embed.num_patches = grid[0] * grid[1]
         self.config, self.grid_size = config, grid
@@ -397,7 +390,7 @@ class SwinTransformer(nn.Module):
         for i, stage in enumerate(self.layers):
             assert isinstance(stage, SwinStage)
             if i > 0:
-                resolution = ((resolution[0] + 1) // 2, (resolution[1] + 1) // 2)
+                resolution = merged_resolution(resolution)
             stage.output_resolution = resolution
             for block in stage.blocks:
                 assert isinstance(block, SwinBlock)

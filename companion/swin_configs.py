@@ -20,8 +20,12 @@ from companion._checks import (
     to_pair,
 )
 from companion.attention import ATTN_IMPLS, AttnImpl
-from companion.merging import PATCH_MERGING_CHOICES, PatchMergingKind
-from companion.position import POS_CHOICES, Position
+from companion.merging import PATCH_MERGING_CHOICES, PatchMergingKind, merged_resolution
+
+# POS_CHOICES is re-exported: the chapters import it from here.
+from companion.position import POS_CHOICES as POS_CHOICES
+from companion.position import Position
+from companion.window import tiles_exactly
 
 
 @dataclass(frozen=True)
@@ -59,11 +63,12 @@ class SwinConfig:
         rel_bias_offsets (an option of ``model_config``, kept in ``pos``): ``"signed"`` (a bias
             per offset ``(dy, dx)``) or ``"magnitude"`` (per ``(|dy|, |dx|)``: left/right and
             above/below look alike), the ``offsets`` of a ``BiasTable``.
-        torus: ``True``: every feature map is a torus (shifted windows wrap around without the
-            mask, a window spanning a whole axis measures offsets around it), so no attention
-            region or offset reveals the map's border; every stage's map must then be a
-            multiple of its window (``companion.swin.SwinBlock``), and ``pos`` one whose window
-            code can wrap (``Position.can_wrap``: a table, or no window code).
+        torus (an option of ``model_config``, kept in ``pos``: ``Position.torus``, read as
+            ``config.torus``): ``True``: every feature map is a torus (shifted windows wrap
+            around without the mask, a window spanning a whole axis measures offsets around
+            it), so no attention region or offset reveals the map's border; every stage's map
+            must then be a multiple of its window (``companion.swin.SwinBlock``), and ``pos``
+            one whose window code can wrap (``Position.can_wrap``: a table, or no window code).
     """
 
     img_size: tuple[int, int]
@@ -81,7 +86,6 @@ class SwinConfig:
     attn_impl: AttnImpl = "sdpa"
     shifted_windows: bool = True
     patch_merging: PatchMergingKind = "concat"
-    torus: bool = False
 
     def __post_init__(self) -> None:
         # Frozen: the normalised values (pairs, tuples, floats) are written with object.__setattr__.
@@ -104,7 +108,6 @@ class SwinConfig:
         check_choice("attn_impl", self.attn_impl, ATTN_IMPLS)
         check_bool("shifted_windows", self.shifted_windows)
         check_choice("patch_merging", self.patch_merging, PATCH_MERGING_CHOICES)
-        check_bool("torus", self.torus)
         self._check_combinations()
 
     def _check_combinations(self) -> None:
@@ -132,17 +135,11 @@ class SwinConfig:
             )
         if self.torus:
             for i, (side, window) in enumerate(self.stage_maps()):
-                if any(s % min(s, w) for s, w in zip(side, window, strict=True)):
+                if not tiles_exactly(side, window):
                     raise ValueError(
                         f"torus=True needs every stage's map to be a multiple of its window, got "
                         f"stage {i}: a {side} map in {window} windows (img_size={self.img_size})"
                     )
-        if self.torus and not self.pos.can_wrap:
-            raise ValueError(
-                f"torus=True wraps offsets around the map, which only a bias table can do: use it "
-                f"with pos in {[p for p in POS_CHOICES if Position.parse(p).can_wrap]}, got "
-                f"pos={self.pos.name!r}"
-            )
 
     @property
     def stage_dims(self) -> list[int]:
@@ -156,7 +153,7 @@ class SwinConfig:
         maps = []
         for i in range(len(self.depths)):
             if i > 0:
-                side = ((side[0] + 1) // 2, (side[1] + 1) // 2)
+                side = merged_resolution(side)
             maps.append((side, self.window_size))
         return maps
 
@@ -164,6 +161,11 @@ class SwinConfig:
     def absolute(self) -> bool:
         """Whether a learnable absolute embedding is added after the patch embedding."""
         return self.pos.absolute
+
+    @property
+    def torus(self) -> bool:
+        """Whether every feature map is a torus (``Position.torus``)."""
+        return self.pos.torus
 
 
 CONFIGS: dict[str, dict[str, Any]] = {
@@ -243,15 +245,15 @@ def canonical_variant(variant: str) -> str:
 
 def model_config(name: str, **options: Any) -> SwinConfig:
     """The ``SwinConfig`` of ``CONFIGS[name]`` with ``options`` (any field of ``SwinConfig``)
-    replacing its entries: the one place the command line's position names become the model's
-    position value. ``pos`` (a name of ``POS_CHOICES`` or a ``Position``) and
+    replacing its entries. ``pos`` (a ``Position``, or a name of ``POS_CHOICES``),
     ``rel_bias_offsets`` (``"signed"`` or ``"magnitude"``, the option of the
-    ``abs-offset-bias`` variant) are parsed together by ``Position.parse``.
+    ``abs-offset-bias`` variant) and ``torus`` (the ``torus`` variant's) make one ``Position``
+    (``Position.parse``).
 
     >>> model_config("tiny-cpu", pos="abs+rel", rel_bias_offsets="magnitude").pos
     Position(absolute=True, window=BiasTable(offsets='magnitude'))
     """
     check_choice("name", name, sorted(CONFIGS))
-    offsets = options.pop("rel_bias_offsets", None)
-    pos = Position.parse(options.pop("pos", SwinConfig.pos), offsets)
+    offsets, torus = options.pop("rel_bias_offsets", None), options.pop("torus", None)
+    pos = Position.parse(options.pop("pos", SwinConfig.pos), offsets, torus)
     return SwinConfig(**{**CONFIGS[name], **options, "pos": pos})

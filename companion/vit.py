@@ -26,13 +26,15 @@ self-attention.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from torch import Tensor, nn
 
-from companion._checks import check_positive_int
+from companion._checks import check_positive_int, to_pair
 from companion.absolute import AbsolutePositionEmbedding, PatchEmbed, Size
 from companion.attention import WindowAttention
-from companion.init import trunc_normal_
 from companion.layers import Mlp
+from companion.trunc_normal import trunc_normal_
 
 
 def _check_ratio(name: str, value: object) -> float:
@@ -79,11 +81,13 @@ class ViTBlock(nn.Module):
         return x + self.mlp(self.norm2(x))
 
 
-class VisionTransformer(nn.Module):
-    """A small ViT classifier with a learned absolute position embedding (module docstring).
+@dataclass(frozen=True)
+class ViTConfig:
+    """Everything a ``VisionTransformer`` is built from, checked once, here (as ``SwinConfig``).
 
-    Args:
-        img_size: ``S`` or ``(H, W)``: the image size it accepts.
+    Attributes:
+        img_size: ``S`` or ``(H, W)``: the image size it accepts (stored as a pair, as is
+            ``patch_size``).
         patch_size: ``P`` or ``(ph, pw)``; must divide ``img_size``. The token grid is
             ``(h, w) = (H / ph, W / pw)``, ``N = h * w`` patches.
         num_classes: outputs of the classifier.
@@ -92,6 +96,29 @@ class VisionTransformer(nn.Module):
         num_heads: attention heads per block; must divide ``embed_dim``.
         mlp_ratio: hidden width of each MLP over ``D``.
         in_chans: image channels ``C``.
+    """
+
+    img_size: Size = 32
+    patch_size: Size = 4
+    num_classes: int = 16
+    embed_dim: int = 32
+    depth: int = 4
+    num_heads: int = 2
+    mlp_ratio: float = 4.0
+    in_chans: int = 3
+
+    def __post_init__(self) -> None:
+        # Frozen: the normalised values are written with object.__setattr__.
+        object.__setattr__(self, "img_size", to_pair("img_size", self.img_size))
+        object.__setattr__(self, "patch_size", to_pair("patch_size", self.patch_size))
+        for name in ("num_classes", "embed_dim", "depth", "num_heads", "in_chans"):
+            check_positive_int(name, getattr(self, name))
+        object.__setattr__(self, "mlp_ratio", _check_ratio("mlp_ratio", self.mlp_ratio))
+
+
+class VisionTransformer(nn.Module):
+    """A small ViT classifier with a learned absolute position embedding (module docstring),
+    built from one ``ViTConfig`` (its docstring lists every setting).
 
     Attributes:
         grid_size: ``(h, w)``.
@@ -99,29 +126,20 @@ class VisionTransformer(nn.Module):
             to the patch in row ``r``, column ``c`` (it lives in ``position.pos_embed``).
     """
 
-    def __init__(
-        self,
-        img_size: Size = 32,
-        patch_size: Size = 4,
-        num_classes: int = 16,
-        embed_dim: int = 32,
-        depth: int = 4,
-        num_heads: int = 2,
-        mlp_ratio: float = 4.0,
-        in_chans: int = 3,
-    ) -> None:
+    def __init__(self, config: ViTConfig) -> None:
         super().__init__()
-        check_positive_int("num_classes", num_classes)
-        check_positive_int("depth", depth)
-        self.patch_embed = PatchEmbed(img_size, patch_size, in_chans, embed_dim)
+        if not isinstance(config, ViTConfig):
+            raise TypeError(f"config must be a ViTConfig, got {type(config).__name__}")
+        self.config = c = config
+        self.patch_embed = PatchEmbed(c.img_size, c.patch_size, c.in_chans, c.embed_dim)
         self.grid_size = self.patch_embed.grid_size
         n = self.patch_embed.num_patches
-        self.position = AbsolutePositionEmbedding(n, embed_dim)
+        self.position = AbsolutePositionEmbedding(n, c.embed_dim)
         self.blocks = nn.Sequential(
-            *(ViTBlock(embed_dim, n, num_heads, mlp_ratio) for _ in range(depth))
+            *(ViTBlock(c.embed_dim, n, c.num_heads, c.mlp_ratio) for _ in range(c.depth))
         )
-        self.norm = nn.LayerNorm(embed_dim)
-        self.head = nn.Linear(embed_dim, num_classes)
+        self.norm = nn.LayerNorm(c.embed_dim)
+        self.head = nn.Linear(c.embed_dim, c.num_classes)
         # The ViT/Swin recipe for the linear layers (the embedding drew its values when built):
         # small truncated-normal weights, zero biases; LayerNorm keeps (1, 0).
         for module in self.modules():

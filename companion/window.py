@@ -39,6 +39,12 @@ def _check_multiple(height: int, width: int, window: tuple[int, int], name: str)
         )
 
 
+def tiles_exactly(resolution: tuple[int, int], window_size: tuple[int, int]) -> bool:
+    """Whether windows of ``window_size`` (clamped to the map, as a block clamps them) tile an
+    ``(H, W)`` map with no padding: the rule of a torus, where padding would bring a border back."""
+    return all(r % min(r, w) == 0 for r, w in zip(resolution, window_size, strict=True))
+
+
 def window_partition(x: Tensor, window_size: WindowSize) -> Tensor:
     """Cut a feature map into non-overlapping windows.
 

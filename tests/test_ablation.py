@@ -22,6 +22,7 @@ from companion.figures.training import (
     plot_bias_tables,
     plot_seed_dots,
 )
+from companion.position import Position
 from companion.relative import relative_position_index
 from companion.swin import swin_from_config
 from companion.swin_configs import canonical_variant
@@ -208,9 +209,10 @@ def with_extra(tmp_path_factory, tiny_plan):
 
 def test_extra_cells_run_for_every_seed_and_are_recorded_with_their_variant(with_extra):
     results, folder, plan = with_extra
+    none, rel = Position.parse("none"), Position.parse("rel")  # a plan holds Positions
     assert plan.runs() == [
-        ("relation", "none", "swin", 0), ("relation", "rel", "abs-offset-bias", 0),
-        ("relation", "none", "swin", 1), ("relation", "rel", "abs-offset-bias", 1),
+        ("relation", none, "swin", 0), ("relation", rel, "abs-offset-bias", 0),
+        ("relation", none, "swin", 1), ("relation", rel, "abs-offset-bias", 1),
     ]  # fmt: skip
     assert [(r["pos"], r["variant"], r["settings"]["variant"]) for r in results["runs"]] == [
         ("none", "swin", "swin"), ("rel", "abs-offset-bias", "abs-offset-bias"),

@@ -7,8 +7,10 @@ import pytest
 import torch
 
 from companion.attention import WindowAttention, biased_logits
-from companion.position import BiasTable, ContinuousBias, Rotary
+from companion.cpb import ContinuousBias
 from companion.relative import relative_position_index
+from companion.rope import Rotary
+from companion.transfer import BiasTable
 
 
 def reference_attention(module: WindowAttention, x: torch.Tensor, mask=None) -> torch.Tensor:
@@ -26,7 +28,7 @@ def reference_attention(module: WindowAttention, x: torch.Tensor, mask=None) -> 
             sl = slice(head * d, (head + 1) * d)
             logits = q[w, :, sl] @ k[w, :, sl].T / math.sqrt(d)
             if isinstance(module.position, BiasTable):
-                logits = logits + module.relative_position_bias_table[index, head]
+                logits = logits + module.code.relative_position_bias_table[index, head]
             if mask is not None:
                 logits = logits + mask[w % mask.shape[0]].double()
             heads.append(torch.softmax(logits, dim=-1) @ v[w, :, sl])
@@ -39,7 +41,7 @@ def make(window=(2, 3), dim=12, heads=3, **kwargs) -> WindowAttention:
     module = WindowAttention(dim, window, heads, **kwargs)
     with torch.no_grad():  # a table far from zero makes a missing or misplaced bias visible
         if isinstance(module.position, BiasTable):
-            module.relative_position_bias_table.normal_(0, 1)
+            module.code.relative_position_bias_table.normal_(0, 1)
     return module
 
 
@@ -93,7 +95,7 @@ def test_bias_is_the_relative_position_lookup():
     bias = module.relative_position_bias()
     index = relative_position_index(2)
     assert bias.shape == (2, 4, 4)
-    assert torch.equal(bias[1], module.relative_position_bias_table[index, 1])
+    assert torch.equal(bias[1], module.code.relative_position_bias_table[index, 1])
 
 
 def test_no_bias_variant_has_no_table():
@@ -120,7 +122,7 @@ def test_qkv_bias_switch():
 def test_gradients_reach_the_bias_table():
     module = make()
     module(torch.randn(2, 6, 12)).sum().backward()
-    assert module.relative_position_bias_table.grad.abs().sum() > 0
+    assert module.code.relative_position_bias_table.grad.abs().sum() > 0
 
 
 @pytest.mark.parametrize(
@@ -177,4 +179,7 @@ def test_a_position_code_holds_only_options_that_make_sense_for_it():
         BiasTable(wrap=(1, 0))
     for code in (ContinuousBias(), Rotary("axial"), None):  # no table: nothing to wrap or sign
         module = WindowAttention(8, 2, 2, position=code)
-        assert not hasattr(module, "relative_position_bias_table") and module.offset_table() is None
+        assert (
+            not hasattr(module.code, "relative_position_bias_table")
+            and module.offset_table() is None
+        )

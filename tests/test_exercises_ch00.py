@@ -11,7 +11,7 @@ from companion.exercises.ch00 import (
     inverse_permutation,
     pooled_output_difference,
 )
-from companion.position import BiasTable
+from companion.transfer import BiasTable
 
 
 def test_inverse_permutation_undoes_the_shuffle():
@@ -62,7 +62,7 @@ def test_a_constant_bias_table_leaves_attention_equivariant(value, window_attent
     perm = torch.randperm(16, generator=torch.Generator().manual_seed(2))
     attn_rel = window_attention(BiasTable(), window_size=4)
     with torch.no_grad():
-        attn_rel.relative_position_bias_table.normal_(std=1.0)
-    before = attn_rel.relative_position_bias_table.clone()
+        attn_rel.code.relative_position_bias_table.normal_(std=1.0)
+    before = attn_rel.code.relative_position_bias_table.clone()
     assert check_with_constant_table(attn_rel, tokens, perm, value).max_abs_diff < 1e-5
-    assert torch.equal(attn_rel.relative_position_bias_table, before)  # the copy was changed
+    assert torch.equal(attn_rel.code.relative_position_bias_table, before)  # the copy was changed

@@ -194,13 +194,13 @@ def test_bias_table_is_the_modules_table_as_float32_on_the_cpu() -> None:
     table, window = bias_table(module)
     assert window == (2, 3)
     assert table.dtype == torch.float32 and not table.requires_grad
-    assert torch.equal(table, module.relative_position_bias_table.detach().float())
+    assert torch.equal(table, module.code.relative_position_bias_table.detach().float())
 
 
 def test_bias_table_rejects_a_module_whose_index_is_not_the_standard_one() -> None:
     # The browser rebuilds the index from the window, so only the standard index can be shown.
     module = WindowAttention(4, 2, 1)
-    module.relative_position_index = module.relative_position_index.flip(0)
+    module.code.relative_position_index = module.code.relative_position_index.flip(0)
     with pytest.raises(ValueError, match=r"relative_position_index must be .*\(2, 2\)"):
         bias_table(module)
 

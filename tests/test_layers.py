@@ -13,8 +13,8 @@ COMPANION = ROOT / "companion"
 #: The subject the book teaches: the top-level modules (a new top-level module must be named here
 #: or live in the folder of its role).
 SUBJECT = {
-    "absolute", "attention", "cpb", "init", "layers", "merging", "permutation", "position",
-    "relative", "rope", "shifted_offsets", "swin", "swin_configs", "transfer", "vit", "window",
+    "absolute", "attention", "cpb", "layers", "merging", "permutation", "position", "relative",
+    "rope", "shifted_offsets", "swin", "swin_configs", "transfer", "trunc_normal", "vit", "window",
 }  # fmt: skip
 #: ``python -m companion.<name>``: the commands the results record, above every layer.
 COMMANDS = {"ablation", "resolution_experiment", "learned_embedding"}

@@ -154,7 +154,8 @@ def test_a_new_out_folder_receives_the_embedding_and_its_provenance(tmp_path, ca
     from companion.experiments.runs import learned_embedding as run
 
     model = torch.nn.Module()
-    model.absolute_pos_embed = torch.nn.Parameter(torch.ones(1, 2, 2, 3))
+    model.absolute = torch.nn.Module()
+    model.absolute.pos_embed = torch.nn.Parameter(torch.ones(1, 2, 2, 3))
     trained = SimpleNamespace(model=model, history=[{"test_acc": 12.5}])
     monkeypatch.setattr(run, "train", lambda cfg: trained)
     monkeypatch.setattr(run, "provenance", lambda command: {"command": command})
@@ -162,7 +163,7 @@ def test_a_new_out_folder_receives_the_embedding_and_its_provenance(tmp_path, ca
     assert run.main(["--out", str(out)]) == 0
     assert "final test acc 12.5" in capsys.readouterr().out
     embedding = torch.load(out / "absolute_pos_embed.pt", weights_only=True)
-    assert torch.equal(embedding, model.absolute_pos_embed.detach())
+    assert torch.equal(embedding, model.absolute.pos_embed.detach())
     record = json.loads((out / "provenance.json").read_text())
     assert record["command"].endswith(f"--out {out}") and record["final_test_acc"] == 12.5
     # hashed as it is written: it reads back verified, and a changed embedding is refused

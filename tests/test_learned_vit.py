@@ -302,8 +302,8 @@ def run_module(monkeypatch):
 
 
 def _fake_training(run, monkeypatch, grid=(2, 2), dim=3):
-    model = run.VisionTransformer(img_size=(4 * grid[0], 4 * grid[1]), embed_dim=dim, depth=1,
-                                  num_heads=1)  # fmt: skip
+    model = run.VisionTransformer(run.ViTConfig(img_size=(4 * grid[0], 4 * grid[1]),
+                                                embed_dim=dim, depth=1, num_heads=1))  # fmt: skip
     with torch.no_grad():
         model.pos_embed.copy_(torch.arange(grid[0] * grid[1] * dim, dtype=torch.float32).view(
             1, -1, dim))  # fmt: skip

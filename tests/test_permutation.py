@@ -14,7 +14,7 @@ from companion.permutation import (
     permutation_equivariance_check,
     shuffle_patches,
 )
-from companion.position import BiasTable
+from companion.transfer import BiasTable
 
 
 @pytest.mark.parametrize("attn_impl", ["sdpa", "eager"])

@@ -1,23 +1,22 @@
 """companion.position: the position as one value, parsed once, and window codes that own their
 behaviour (build, bias, rotation, resize, torus) behind one interface."""
 
-import dataclasses
+import importlib.util
+import re
+from pathlib import Path
 
 import pytest
 import torch
-from torch import Tensor
 
+from companion import position as position_module
 from companion.attention import WindowAttention
-from companion.position import (
-    POS_CHOICES,
-    BiasTable,
-    ContinuousBias,
-    Position,
-    Rotary,
-    WindowCode,
-)
-from companion.swin import swin_from_config
+from companion.cpb import ContinuousBias
+from companion.position import POS_CHOICES, Position
+from companion.rope import Rotary
 from companion.swin_configs import SwinConfig, model_config
+from companion.train import train
+from companion.train.build import build_model
+from companion.transfer import BiasTable
 
 
 @pytest.mark.parametrize("name", POS_CHOICES)
@@ -89,39 +88,77 @@ def test_only_a_table_wraps_on_a_torus():
             code.on_torus((True, True))
 
 
-@dataclasses.dataclass(frozen=True)
+#: A made-up window code in a file of its own, as a new code is written: the same learned number
+#: added to every logit of each head. Nothing else in the package is told about it.
+TOY_CODE = """
+from dataclasses import dataclass
+
+import torch
+
+from companion.position import PositionTerm, WindowCode, register
+
+
+class ConstantTerm(PositionTerm):
+    checkpoint_prefix = "constant_"
+    no_decay = ("value",)
+
+    def __init__(self, num_heads, num_tokens):
+        super().__init__()
+        self.num_tokens = num_tokens
+        self.value = torch.nn.Parameter(torch.ones(num_heads, 1, 1))
+
+    def bias(self):
+        return self.value.expand(-1, self.num_tokens, self.num_tokens)
+
+    def resize(self, window_size, method="geometric"):
+        self.num_tokens = window_size[0] * window_size[1]
+
+
+@dataclass(frozen=True)
 class ConstantBias(WindowCode):
-    """A made-up code: the same learned number added to every logit of each head."""
+    color = "#8c564b"
 
     @property
-    def name(self) -> str:
+    def name(self):
         return "constant"
 
-    def build(self, attn) -> None:
-        attn.constant = torch.nn.Parameter(torch.ones(attn.num_heads, 1, 1))
-
-    def bias(self, attn) -> Tensor:
-        return attn.constant.expand(-1, attn.num_tokens, attn.num_tokens)
-
-    def no_decay(self, name: str) -> bool:
-        return name == "constant"
+    def build(self, window_size, num_heads, head_dim):
+        return ConstantTerm(num_heads, window_size[0] * window_size[1])
 
 
-def test_a_new_code_is_one_class_and_needs_no_change_to_the_attention():
+register(ConstantBias())
+"""
+
+
+@pytest.fixture
+def toy_code(tmp_path, monkeypatch):
+    """The module of ``TOY_CODE``, imported from a temporary folder (registered for one test)."""
+    monkeypatch.setattr(position_module, "_REGISTRY", dict(position_module._REGISTRY))
+    path = tmp_path / "toy_code.py"
+    path.write_text(TOY_CODE)
+    spec = importlib.util.spec_from_file_location("toy_code", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_new_code_is_one_file_and_trains_with_no_other_change(toy_code, tmp_path, tiny_run):
+    assert "constant" in POS_CHOICES and "abs+constant" not in POS_CHOICES
+    assert Position.parse("constant") == Position(False, toy_code.ConstantBias())
     torch.manual_seed(0)
-    attn = WindowAttention(8, (2, 3), 2, position=ConstantBias(), attn_impl="eager")
-    assert "constant" in attn.state_dict() and "position=ConstantBias()" in repr(attn)
-    bias = attn.relative_position_bias()
-    assert bias is not None and bias.shape == (2, 6, 6)
+    attn = WindowAttention(8, (2, 3), 2, position=toy_code.ConstantBias(), attn_impl="eager")
+    assert "constant_value" in attn.state_dict() and "position=ConstantBias()" in repr(attn)
     # A constant added to every logit of a row leaves the softmax unchanged.
     plain = WindowAttention(8, (2, 3), 2, position=None, attn_impl="eager")
-    plain.load_state_dict({k: v for k, v in attn.state_dict().items() if k != "constant"})
+    plain.load_state_dict({k: v for k, v in attn.state_dict().items() if k != "constant_value"})
     x = torch.randn(3, 6, 8)
     torch.testing.assert_close(attn(x), plain(x))
-    # A whole Swin takes it as its position, and the optimiser's no-decay set asks the code.
-    model = swin_from_config("tiny-cpu", pos=Position(absolute=False, window=ConstantBias()))
-    assert model.no_weight_decay() == {
-        f"layers.{i}.blocks.{j}.attn.constant" for i in (0, 1) for j in (0, 1)
+    # The trainer takes it by name, and the optimiser's no-decay set asks the code's term.
+    result = train(tiny_run(tmp_path, pos="constant", epochs=1))
+    assert result.model.config.pos.name == "constant" and len(result.history) == 1
+    assert result.model.no_weight_decay() == {
+        f"layers.{i}.blocks.{j}.attn.code.value" for i in (0, 1) for j in (0, 1)
     }
 
 
@@ -136,3 +173,34 @@ def test_each_code_moves_itself_to_another_window(position):
     assert (bias is None) == (position in (None, Rotary("axial")))
     if bias is not None:
         assert bias.shape == (2, 20, 20)
+
+
+def test_every_position_a_committed_record_names_parses_and_writes_back_the_same_name():
+    root = Path(__file__).resolve().parents[1] / "results"
+    named = set()
+    for path in root.rglob("*.json"):
+        named |= set(re.findall(r'"pos": "([^"]+)"', path.read_text()))
+    assert named and named <= set(POS_CHOICES)
+    for name in named:
+        assert str(Position.parse(name)) == Position.parse(name).name == name
+
+
+def test_torus_is_part_of_the_position_and_not_of_its_name():
+    torus = model_config("tiny-cpu", pos="abs+rel", torus=True).pos
+    assert torus == Position(True, BiasTable(), torus=True) and torus.name == "abs+rel"
+    assert Position.parse("rel", torus=True) == Position.parse("rel", torus=True)
+    assert Position.parse("rel", torus=True) != Position.parse("rel")
+    with pytest.raises(ValueError, match=r"torus=True wraps offsets .* got pos='rope-axial'"):
+        Position.parse("rope-axial", torus=True)
+
+
+def test_a_run_holds_one_position_from_the_command_line_to_its_record():
+    from companion.train import TrainConfig
+    from companion.train.cli import build_parser
+    from companion.train.config import config_from_args, recorded_settings
+
+    cfg = config_from_args(build_parser().parse_args(["--pos", "abs+rel", "--variant", "torus"]))
+    assert cfg.pos == Position.parse("abs+rel")  # read once, by the flag
+    assert TrainConfig(pos="abs+rel", variant="torus") == cfg  # a name is read the same way
+    assert recorded_settings(cfg)["pos"] == "abs+rel"  # the record holds the name
+    assert build_model(cfg, 10, None).config.pos == Position(True, BiasTable(), torus=True)

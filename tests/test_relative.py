@@ -173,9 +173,9 @@ def test_lookup_bias_reads_the_table_row_of_each_offset():
 def test_window_attention_keeps_the_table_and_a_recomputed_index():
     torch.manual_seed(0)
     module = WindowAttention(8, (2, 3), num_heads=4)
-    assert module.relative_position_bias_table.shape == (15, 4)
+    assert module.code.relative_position_bias_table.shape == (15, 4)
     assert "relative_position_index" not in module.state_dict()
-    assert torch.equal(module.relative_position_index, relative_position_index((2, 3)))
+    assert torch.equal(module.code.relative_position_index, relative_position_index((2, 3)))
     bias = module.relative_position_bias()
     assert bias.shape == (4, 6, 6)
     # pairs with the same offset share one value: (0,0)->(0,1) and (1,1)->(1,2)

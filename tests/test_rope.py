@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from companion.attention import WindowAttention
-from companion.position import Rotary
 from companion.rope import (
+    Rotary,
     WindowRoPE,
     axial_frequencies,
     equal_content_logits,
@@ -99,9 +99,9 @@ def test_mixed_frequencies_are_learnable_per_head_and_axial_ones_are_not_saved()
 def test_rope_attention_learns_the_mixed_frequencies_and_excludes_them_from_weight_decay():
     model = swin_from_config("tiny-cpu", pos="rope-mixed")
     model(torch.randn(2, 3, 32, 32)).sum().backward()
-    freqs = model.layers[0].blocks[0].attn.rope.freqs
+    freqs = model.layers[0].blocks[0].attn.code.freqs
     assert freqs.grad is not None and freqs.grad.abs().sum() > 0
-    assert "layers.0.blocks.0.attn.rope.freqs" in model.no_weight_decay()
+    assert "layers.0.blocks.0.attn.code.freqs" in model.no_weight_decay()
     assert not any(n.endswith("relative_position_bias_table") for n, _ in model.named_parameters())
 
 
@@ -112,7 +112,7 @@ def test_sdpa_and_eager_attention_agree_with_rope(kind):
     eager = WindowAttention(16, (3, 4), 2, position=Rotary(kind), attn_impl="eager")
     eager.load_state_dict(attn.state_dict())
     if kind == "mixed":
-        assert torch.equal(eager.rope.freqs, attn.rope.freqs)
+        assert torch.equal(eager.code.freqs, attn.code.freqs)
     x = torch.randn(5, 12, 16)
     torch.testing.assert_close(attn(x), eager(x), atol=1e-5, rtol=1e-4)
 

@@ -4,11 +4,13 @@ import pytest
 import torch
 
 from companion.attention import WindowAttention
+from companion.cpb import ContinuousBias
 from companion.merging import PatchMerging, PoolMerging
-from companion.position import BiasTable, ContinuousBias, Rotary
 from companion.relative import offset_to_index, pairwise_offsets, relative_position_index
+from companion.rope import Rotary
 from companion.swin import SwinBlock, SwinTransformer, swin_from_config
 from companion.swin_configs import CONFIGS, VARIANTS, model_config, variant_overrides
+from companion.transfer import BiasTable
 
 TINY = CONFIGS["tiny-cpu"]
 
@@ -169,7 +171,7 @@ def test_magnitude_index_numbers_the_absolute_offsets_row_major():
 def test_magnitude_bias_is_symmetric_and_blind_to_the_sign_of_each_axis():
     torch.manual_seed(0)
     attn = WindowAttention(8, (4, 4), 2, position=BiasTable("magnitude"))
-    assert attn.relative_position_bias_table.shape == (16, 2)
+    assert attn.code.relative_position_bias_table.shape == (16, 2)
     bias = attn.relative_position_bias().view(2, 4, 4, 4, 4)  # (head, qy, qx, ky, kx)
     torch.testing.assert_close(bias, bias.permute(0, 3, 4, 1, 2))  # B(q, k) = B(k, q)
     # Mirroring the window left-right (or top-bottom) flips the sign of dx (dy) only.
@@ -248,10 +250,10 @@ def test_a_magnitude_table_resizes_as_the_signed_table_it_stands_for(method, tin
     expected = resize_bias_table(attn.offset_table().detach(), (4, 4), (6, 6), method)
     model.set_img_size(48)  # a 12 x 12 grid, then 6 x 6: room for 6 x 6 windows
     model.set_window_size(6, method=method)
-    assert attn.relative_position_bias_table.shape == (36, 2)
-    assert attn.relative_position_bias_table.requires_grad
+    assert attn.code.relative_position_bias_table.shape == (36, 2)
+    assert attn.code.relative_position_bias_table.requires_grad
     torch.testing.assert_close(attn.offset_table(), expected, atol=1e-5, rtol=1e-5)
-    assert torch.equal(attn.relative_position_index, BiasTable("magnitude").index((6, 6)))
+    assert torch.equal(attn.code.relative_position_index, BiasTable("magnitude").index((6, 6)))
     assert model(torch.randn(2, 3, 48, 48)).shape == (2, 10)
 
 

@@ -17,6 +17,7 @@ import torch
 
 from companion._io import file_sha256
 from companion.experiments.runs.ablation import build_parser as ablation_parser
+from companion.position import Position
 from companion.train import (
     CHECKPOINT,
     CHECKPOINT_FORMAT,
@@ -100,7 +101,7 @@ def test_a_new_config_field_becomes_a_flag_of_both_tools_and_reaches_the_model(m
     config_module.add_config_arguments(p, kinds=("result",), grid=True)
     args = p.parse_args(["--no-shifted-windows"])
     cfg = config_module.config_from_args(args, dataset="relation", pos="rel", seed=0)
-    assert model_options(cfg) == {"pos": "rel", "shifted_windows": False}
+    assert model_options(cfg) == {"pos": Position.parse("rel"), "shifted_windows": False}
 
 
 def test_model_settings_are_passed_to_the_swin_by_name():

@@ -5,14 +5,14 @@ import torch
 from torch import nn
 
 from companion.permutation import shuffle_patches
-from companion.vit import VisionTransformer, ViTBlock
+from companion.vit import VisionTransformer, ViTBlock, ViTConfig
 
 SMALL = dict(img_size=16, patch_size=4, num_classes=5, embed_dim=8, depth=2, num_heads=2)
 
 
 def small_vit(seed: int = 0, **overrides) -> VisionTransformer:
     torch.manual_seed(seed)
-    return VisionTransformer(**{**SMALL, **overrides}).eval()
+    return VisionTransformer(ViTConfig(**{**SMALL, **overrides})).eval()
 
 
 def test_shapes_from_image_to_tokens_to_logits():
@@ -40,7 +40,7 @@ def test_the_position_embedding_is_one_parameter_of_shape_1_n_d():
 
 
 def test_the_defaults_are_the_run_s_model():
-    model = VisionTransformer()
+    model = VisionTransformer(ViTConfig())
     assert model.grid_size == (8, 8) and model.pos_embed.shape == (1, 64, 32)
     assert len(model.blocks) == 4
 
@@ -107,7 +107,7 @@ def test_an_image_of_another_size_is_refused_naming_img_size():
 )
 def test_bad_arguments_are_refused_naming_the_parameter(override, error, match):
     with pytest.raises(error, match=match):
-        VisionTransformer(**{**SMALL, **override})
+        VisionTransformer(ViTConfig(**{**SMALL, **override}))
 
 
 def test_a_block_refuses_a_bad_token_count():

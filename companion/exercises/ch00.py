@@ -80,5 +80,6 @@ def check_with_constant_table(
     """
     module = copy.deepcopy(attn_rel)
     with torch.no_grad():
-        module.relative_position_bias_table.fill_(value)
+        for table in module.code.parameters():  # the bias table, the code's one parameter
+            table.fill_(value)
     return permutation_equivariance_check(module, tokens, perm)

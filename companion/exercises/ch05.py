@@ -30,7 +30,7 @@ def position_parameter_count(model: nn.Module) -> int:
     return sum(
         p.numel()
         for name, p in model.named_parameters()
-        if name.endswith(("absolute_pos_embed", "relative_position_bias_table"))
+        if name.endswith(("pos_embed", "relative_position_bias_table"))
     )
 
 

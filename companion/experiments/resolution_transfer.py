@@ -35,7 +35,7 @@ from companion._checks import check_choice, check_positive_int
 from companion.data.dataset import ImageClassificationData
 from companion.position import Position
 from companion.swin import SwinTransformer
-from companion.transfer import RESIZE_METHODS, ResizeMethod
+from companion.transfer import RESIZE_METHODS, ResizeMethod, check_resize_method
 
 TRAIN_SIZE = 32
 EVAL_SIZES = (48, 64)
@@ -70,15 +70,15 @@ class TransferCondition:
     method: ResizeMethod = "geometric"
 
 
-def transfer_conditions(pos: str) -> tuple[TransferCondition, ...]:
+def transfer_conditions(pos: str | Position) -> tuple[TransferCondition, ...]:
     """The conditions worth running for ``pos``: the window kept, then grown (with both table
     resize methods when the model has tables, once otherwise)."""
-    methods = Position.parse(pos).resize_methods
+    methods = map(check_resize_method, Position.parse(pos).resize_methods)
     grown = (TransferCondition(grown_condition(pos, m), True, m) for m in methods)
     return (TransferCondition(WINDOW_KEPT, False), *grown)
 
 
-def grown_condition(pos: str, method: str = "geometric") -> str:
+def grown_condition(pos: str | Position, method: str = "geometric") -> str:
     """The name of ``pos``'s window-grown condition (``method`` picks the table resize)."""
     check_choice("method", method, RESIZE_METHODS)
     return f"{WINDOW_GROWN}-{method}" if Position.parse(pos).has_table else WINDOW_GROWN

@@ -27,6 +27,7 @@ from companion.experiments.integrity import (
     verified_json,
     verified_tensors,
 )
+from companion.position import Position
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the companion package
 RESULTS_DIR = "results"  # where results/<name>/ goes
@@ -36,7 +37,7 @@ WORK_DIR = "runs/ablation"  # the runs' checkpoints and records (not committed)
 DERIVED = ("transfer.json", "transfer.md")
 
 
-def run_key(dataset: str, pos: str, seed: int, variant: str = "swin") -> str:
+def run_key(dataset: str, pos: str | Position, seed: int, variant: str = "swin") -> str:
     """A run's file name: ``grid-cell__rel__seed0``, with ``__<variant>`` added before the seed
     for a controlled variant (``grid-cell__rel__torus__seed0``)."""
     middle = "" if variant == "swin" else f"__{variant}"

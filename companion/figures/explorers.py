@@ -211,8 +211,9 @@ def bias_table(
             )
         table = source
     elif isinstance(source, nn.Module):
-        found = getattr(source, "relative_position_bias_table", None)
-        index = getattr(source, "relative_position_index", None)
+        holder = getattr(source, "code", source)  # an attention keeps its table in its code
+        found = getattr(holder, "relative_position_bias_table", None)
+        index = getattr(holder, "relative_position_index", None)
         if found is None or index is None:
             raise ValueError(
                 f"source must hold a relative position bias (relative_position_bias_table and "

@@ -17,9 +17,20 @@ from companion.data.dataset import ImageClassificationData
 from companion.experiments.stats import paired_interval
 from companion.figures.absolute import MAX_WIDTH
 from companion.figures.relative import text_width
+from companion.position import Position
+from companion.transfer import BiasTable
 
-#: One colour per position encoding, the same in every figure of the chapter.
-POS_COLORS = {"none": "#7f7f7f", "abs": "#1f77b4", "rel": "#d62728", "abs+rel": "#9467bd"}
+#: One colour per position encoding of chapter 5, the same in every figure; any other position
+#: takes its window code's (``WindowCode.color``, ``pos_color``).
+POS_COLORS = {"none": "#7f7f7f", "abs": "#1f77b4", "rel": BiasTable.color, "abs+rel": "#9467bd"}
+
+
+def pos_color(pos: str) -> str:
+    """The colour of position ``pos``: ``POS_COLORS``', else its window code's own."""
+    code = Position.parse(pos).window
+    return POS_COLORS.get(pos) or (code.color if code is not None else POS_COLORS["none"])
+
+
 METRIC_LABELS = {
     "train_loss": "train loss (label-smoothed)",
     "test_loss": "test loss",
@@ -295,7 +306,7 @@ def plot_seed_dots(
     for ax, dataset in zip(axes, datasets, strict=True):
         mine = [r for r in rows if r[panel] == dataset]
         for x, row in enumerate(mine):
-            color = POS_COLORS.get(row["pos"], "#333333")
+            color = pos_color(row["pos"])
             values = 100 * np.asarray(row["values"], dtype=float)
             # A fixed, symmetric spread of the dots, so equal values stay visible side by side.
             offsets = np.linspace(-0.18, 0.18, len(values)) if len(values) > 1 else np.zeros(1)

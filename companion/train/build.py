@@ -20,11 +20,12 @@ from torch.utils.data import (
 from companion.data import make_dataset
 from companion.data.dataset import ImageClassificationData
 from companion.data.loaders import batch_loader
+from companion.position import Position
 from companion.train.config import TrainConfig, data_size, model_options
 from companion.train.runtime import DistInfo
 
 #: ``factory(num_classes, pos)`` -> a classifier; the default builds ``companion.swin``'s Swin.
-ModelFactory = Callable[[int, str], nn.Module]
+ModelFactory = Callable[[int, Position], nn.Module]
 
 
 def build_model(cfg: TrainConfig, num_classes: int, factory: ModelFactory | None) -> nn.Module:

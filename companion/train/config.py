@@ -40,7 +40,7 @@ from companion.data.tasks import (
     RENDERINGS,
     check_rendering,
 )
-from companion.position import POS_CHOICES
+from companion.position import ABLATION_POS, POS_CHOICES, Position
 from companion.swin_configs import CONFIGS, VARIANTS, SwinConfig, model_config, variant_overrides
 
 KINDS = ("result", "hardware", "speed", "process")
@@ -105,9 +105,9 @@ class TrainConfig:
         "relation", "what to learn", kind="result", choices=DATASETS,
         grid=("datasets", ("grid-cell", "relation")),
     )  # fmt: skip
-    pos: str = setting(
-        SwinConfig.pos.name, "position encoding", kind="result", choices=POS_CHOICES, model=True,
-        grid=("pos", POS_CHOICES),
+    pos: Position = setting(
+        SwinConfig.pos, "position encoding", kind="result", choices=POS_CHOICES, model=True,
+        grid=("pos", ABLATION_POS),
     )  # fmt: skip
     variant: str = setting(
         "swin", "the Swin itself, or a controlled variant: one of "
@@ -202,6 +202,9 @@ class TrainConfig:
     )
 
     def __post_init__(self) -> None:
+        # A position's name (a record, a plan, a caller) is read once, here (frozen: hence
+        # object.__setattr__); every later use holds the Position.
+        object.__setattr__(self, "pos", check_setting("pos", self.pos))
         _check_config(self)
 
 
@@ -246,6 +249,8 @@ def check_setting(name: str, value: object, cls: type | None = None) -> Any:
 
 
 def _check_one(name: str, value: Any, meta: Any, base: type) -> Any:
+    if base is Position:  # a name of POS_CHOICES, read by the one parser
+        return Position.parse(value)
     if meta["choices"] is not None:
         if value not in meta["choices"]:
             raise ValueError(f"{name} must be one of {list(meta['choices'])}, got {value!r}")
@@ -327,13 +332,16 @@ def _check_config(cfg: TrainConfig) -> None:
         model_config(cfg.config, **model_options(cfg), **variant_overrides(cfg.variant))
     except (TypeError, ValueError) as exc:
         raise type(exc)(
-            f"{exc} (the model of config={cfg.config!r}, pos={cfg.pos!r}, variant={cfg.variant!r})"
+            f"{exc} (the model of config={cfg.config!r}, pos={str(cfg.pos)!r}, "
+            f"variant={cfg.variant!r})"
         ) from None
 
 
 def recorded_settings(cfg: TrainConfig, kinds: Iterable[str] = KINDS[:3]) -> dict[str, Any]:
-    """The settings a run records (by default all but the ``process`` ones), as plain values."""
-    return {f.name: getattr(cfg, f.name) for f in config_fields(*kinds)}
+    """The settings a run records (by default all but the ``process`` ones), as plain values
+    (a ``Position`` by its name)."""
+    values = {f.name: getattr(cfg, f.name) for f in config_fields(*kinds)}
+    return {k: str(v) if isinstance(v, Position) else v for k, v in values.items()}
 
 
 def data_size(cfg: TrainConfig) -> int:
@@ -368,6 +376,7 @@ def add_arguments(
     types = _types(cls)
     for f in chosen:
         meta, (base, _, many) = f.metadata, types[f.name]
+        read: Callable[[str], Any] = base  # argparse's type: what turns the text into a value
         default = f.default if f.default is not MISSING else None
         on_grid = grid and meta["grid"] is not None
         if on_grid:  # the grid's values run, not the single field's default
@@ -375,21 +384,32 @@ def add_arguments(
         shown = default is not None and "default" not in meta["help"] and base is not bool
         text = f"{meta['help']} (default: {default})" if shown else meta["help"]
         common = {"dest": f.name, "help": text, "choices": meta["choices"]}
+        if base is Position:  # read once, here: the run holds the value from the start
+            read, common["choices"] = _position_flag, [Position.parse(p) for p in POS_CHOICES]
+            common["metavar"] = "{" + ",".join(POS_CHOICES) + "}"  # every registered code
         flag = "--" + f.name.replace("_", "-")
         if on_grid:
             plural, values = meta["grid"]
-            parser.add_argument(f"--{plural}", nargs="+", type=base, default=list(values), **common)
+            parser.add_argument(f"--{plural}", nargs="+", type=read, default=list(values), **common)
         elif many:
-            parser.add_argument(flag, nargs="+", type=base, default=list(default or ()), **common)
+            parser.add_argument(flag, nargs="+", type=read, default=list(default or ()), **common)
         elif base is bool:
             parser.add_argument(
                 flag, action=argparse.BooleanOptionalAction, default=default, dest=f.name,
                 help=f"{meta['help']} (default: {'on' if default else 'off'})",
             )  # fmt: skip
         elif f.default is MISSING:
-            parser.add_argument(flag, type=base, required=True, dest=f.name, help=meta["help"])
+            parser.add_argument(flag, type=read, required=True, dest=f.name, help=meta["help"])
         else:
-            parser.add_argument(flag, type=base, default=default, **common)
+            parser.add_argument(flag, type=read, default=default, **common)
+
+
+def _position_flag(text: str) -> Position:
+    """``--pos``'s type: ``Position.parse``, its error shown as argparse's."""
+    try:
+        return Position.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def config_from_args(args: argparse.Namespace, **overrides: Any) -> TrainConfig:

@@ -127,5 +127,7 @@ def to_official_state_dict(model: SwinTransformer) -> dict[str, Tensor]:
         out[re.sub(r"^head\.fc\.", "head.", key)] = value
     for name, buffer in model.named_buffers():
         if name.endswith(_BUFFERS) and buffer is not None:
-            out[name] = buffer
+            # The index lives in the attention's bias term (attn.code), the official files keep
+            # it on the attention, as the table (companion.position.keep_checkpoint_names).
+            out[name.replace(".code.", ".")] = buffer
     return out

@@ -8,6 +8,7 @@ from dataclasses import replace
 import torch
 
 from companion.data.cifar import load_cifar10
+from companion.position import Position
 from companion.train.config import TrainConfig
 from companion.train.loop import TrainResult, train
 from companion.train.runtime import native_bf16, resolve_precision
@@ -35,7 +36,7 @@ def demo_config(out: str | os.PathLike[str], cuda: bool | None = None) -> TrainC
     return TrainConfig(
         config="tiny-cpu",
         dataset="grid-cell",
-        pos="abs",
+        pos=Position.parse("abs"),
         batch_size=16,
         train_size=2000,
         test_size=500,

@@ -117,7 +117,7 @@ class AblationPlan:
 
     name: str = setting(MISSING, "results/<name>/ receives the results", kind="process")
     datasets: tuple[str, ...] = _GRID_DEFAULT["dataset"]
-    pos: tuple[str, ...] = _GRID_DEFAULT["pos"]
+    pos: tuple[Position, ...] = _GRID_DEFAULT["pos"]  # names are read into Positions
     seeds: tuple[int, ...] = _GRID_DEFAULT["seed"]
     base: TrainConfig = field(default_factory=lambda: TrainConfig(progress=False))
     results_dir: str = setting(RESULTS_DIR, "where results/<name>/ goes", kind="process")
@@ -132,7 +132,7 @@ class AblationPlan:
         "resolution experiment's transfer.json): they are removed, to be computed again",
         kind="process",
     )  # fmt: skip
-    extra: tuple[tuple[str, str, str], ...] = ()
+    extra: tuple[tuple[str, Position, str], ...] = ()
     #: The seeds of the ``extra`` cells (None: ``seeds``); a subset of ``seeds``, so that every
     #: variant run has its baseline run (same dataset, pos and seed) to be compared with.
     extra_seeds: tuple[int, ...] | None = None
@@ -143,6 +143,7 @@ class AblationPlan:
         check_grid({"dataset": self.datasets, "pos": self.pos, "seed": self.seeds})
         for name in ("datasets", "pos", "seeds"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "pos", tuple(map(Position.parse, self.pos)))
         variant = canonical_variant(self.base.variant)  # one model, one name (and one row)
         if variant != self.base.variant:
             object.__setattr__(self, "base", replace(self.base, variant=variant))
@@ -158,7 +159,7 @@ class AblationPlan:
         cells = [(d, p, self.base.variant) for d in self.datasets for p in self.pos]
         for cell in self.extra:
             if cell in cells:
-                raise ValueError(f"extra: cell {':'.join(cell)} is already in the plan")
+                raise ValueError(f"extra: cell {':'.join(map(str, cell))} is already in the plan")
             cells.append(cell)
         check_fields(self)
         for dataset, pos, variant in cells:  # each cell's settings together, as its runs get them
@@ -175,12 +176,12 @@ class AblationPlan:
     def work(self) -> Path:
         return Path(self.work_dir) / self.name
 
-    def cells(self) -> list[tuple[str, str, str]]:
+    def cells(self) -> list[tuple[str, Position, str]]:
         """Every ``(dataset, pos, variant)``: the main grid, then the extra cells."""
         main = [(d, p, self.base.variant) for d in self.datasets for p in self.pos]
         return main + list(self.extra)
 
-    def runs(self) -> list[tuple[str, str, str, int]]:
+    def runs(self) -> list[tuple[str, Position, str, int]]:
         """Every ``(dataset, pos, variant, seed)``, seed-major: the first seed's cells all come
         first, so an early look (or an interrupted ablation) already compares every cell. The
         extra cells run for ``extra_seeds`` only."""
@@ -192,7 +193,7 @@ class AblationPlan:
             for d, p, v in main + [c for c in self.extra if s in extra_seeds]
         ]
 
-    def config(self, dataset: str, pos: str, seed: int, variant: str = "swin") -> TrainConfig:
+    def config(self, dataset: str, pos: Position, seed: int, variant: str = "swin") -> TrainConfig:
         out = str(self.work / run_key(dataset, pos, seed, variant))
         return replace(
             self.base, dataset=dataset, pos=pos, variant=variant, seed=seed, out=out,
@@ -219,7 +220,7 @@ def check_grid(grid: Mapping[str, Sequence[Any]]) -> None:
                 raise type(exc)(f"{GRID[axis]}: {exc}") from None
 
 
-def check_extra_cell(cell: object) -> tuple[str, str, str]:
+def check_extra_cell(cell: object) -> tuple[str, Position, str]:
     """Check an extra cell ``(dataset, pos, variant)``: known values, a controlled variant (not
     ``"swin"``: those cells are the main grid's). Whether the variant can change ``pos`` is
     the model's rule, checked when the plan builds the cell's configuration."""
@@ -229,6 +230,7 @@ def check_extra_cell(cell: object) -> tuple[str, str, str]:
     try:
         for name, value in (("dataset", dataset), ("pos", pos), ("variant", variant)):
             check_setting(name, value)
+        pos = Position.parse(pos)
         variant = canonical_variant(variant)  # torus+torus and torus are one model, one cell
         if variant == "swin":
             raise ValueError("variant 'swin' is the main grid's (--datasets, --pos)")
@@ -237,15 +239,15 @@ def check_extra_cell(cell: object) -> tuple[str, str, str]:
     return dataset, pos, variant
 
 
-def parse_cell(text: str) -> tuple[str, str, str]:
-    """``"grid-cell:rel:torus"`` -> ``("grid-cell", "rel", "torus")`` (its values are checked by
-    the plan that takes it, ``check_extra_cell``)."""
+def parse_cell(text: str) -> tuple[str, Position, str]:
+    """``"grid-cell:rel:torus"`` -> ``("grid-cell", Position.parse("rel"), "torus")`` (the
+    other values are checked by the plan that takes it, ``check_extra_cell``)."""
     parts = text.split(":")
     if len(parts) != 3:
         raise ValueError(
             f"extra: a cell is dataset:pos:variant (grid-cell:rel:torus), got {text!r}"
         )
-    return parts[0], parts[1], parts[2]
+    return parts[0], Position.parse(parts[1]), parts[2]
 
 
 def bias_tables(model: nn.Module) -> dict[str, dict[str, Any]]:
@@ -323,7 +325,7 @@ def _read_record(plan: AblationPlan, path: Path) -> dict[str, Any]:
 def _run_one(
     plan: AblationPlan,
     dataset: str,
-    pos: str,
+    pos: Position,
     variant: str,
     seed: int,
     factory: ModelFactory | None,
@@ -350,7 +352,7 @@ def _run_one(
     history = result.history
     record = {
         "dataset": dataset,
-        "pos": pos,
+        "pos": str(pos),  # a record holds the name (Position.parse reads it back)
         "variant": variant,
         "seed": seed,
         "settings": result.header["config"],
@@ -427,10 +429,10 @@ def _results(plan: AblationPlan, records: list[dict[str, Any]], header: dict[str
         "plan": {
             "name": plan.name,
             "datasets": list(plan.datasets),
-            "pos": list(plan.pos),
+            "pos": [str(p) for p in plan.pos],
             "seeds": list(dict.fromkeys(r["seed"] for r in records)),
             "variant": plan.base.variant,
-            "extra": [":".join(cell) for cell in plan.extra],
+            "extra": [":".join(map(str, cell)) for cell in plan.extra],
             "extra_seeds": list(plan.extra_seeds or plan.seeds),
             "train": train_settings,
         },
@@ -595,7 +597,7 @@ def run_ablation(
 
 
 def _run_point(
-    plan: AblationPlan, factory: ModelFactory | None, point: tuple[str, str, str, int]
+    plan: AblationPlan, factory: ModelFactory | None, point: tuple[str, Position, str, int]
 ) -> dict[str, Any]:
     return _run_one(plan, *point, factory)
 

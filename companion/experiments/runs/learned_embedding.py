@@ -51,7 +51,7 @@ def train_and_save(out_dir: Path, command: str | None = None) -> dict:
     with tempfile.TemporaryDirectory(prefix="learned-abs-") as run_dir:
         result = train(TrainConfig(**RUN_SETTINGS, out=run_dir))  # type: ignore[arg-type]
     wall_s = time.perf_counter() - start
-    embedding = result.model.get_parameter("absolute_pos_embed").detach().cpu().clone()
+    embedding = result.model.get_parameter("absolute.pos_embed").detach().cpu().clone()
     record = {
         "what": f"{EMBEDDING_FILE}: absolute_pos_embed {tuple(embedding.shape)} after training",
         "settings": RUN_SETTINGS,

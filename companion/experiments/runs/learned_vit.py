@@ -39,10 +39,11 @@ from companion.experiments.learned_embedding import VIT_EMBEDDING_FILE
 from companion.experiments.predictions import PREDICTIONS
 from companion.experiments.runs.learned_embedding import RUN_SETTINGS, publish_embedding
 from companion.experiments.runs.learned_embedding import check_out as check_embedding_out
+from companion.position import Position
 from companion.train import TrainConfig, train
 from companion.train.cli import add_debug_flag, run_reporting_errors
 from companion.train.provenance import PACKAGE_DIR, provenance
-from companion.vit import VisionTransformer
+from companion.vit import VisionTransformer, ViTConfig
 
 PROG = "python -m companion.experiments.runs.learned_vit"
 
@@ -57,10 +58,10 @@ TRAIN_SETTINGS: dict[str, Any] = {
 }
 
 
-def vit_factory(num_classes: int, pos: str) -> nn.Module:
+def vit_factory(num_classes: int, pos: Position) -> nn.Module:
     """``companion.train``'s model factory: the ViT of :data:`MODEL_SETTINGS` (its position
     embedding is always the learned absolute one, so ``pos`` is not used)."""
-    return VisionTransformer(num_classes=num_classes, **MODEL_SETTINGS)
+    return VisionTransformer(ViTConfig(num_classes=num_classes, **MODEL_SETTINGS))
 
 
 def train_and_save(

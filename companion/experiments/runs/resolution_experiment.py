@@ -224,7 +224,7 @@ def transfer_rows(
                     row |= measured(moved, test, "_finetuned")
                     row["finetune_s"] = time.perf_counter() - start
                 rows.append(row)
-    run = {"dataset": cfg.dataset, "pos": cfg.pos, "variant": cfg.variant, "seed": cfg.seed}
+    run = {"dataset": cfg.dataset, "pos": str(cfg.pos), "variant": cfg.variant, "seed": cfg.seed}
     return [{**run, **r} for r in rows]
 
 

@@ -1,10 +1,11 @@
-"""companion.init.trunc_normal_: version-independent draws, inside the bounds, checked arguments."""
+"""companion.trunc_normal.trunc_normal_: version-independent draws, inside the bounds, checked
+arguments."""
 
 import pytest
 import torch
 from torch import nn
 
-from companion.init import trunc_normal_
+from companion.trunc_normal import trunc_normal_
 
 
 def test_wide_bounds_give_exactly_the_seeded_normal_stream():
