@@ -12,3 +12,7 @@ the experiments) and the three commands ``ablation``, ``resolution_experiment`` 
 """
 
 __version__ = "0.2.0"
+
+from companion._startup import quiet_interrupts_while_starting as _quiet
+
+_quiet()  # only in a process that is one of the package's commands, while it starts

@@ -49,10 +49,22 @@ from companion.train.runtime import (
     resolve_precision,
     shutdown_distributed,
 )
+from companion.train.stop import batches, check, stop_signals
 
 
 class TrainingInterrupted(KeyboardInterrupt):
-    """Ctrl-C during training; the message says where the last checkpoint is."""
+    """Ctrl-C (or SIGTERM) during training; the message says where the last checkpoint is."""
+
+
+def _interrupted(when: str, path: Path, after_epoch: int | None) -> TrainingInterrupted:
+    """The stop's one line: when it came and the checkpoint to continue from, ``path``, holding
+    ``after_epoch`` epochs (``0``: none written yet; ``None``: whatever ``path`` holds, if any)."""
+    if after_epoch == 0 or (after_epoch is None and not path.is_file()):
+        return TrainingInterrupted(f"interrupted {when}; the last checkpoint is not written yet")
+    after = "" if after_epoch is None else f" (after epoch {after_epoch})"
+    return TrainingInterrupted(
+        f"interrupted {when}; the last checkpoint is {path}{after}; continue with --resume"
+    )
 
 
 @dataclass
@@ -77,9 +89,14 @@ def train(cfg: TrainConfig, model_factory: ModelFactory | None = None) -> TrainR
     init_distributed(info, device)
     clean = False  # whether every rank reached the same point (see shutdown_distributed)
     try:
-        with RunLock(out) if info.is_main else nullcontext():
+        with stop_signals(), RunLock(out) if info.is_main else nullcontext():
             check_run_state(out, cfg.resume)
-            result = _train(cfg, info, device, model_factory, out)
+            try:
+                result = _train(cfg, info, device, model_factory, out)
+            except KeyboardInterrupt as exc:  # before the first epoch: still one line
+                if isinstance(exc, TrainingInterrupted):
+                    raise
+                raise _interrupted("before training started", out / ck.CHECKPOINT, None) from None
         clean = True
         return result
     except NonFiniteError:
@@ -217,12 +234,9 @@ def _train(
                 if epoch + 1 < cfg.epochs:
                     log(info, f"stopping after epoch {epoch + 1} as asked; continue with --resume")
                 break
+        check()  # a stop that came and was lost since the last step (see companion.train.stop)
     except KeyboardInterrupt:
-        where = f"{path} (after epoch {last_saved})" if last_saved else "not written yet"
-        raise TrainingInterrupted(
-            f"interrupted in epoch {epoch + 1}; the last checkpoint is {where}"
-            + ("; continue with --resume" if last_saved else "")
-        ) from None
+        raise _interrupted(f"in epoch {epoch + 1}", path, last_saved) from None
     if cfg.dump_rank_state:
         state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
         ck.save_checkpoint(out / f"rank{info.rank}_state.pt", state)
@@ -268,7 +282,7 @@ def train_epoch(
     loss_sum = torch.zeros((), dtype=accumulator_dtype(device), device=device)
     correct = torch.zeros((), dtype=torch.long, device=device)
     checked, last = step, step + len(loader)
-    for images, labels in loader:
+    for images, labels in batches(loader):  # a stop checked before every batch
         images = images.to(device, non_blocking=True)
         labels = labels.to(device, non_blocking=True)
         if data.augment:
