@@ -8,6 +8,7 @@ terminal's Ctrl-C does). Each case runs once and must stop in the epoch it names
 """
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -172,3 +173,32 @@ def test_ctrl_c_while_torch_imports_is_one_line_and_status_130(command, tmp_path
     assert done.returncode in (130, -signal.SIGINT)  # exited as Ctrl-C ends a process
     assert done.stdout == ""
     assert done.stderr == f"python -m {command}: interrupted while starting: nothing was run\n"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_to_the_whole_process_group_is_one_line_naming_the_checkpoint(signum, tmp_path):
+    """As a terminal's Ctrl-C or a scheduler's stop: the command and its workers all get it."""
+    argv = "--dataset relation --train-size 256 --test-size 16 --batch-size 16 --epochs 50"
+    argv += f" --no-progress --device cpu --threads 1 --num-workers 2 --out {tmp_path / 'run'}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    run = subprocess.Popen(
+        [sys.executable, "-m", "companion.train", *argv.split()], cwd=ROOT, env=env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert run.stdout is not None
+        for line in run.stdout:
+            if line.startswith("epoch 1/"):
+                break
+        os.killpg(run.pid, signum)
+        _, err = run.communicate(timeout=60)
+    finally:
+        run.kill()
+    assert run.returncode == 130
+    checkpoint = re.escape(str(tmp_path / "run" / CHECKPOINT))
+    assert re.fullmatch(
+        rf"companion-train: interrupted in epoch \d+; the last checkpoint is {checkpoint} "
+        rf"\(after epoch \d+\); continue with --resume\n",
+        err,
+    )

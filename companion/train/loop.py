@@ -49,7 +49,7 @@ from companion.train.runtime import (
     resolve_precision,
     shutdown_distributed,
 )
-from companion.train.stop import batches, check, stop_signals
+from companion.train.stop import batches, check, requested, stop_signals
 
 
 class TrainingInterrupted(KeyboardInterrupt):
@@ -236,6 +236,11 @@ def _train(
                 break
         check()  # a stop that came and was lost since the last step (see companion.train.stop)
     except KeyboardInterrupt:
+        raise _interrupted(f"in epoch {epoch + 1}", path, last_saved) from None
+    except Exception:
+        if not requested():
+            raise
+        # What the stop caused (a DataLoader worker the same signal ended, torch says, first).
         raise _interrupted(f"in epoch {epoch + 1}", path, last_saved) from None
     if cfg.dump_rank_state:
         state = {k: v.detach().cpu() for k, v in model.state_dict().items()}

@@ -10,11 +10,13 @@ traceback, drops the interrupt, and the run goes on to its end. So, within :func
   next check;
 * then it raises ``KeyboardInterrupt`` at once, except within :func:`deferred` (where the
   DataLoader forks its workers and shuts them down), which raises it on leaving instead;
-* a forked child (a DataLoader worker) inherits the handler, which does nothing there: a
-  terminal's Ctrl-C, or a scheduler's SIGTERM, reaches every process of the group, and the
-  parent alone answers it and shuts its workers down (a worker ended by it first made the parent
-  print a ``BrokenPipeError`` traceback, or torch's "DataLoader worker ... killed by signal").
-  A worker whose parent is gone ends itself (torch's watchdog).
+* a DataLoader worker (forked within :func:`deferred`, by :func:`batches`) starts with both
+  signals blocked, and ignores them from its ``worker_init_fn`` on
+  (``companion.data.loaders.leave_stops_to_the_parent``, which unblocks them): a terminal's
+  Ctrl-C, or a scheduler's SIGTERM, reaches every process of the group, and the parent alone
+  answers it and shuts its workers down. (Before, a worker ended by it first made the parent
+  print a ``BrokenPipeError`` traceback, or torch's "DataLoader worker ... killed by signal".)
+  Any other forked child inherits the handler, which does nothing there.
 """
 
 from __future__ import annotations
@@ -58,6 +60,15 @@ def _handle(signum: int, frame: Any) -> None:
         state.held |= first
         return
     raise KeyboardInterrupt
+
+
+def _block_in_worker() -> None:
+    if _state is not None and _state.deferring:  # a DataLoader worker forked by batches()
+        signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_block_in_worker)
 
 
 @contextmanager
