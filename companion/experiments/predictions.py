@@ -58,7 +58,7 @@ def parse_predictions(
     """The one ``json`` block of a predictions file's ``text`` (``where`` names it in errors),
     each prediction's kind one of ``kinds``: also for a file whose run has not been made (its
     folder has no ``SHA256SUMS`` yet)."""
-    blocks = _BLOCK.findall(text)
+    blocks = _BLOCK.findall(text.replace("\r\n", "\n"))  # a CRLF copy reads the same
     if len(blocks) != 1:
         raise ValueError(f"{where} must hold exactly one ```json block, found {len(blocks)}")
     found = json.loads(blocks[0])
