@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from companion.experiments.far_transfer_predictions import load_far_transfer_predictions
+from companion.experiments.far_transfer_predictions import (
+    load_far_transfer_predictions,
+    parse_far_transfer_predictions,
+)
 from companion.experiments.integrity import manifest_differences
-from companion.experiments.predictions import parse_predictions
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDER = "results/cpu-transfer-far"  # a published folder with a predictions.md
@@ -22,7 +24,8 @@ def _git(*args: str, cwd: Path = ROOT) -> str:
 
 def test_a_crlf_predictions_file_parses_as_its_lf_original():
     text = (ROOT / FOLDER / "predictions.md").read_text()
-    assert parse_predictions(text.replace("\n", "\r\n")) == parse_predictions(text)
+    crlf = text.replace("\n", "\r\n")
+    assert parse_far_transfer_predictions(crlf, "x") == parse_far_transfer_predictions(text, "x")
 
 
 def test_a_core_autocrlf_clone_verifies_its_published_folders(tmp_path):

@@ -30,8 +30,9 @@ from companion.train.build import (
     make_loaders,
     param_groups,
 )
-from companion.train.config import MAX_STEPS, TrainConfig, recorded_settings
+from companion.train.config import MAX_STEPS, TrainConfig, data_size, recorded_settings
 from companion.train.evaluate import NonFiniteError, check_finite, check_test_metrics, evaluate
+from companion.train.limits import check_batch_fits, check_generated_images_fit
 from companion.train.provenance import source_digest
 from companion.train.rundir import RunLock, check_out_folder, check_run_state
 from companion.train.runtime import (
@@ -117,10 +118,14 @@ def _train(
     dtype = AMP_DTYPES[precision]
     autocast: dict[str, Any] = {"device_type": device.type, "dtype": dtype}
     autocast["enabled"] = dtype is not None
+    for split, n in (("train", cfg.train_size), ("test", cfg.test_size)):
+        if cfg.dataset != "cifar10":  # (CIFAR-10 is what it is: 60,000 images)
+            check_generated_images_fit(f"{split}_size", n, split, data_size(cfg))
     train_data, test_data = load_data(cfg, info)
     for seed_fn in (torch.manual_seed, random.seed, np.random.seed):
         seed_fn(cfg.seed)  # identical initial weights on every rank (DDP checks it)
     model = build_model(cfg, train_data.num_classes, factory).to(device)
+    check_batch_fits("batch_size", cfg.batch_size, model, data_size(cfg), device)
     if info.rank:  # different stochastic-depth draws per rank, as for independent batches
         torch.manual_seed(cfg.seed + info.rank)
     data_gen = torch.Generator().manual_seed(cfg.seed)
@@ -324,7 +329,11 @@ def train_epoch(
 
 
 def train_steps(
-    model: nn.Module, data: ImageClassificationData, cfg: TrainConfig, steps: int
+    model: nn.Module,
+    data: ImageClassificationData,
+    cfg: TrainConfig,
+    steps: int,
+    batch_name: str = "batch_size",
 ) -> torch.Tensor:
     """``steps`` AdamW steps of ``model`` (in place, on its device) on batches of
     ``cfg.batch_size`` images of ``data`` drawn at random with replacement (by ``cfg.seed``), at
@@ -332,10 +341,12 @@ def train_steps(
     ``cfg``'s weight decay, label smoothing, gradient clip and loss checks, in this process (no
     folder, no checkpoint, fp32).
 
-    Returns the training loss of every step, a ``(steps,)`` CPU tensor.
+    Returns the training loss of every step, a ``(steps,)`` CPU tensor. A batch the device
+    cannot hold is refused first, naming ``batch_name`` (the caller's name for it).
     """
     check_int_in_range("steps", steps, 1, MAX_STEPS)
     device = next(model.parameters()).device
+    check_batch_fits(batch_name, cfg.batch_size, model, data.images.shape[-1], device)
     generator = torch.Generator().manual_seed(cfg.seed)
     sampler = RandomSampler(data, True, steps * cfg.batch_size, generator)
     loader = batch_loader(data, sampler, cfg.batch_size)
