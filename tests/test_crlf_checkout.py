@@ -1,5 +1,6 @@
 """Records read the same on every checkout: a clone made as Git for Windows makes it
-(``core.autocrlf=true``) still verifies its published folders and parses their predictions."""
+(``core.autocrlf=true``) still verifies its published folders and parses their predictions; a
+malformed predictions block is one error naming its file."""
 
 import shutil
 import subprocess
@@ -12,6 +13,7 @@ from companion.experiments.far_transfer_predictions import (
     parse_far_transfer_predictions,
 )
 from companion.experiments.integrity import manifest_differences
+from companion.experiments.predictions import parse_predictions
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDER = "results/cpu-transfer-far"  # a published folder with a predictions.md
@@ -39,3 +41,13 @@ def test_a_core_autocrlf_clone_verifies_its_published_folders(tmp_path):
     folder = clone / FOLDER
     assert manifest_differences(folder) == []
     assert load_far_transfer_predictions(folder) == load_far_transfer_predictions(ROOT / FOLDER)
+
+
+MALFORMED = ["not json", "[1, 2]", '{"solved": {}}', '{"predictions": [{"id": "P1"}]}']
+
+
+@pytest.mark.parametrize("block", [*MALFORMED, '{"predictions": 1}'])
+def test_a_malformed_predictions_block_is_one_error_naming_the_file(block):
+    text = f"# Predictions\n\n```json\n{block}\n```\n"
+    with pytest.raises(ValueError, match=r"^results/x/predictions.md: the json block must be "):
+        parse_predictions(text, "results/x/predictions.md")
