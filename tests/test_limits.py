@@ -78,3 +78,13 @@ def test_split_codes_on_a_bad_folder_is_one_line(folder, capsys):
     err = capsys.readouterr().err
     assert err.startswith("python -m companion.experiments.runs.split_codes: error: ")
     assert err.count("\n") == 1
+
+
+def test_a_compiled_model_is_held_to_its_inputs_alone(monkeypatch, stand_in):
+    """A compiled model may save less than the eager one measured: only its inputs count."""
+    inputs = 16 * 9 * 3 * 32 * 32  # 16 images: uint8, then float32 twice
+    monkeypatch.setattr(limits, "device_memory_bytes", lambda device: inputs)
+    model, cpu = stand_in(10, "rel"), torch.device("cpu")
+    limits.check_batch_fits("batch_size", 16, model, 32, cpu, compiled=True)
+    with pytest.raises(ValueError, match="batch_size must be at most"):
+        limits.check_batch_fits("batch_size", 16, model, 32, cpu)

@@ -5,6 +5,9 @@ memory minutes later (``--train-size 100000000`` drew images for ever; ``--finet
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+from typing import Any
+
 import torch
 from torch import nn
 
@@ -27,10 +30,13 @@ def device_memory_bytes(device: torch.device) -> int | None:
     return available_memory_bytes() if device.type == "cpu" else None
 
 
-def saved_bytes_per_image(model: nn.Module, size: int, device: torch.device) -> int:
+def saved_bytes_per_image(
+    model: nn.Module, size: int, device: torch.device, autocast: dict[str, Any] | None = None
+) -> int:
     """The bytes one ``size``-px image's forward pass keeps for the backward pass, measured on
-    one image in fp32 (``torch.autograd.graph.saved_tensors_hooks``), in eval mode and with the
-    random state put back, so the run that follows is the same as without it."""
+    one image (``torch.autograd.graph.saved_tensors_hooks``) under the run's ``autocast``
+    arguments (``None``: fp32), in eval mode and with the random state put back, so the run that
+    follows is the same as without it."""
     total = 0
 
     def count(t: torch.Tensor) -> torch.Tensor:
@@ -40,11 +46,10 @@ def saved_bytes_per_image(model: nn.Module, size: int, device: torch.device) -> 
 
     training = model.training
     devices = [device] if device.type == "cuda" else []
+    mixed = torch.autocast(**autocast) if autocast else nullcontext()
+    hooks = torch.autograd.graph.saved_tensors_hooks(count, lambda t: t)
     try:
-        with (
-            torch.random.fork_rng(devices=devices),
-            torch.autograd.graph.saved_tensors_hooks(count, lambda t: t),
-        ):
+        with torch.random.fork_rng(devices=devices), mixed, hooks:
             model.eval()
             model(torch.zeros(1, 3, size, size, device=device))
     finally:
@@ -53,15 +58,24 @@ def saved_bytes_per_image(model: nn.Module, size: int, device: torch.device) -> 
 
 
 def check_batch_fits(
-    name: str, batch_size: int, model: nn.Module, size: int, device: torch.device
+    name: str,
+    batch_size: int,
+    model: nn.Module,
+    size: int,
+    device: torch.device,
+    autocast: dict[str, Any] | None = None,
+    compiled: bool = False,
 ) -> None:
     """Refuse a ``batch_size`` whose training step cannot fit in ``device``'s free memory: per
-    image, what its forward pass saves for the backward pass (:func:`saved_bytes_per_image`)
-    and its input (uint8, then float32 twice: augmented and normalised). A lower bound, so a
+    image, its input (uint8, then float32 twice: augmented and normalised) and what its forward
+    pass saves for the backward pass (:func:`saved_bytes_per_image`; not counted for a
+    ``compiled`` model, which may save less than the eager one measured). A lower bound, so a
     size it lets through may still be too large for a crowded machine; one it refuses cannot
     fit."""
     available = device_memory_bytes(device)
     if available is None:
         return
-    each = saved_bytes_per_image(model, size, device) + 9 * 3 * size * size
+    each = 9 * 3 * size * size
+    if not compiled:
+        each += saved_bytes_per_image(model, size, device, autocast)
     check_fits_in_memory(name, batch_size, each, "a training step's images", available)

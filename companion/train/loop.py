@@ -125,7 +125,9 @@ def _train(
     for seed_fn in (torch.manual_seed, random.seed, np.random.seed):
         seed_fn(cfg.seed)  # identical initial weights on every rank (DDP checks it)
     model = build_model(cfg, train_data.num_classes, factory).to(device)
-    check_batch_fits("batch_size", cfg.batch_size, model, data_size(cfg), device)
+    check_batch_fits(
+        "batch_size", cfg.batch_size, model, data_size(cfg), device, autocast, cfg.compile
+    )
     if info.rank:  # different stochastic-depth draws per rank, as for independent batches
         torch.manual_seed(cfg.seed + info.rank)
     data_gen = torch.Generator().manual_seed(cfg.seed)
