@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TypeGuard, TypeVar
 
 T = TypeVar("T")
@@ -64,6 +65,43 @@ def _memory_bytes() -> int:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, ValueError, OSError):
         return 2**40
+
+
+def available_memory_bytes() -> int:
+    """The memory this process can still take: Linux's ``MemAvailable``, within the container's
+    limit (cgroup v2 ``memory.max``) if it has one; elsewhere the free pages, else the
+    physical memory."""
+    available = None
+    try:
+        meminfo = Path("/proc/meminfo").read_text()
+        available = int(meminfo.split("MemAvailable:")[1].split()[0]) * 1024
+    except (OSError, IndexError, ValueError):
+        try:
+            available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (AttributeError, ValueError, OSError):
+            available = _memory_bytes()
+    try:
+        cgroup = Path("/sys/fs/cgroup")
+        limit = int((cgroup / "memory.max").read_text())  # "max": no limit (a ValueError)
+        available = min(available, limit - int((cgroup / "memory.current").read_text()))
+    except (OSError, ValueError):
+        pass
+    return max(available, 0)
+
+
+def check_fits_in_memory(
+    name: str, value: int, bytes_each: int, what: str, available: int | None = None
+) -> None:
+    """Raise naming ``name`` unless ``value`` items of ``bytes_each`` bytes (``what`` says what
+    they are) fit in ``available`` bytes (by default :func:`available_memory_bytes`): checked
+    before allocating them, so a size too large is refused at once, not killed for memory."""
+    available = available_memory_bytes() if available is None else available
+    if value * bytes_each > available:
+        raise ValueError(
+            f"{name} must be at most {available // bytes_each:,} here ({what} take "
+            f"{bytes_each:,} bytes each, and {available / 2**30:,.1f} GiB of memory is "
+            f"available), got {value:,}"
+        )
 
 
 def check_pairs_fit_in_memory(name: str, window_size: object) -> None:

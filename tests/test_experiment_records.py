@@ -405,7 +405,7 @@ def test_run_reporting_errors_never_prints_an_empty_message(capsys):
         (["--threads", "0"], r"threads must be an int in [1, 1024], got 0"),
         (["--sizes", "2048"], r"sizes must be an int in [1, 512], got 2048"),
         (["--finetune-steps", "-1"], "finetune_steps must be an int in [0, 10000000], got -1"),
-        (["--finetune-lr", "0"], "finetune_lr must be a finite number > 0.0"),
+        (["--finetune-lr", "0"], "finetune_lr must be a finite number in (0.0, 1.0]"),
     ],
 )
 def test_the_experiments_bad_flags_are_refused_up_front_in_one_line(capsys, args, message):

@@ -58,7 +58,7 @@ def import_graph(root: Path = COMPANION) -> dict[str, set[str]]:
 def layer(module: str) -> str:
     """The layer of a module of the package (``"command"`` above every layer)."""
     parts = module.split(".")[1:]
-    if not parts or parts[0] in ("_checks", "_io"):
+    if not parts or parts[0] in ("_checks", "_io", "_startup"):
         return "support"
     if parts[:2] == ["experiments", "runs"]:
         return "runs"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 from torch.utils.data import DataLoader, Sampler
 from torch.utils.data.sampler import BatchSampler
 
@@ -27,4 +29,19 @@ def batch_loader(
         batch_size=None,  # each "item" is already a batch
         sampler=BatchSampler(sampler, batch_size, drop_last),
         num_workers=num_workers,
+        worker_init_fn=leave_stops_to_the_parent,
     )
+
+
+def leave_stops_to_the_parent(worker_id: int) -> None:
+    """In each worker process: ignore SIGINT and SIGTERM (and unblock them: the trainer forks its
+    workers with both blocked, see ``companion.train.stop``). A terminal's Ctrl-C and a
+    scheduler's SIGTERM reach every process of the group; the parent stops the run and shuts its
+    workers down. A worker ended by the signal first makes the parent print a traceback
+    (``BrokenPipeError``, or "DataLoader worker ... is killed by signal"); one whose parent is
+    gone ends itself (torch's watchdog)."""
+    stops = (signal.SIGINT, signal.SIGTERM)
+    for signum in stops:
+        signal.signal(signum, signal.SIG_IGN)  # a signal that came meanwhile is discarded
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)

@@ -44,15 +44,20 @@ def parse_predictions(
     """The one ``json`` block of a predictions file's ``text`` (``where`` names it in errors),
     each prediction's kind one of ``kinds``: also for a file whose run has not been made (its
     folder has no ``SHA256SUMS`` yet)."""
-    blocks = _BLOCK.findall(text)
+    blocks = _BLOCK.findall(text.replace("\r\n", "\n"))  # a CRLF copy reads the same
     if len(blocks) != 1:
         raise ValueError(f"{where} must hold exactly one ```json block, found {len(blocks)}")
-    found = json.loads(blocks[0])
-    for p in found["predictions"]:
-        if p["kind"] not in kinds:
-            raise ValueError(
-                f"prediction {p['id']}: kind must be one of {tuple(kinds)}, got {p['kind']!r}"
-            )
+    try:  # a malformed block is one line naming the file, not a bare KeyError
+        found = json.loads(blocks[0])
+        entries = [(p["id"], p["kind"]) for p in found["predictions"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(
+            f"{where}: the json block must be an object whose 'predictions' list holds objects "
+            f"with an 'id' and a 'kind' ({type(exc).__name__}: {exc})"
+        ) from None
+    for pid, kind in entries:
+        if kind not in kinds:
+            raise ValueError(f"prediction {pid}: kind must be one of {tuple(kinds)}, got {kind!r}")
     return found
 
 

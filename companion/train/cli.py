@@ -7,14 +7,12 @@ status 1; ``--debug`` shows the traceback instead. Ctrl-C prints where the last 
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 
 from companion.train.config import add_config_arguments, config_from_args
 from companion.train.runtime import dist_info_from_env, exit_worker
+from companion.train.stop import stop_signals
 
 #: What a user can cause and fix (files, folders, settings, data, divergence); anything else is
 #: a bug and keeps its traceback.
@@ -42,7 +40,7 @@ def run_reporting_errors(
     """Call ``work()``: expected errors become one line on stderr and status 1; Ctrl-C (or
     SIGTERM) 130 with the interrupt's own message, else ``interrupted`` (never an empty line)."""
     try:
-        with sigterm_as_interrupt():
+        with stop_signals():  # SIGTERM as Ctrl-C; neither lost (companion.train.stop)
             work()
     except KeyboardInterrupt as exc:
         if debug:
@@ -56,26 +54,6 @@ def run_reporting_errors(
         print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
         return 1
     return 0
-
-
-@contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM (``kill``, a scheduler's stop) stops the process as Ctrl-C
-    does: the same clean-up runs and the same one line is printed. (Only in the main thread,
-    where Python delivers signals, and only where SIGTERM still has its default action.)"""
-    main_thread = threading.current_thread() is threading.main_thread()
-    if not main_thread or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        yield
-        return
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -287,12 +287,14 @@ def check_fields(obj: Any, skip: Iterable[str] = ()) -> None:
 
 
 def _rule(meta: dict[str, Any]) -> str:
+    """The allowed range, whole: ``in [low, high]``, ``in (above, high]``, ``>= low``, ..."""
     low, high, above = meta["low"], meta["high"], meta["above"]
-    if low is not None and high is not None:
-        return f" in [{low}, {high}]"
-    if low is not None:
-        return f" >= {low}"
-    return f" > {above}" if above is not None else ""
+    start = f"[{low}" if low is not None else f"({above}" if above is not None else None
+    if start is not None and high is not None:
+        return f" in {start}, {high}]"
+    if start is not None:
+        return f" >= {low}" if low is not None else f" > {above}"
+    return f" <= {high}" if high is not None else ""
 
 
 def _check_config(cfg: TrainConfig) -> None:
@@ -381,8 +383,9 @@ def add_arguments(
         on_grid = grid and meta["grid"] is not None
         if on_grid:  # the grid's values run, not the single field's default
             default = " ".join(map(str, meta["grid"][1]))
+        typed = " ".join(map(str, default)) if isinstance(default, tuple) else default
         shown = default is not None and "default" not in meta["help"] and base is not bool
-        text = f"{meta['help']} (default: {default})" if shown else meta["help"]
+        text = f"{meta['help']} (default: {typed})" if shown else meta["help"]  # as typed
         common = {"dest": f.name, "help": text, "choices": meta["choices"]}
         if base is Position:  # read once, here: the run holds the value from the start
             read, common["choices"] = _position_flag, [Position.parse(p) for p in POS_CHOICES]

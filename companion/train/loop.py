@@ -30,8 +30,9 @@ from companion.train.build import (
     make_loaders,
     param_groups,
 )
-from companion.train.config import MAX_STEPS, TrainConfig, recorded_settings
+from companion.train.config import MAX_STEPS, TrainConfig, data_size, recorded_settings
 from companion.train.evaluate import NonFiniteError, check_finite, check_test_metrics, evaluate
+from companion.train.limits import check_batch_fits, check_generated_images_fit
 from companion.train.provenance import source_digest
 from companion.train.rundir import RunLock, check_out_folder, check_run_state
 from companion.train.runtime import (
@@ -49,10 +50,22 @@ from companion.train.runtime import (
     resolve_precision,
     shutdown_distributed,
 )
+from companion.train.stop import batches, check, requested, stop_signals
 
 
 class TrainingInterrupted(KeyboardInterrupt):
-    """Ctrl-C during training; the message says where the last checkpoint is."""
+    """Ctrl-C (or SIGTERM) during training; the message says where the last checkpoint is."""
+
+
+def _interrupted(when: str, path: Path, after_epoch: int | None) -> TrainingInterrupted:
+    """The stop's one line: when it came and the checkpoint to continue from, ``path``, holding
+    ``after_epoch`` epochs (``0``: none written yet; ``None``: whatever ``path`` holds, if any)."""
+    if after_epoch == 0 or (after_epoch is None and not path.is_file()):
+        return TrainingInterrupted(f"interrupted {when}; the last checkpoint is not written yet")
+    after = "" if after_epoch is None else f" (after epoch {after_epoch})"
+    return TrainingInterrupted(
+        f"interrupted {when}; the last checkpoint is {path}{after}; continue with --resume"
+    )
 
 
 @dataclass
@@ -77,9 +90,14 @@ def train(cfg: TrainConfig, model_factory: ModelFactory | None = None) -> TrainR
     init_distributed(info, device)
     clean = False  # whether every rank reached the same point (see shutdown_distributed)
     try:
-        with RunLock(out) if info.is_main else nullcontext():
+        with stop_signals(), RunLock(out) if info.is_main else nullcontext():
             check_run_state(out, cfg.resume)
-            result = _train(cfg, info, device, model_factory, out)
+            try:
+                result = _train(cfg, info, device, model_factory, out)
+            except KeyboardInterrupt as exc:  # before the first epoch: still one line
+                if isinstance(exc, TrainingInterrupted):
+                    raise
+                raise _interrupted("before training started", out / ck.CHECKPOINT, None) from None
         clean = True
         return result
     except NonFiniteError:
@@ -100,10 +118,16 @@ def _train(
     dtype = AMP_DTYPES[precision]
     autocast: dict[str, Any] = {"device_type": device.type, "dtype": dtype}
     autocast["enabled"] = dtype is not None
+    for split, n in (("train", cfg.train_size), ("test", cfg.test_size)):
+        if cfg.dataset != "cifar10":  # (CIFAR-10 is what it is: 60,000 images)
+            check_generated_images_fit(f"{split}_size", n, split, data_size(cfg))
     train_data, test_data = load_data(cfg, info)
     for seed_fn in (torch.manual_seed, random.seed, np.random.seed):
         seed_fn(cfg.seed)  # identical initial weights on every rank (DDP checks it)
     model = build_model(cfg, train_data.num_classes, factory).to(device)
+    check_batch_fits(
+        "batch_size", cfg.batch_size, model, data_size(cfg), device, autocast, cfg.compile
+    )
     if info.rank:  # different stochastic-depth draws per rank, as for independent batches
         torch.manual_seed(cfg.seed + info.rank)
     data_gen = torch.Generator().manual_seed(cfg.seed)
@@ -217,12 +241,14 @@ def _train(
                 if epoch + 1 < cfg.epochs:
                     log(info, f"stopping after epoch {epoch + 1} as asked; continue with --resume")
                 break
+        check()  # a stop that came and was lost since the last step (see companion.train.stop)
     except KeyboardInterrupt:
-        where = f"{path} (after epoch {last_saved})" if last_saved else "not written yet"
-        raise TrainingInterrupted(
-            f"interrupted in epoch {epoch + 1}; the last checkpoint is {where}"
-            + ("; continue with --resume" if last_saved else "")
-        ) from None
+        raise _interrupted(f"in epoch {epoch + 1}", path, last_saved) from None
+    except Exception:
+        if not requested():
+            raise
+        # What the stop caused (a DataLoader worker the same signal ended, torch says, first).
+        raise _interrupted(f"in epoch {epoch + 1}", path, last_saved) from None
     if cfg.dump_rank_state:
         state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
         ck.save_checkpoint(out / f"rank{info.rank}_state.pt", state)
@@ -268,7 +294,7 @@ def train_epoch(
     loss_sum = torch.zeros((), dtype=accumulator_dtype(device), device=device)
     correct = torch.zeros((), dtype=torch.long, device=device)
     checked, last = step, step + len(loader)
-    for images, labels in loader:
+    for images, labels in batches(loader):  # a stop checked before every batch
         images = images.to(device, non_blocking=True)
         labels = labels.to(device, non_blocking=True)
         if data.augment:
@@ -305,7 +331,11 @@ def train_epoch(
 
 
 def train_steps(
-    model: nn.Module, data: ImageClassificationData, cfg: TrainConfig, steps: int
+    model: nn.Module,
+    data: ImageClassificationData,
+    cfg: TrainConfig,
+    steps: int,
+    batch_name: str = "batch_size",
 ) -> torch.Tensor:
     """``steps`` AdamW steps of ``model`` (in place, on its device) on batches of
     ``cfg.batch_size`` images of ``data`` drawn at random with replacement (by ``cfg.seed``), at
@@ -313,10 +343,12 @@ def train_steps(
     ``cfg``'s weight decay, label smoothing, gradient clip and loss checks, in this process (no
     folder, no checkpoint, fp32).
 
-    Returns the training loss of every step, a ``(steps,)`` CPU tensor.
+    Returns the training loss of every step, a ``(steps,)`` CPU tensor. A batch the device
+    cannot hold is refused first, naming ``batch_name`` (the caller's name for it).
     """
     check_int_in_range("steps", steps, 1, MAX_STEPS)
     device = next(model.parameters()).device
+    check_batch_fits(batch_name, cfg.batch_size, model, data.images.shape[-1], device)
     generator = torch.Generator().manual_seed(cfg.seed)
     sampler = RandomSampler(data, True, steps * cfg.batch_size, generator)
     loader = batch_loader(data, sampler, cfg.batch_size)

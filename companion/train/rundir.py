@@ -17,6 +17,7 @@ import os
 import re
 import socket
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -62,8 +63,16 @@ def check_writable_folder(folder: Path, label: str) -> None:
     parent = next((p for p in (folder, *folder.parents) if p.exists()), Path.cwd())
     if not parent.is_dir():
         raise NotADirectoryError(f"{label} {folder} cannot be created: {parent} is a file")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise PermissionError(f"{label} {folder} is not writable ({parent} does not allow writing)")
+    # Tried, not asked: os.access says yes to root everywhere, /proc and read-only mounts too.
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".companion-write-test-", dir=parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise PermissionError(
+            f"{label} {folder} is not writable (creating a file in {parent} failed: "
+            f"{exc.strerror or exc})"
+        ) from None
 
 
 def check_run_state(out: Path, resume: bool) -> None:

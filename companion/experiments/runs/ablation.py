@@ -629,6 +629,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="the --extra cells' seeds, some of --seeds (default: all of them)",
     )  # fmt: skip
     add_arguments(p, AblationPlan, [plan_fields[n] for n in PLAN_FLAGS[1:]])
+    # What the runs get (pool.threads_per_worker), not what companion-train alone would.
+    p._option_string_actions[
+        "--threads"
+    ].help = "torch.set_num_threads in each run (default: torch's with --jobs 1, else 1)"
     add_debug_flag(p)
     return p
 

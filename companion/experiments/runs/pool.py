@@ -2,7 +2,7 @@
 
 ``python -m companion.ablation --jobs 2`` and the resolution experiment hand their runs to
 :func:`run_all`. The parent alone reacts to Ctrl-C (and to SIGTERM, see
-``companion.train.cli.sigterm_as_interrupt``): the workers ignore SIGINT from their first
+``companion.train.stop``): the workers ignore SIGINT from their first
 instruction (:func:`_launcher`), the parent holds a Ctrl-C that comes while the pool starts until
 it can stop the pool (:func:`_held`), and on an interrupt or an error it terminates the workers at
 once instead of waiting for the queued runs. A worker whose parent dies (even

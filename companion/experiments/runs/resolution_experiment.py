@@ -220,7 +220,7 @@ def transfer_rows(
                 if settings.finetune_steps:
                     start = time.perf_counter()
                     tune = finetune_config(cfg, settings)
-                    train_steps(moved, train, tune, settings.finetune_steps)
+                    train_steps(moved, train, tune, settings.finetune_steps, "finetune_batch_size")
                     row |= measured(moved, test, "_finetuned")
                     row["finetune_s"] = time.perf_counter() - start
                 rows.append(row)

@@ -17,6 +17,7 @@ from pathlib import Path
 from companion.experiments.predictions import load_far_transfer_predictions
 from companion.experiments.results import load_results
 from companion.experiments.split_reading import split_codes
+from companion.train.cli import add_debug_flag, run_reporting_errors
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -27,10 +28,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "folder", type=Path, help="a published ablation folder with its predictions"
     )
+    add_debug_flag(parser)
     args = parser.parse_args(argv)
-    threshold = load_far_transfer_predictions(args.folder)["solved"]["threshold"]
-    print(" ".join(split_codes(load_results(args.folder), threshold)))
-    return 0
+
+    def work() -> None:
+        threshold = load_far_transfer_predictions(args.folder)["solved"]["threshold"]
+        print(" ".join(split_codes(load_results(args.folder), threshold)))
+
+    return run_reporting_errors(parser.prog, work, args.debug)  # a bad folder: one line
 
 
 if __name__ == "__main__":
