@@ -1,10 +1,12 @@
 """Chapter 6's blind seeds (issue 45): which planned runs are pilots' twins, read from the sealed
-records, and step 5 of results/run_cpu_transfer_far.sh trains seed 5 of exactly the cells left
-with fewer than five seeds that are no pilot's, with the settings of the step they came from."""
+records; chapter 6 prints every one of them and says what they are; and step 5 of
+results/run_cpu_transfer_far.sh trains seed 5 of exactly the cells left with fewer than five
+seeds that are no pilot's, with the settings of the step they came from."""
 
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import shutil
 from pathlib import Path
@@ -13,17 +15,21 @@ import pytest
 
 from companion.experiments.pilots import (
     BLIND_SEEDS,
+    find_pilot_twins,
     fingerprint,
     lacking_blind_seeds,
     pilot_folders,
     pilot_twins,
+    twins_table,
 )
+from companion.experiments.results import load_results
 from companion.experiments.runs import blind_codes
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
 SCRIPT = RESULTS / "run_cpu_transfer_far.sh"
 PILOTS = RESULTS / "pilots" / "out" / "transfer"
+CHAPTER = ROOT / "book" / "06_resolution_and_beyond.ipynb"
 #: Each planned step's folders and the folder step 5 writes for its blind seeds.
 STEPS = {
     "cpu-transfer-far-blind": ("cpu-transfer-far", "cpu-transfer-far-more"),
@@ -141,3 +147,52 @@ def test_blind_codes_refuses_a_pilots_folder_without_pilots(tmp_path: Path, caps
     with pytest.raises(SystemExit):
         blind_codes.main(["--pilots", str(tmp_path), str(RESULTS / "cpu-transfer-far-48-world")])
     assert "no pilot folder" in capsys.readouterr().err
+
+
+def test_chapter_6_prints_every_planned_run_equal_to_a_pilot_and_says_they_are_not_blind():
+    cells = json.loads(CHAPTER.read_text())["cells"]
+    source = ["".join(c["source"]) for c in cells]
+    at = [
+        i
+        for i, c in enumerate(cells)
+        if c["cell_type"] == "code" and "find_pilot_twins(" in source[i]
+    ]
+    assert len(at) == 1, "chapter 6 has no (or more than one) cell listing the pilots' twins"
+    # It reads every folder of the experiment, so that no new folder's twins go unlisted.
+    folders = sorted(p.parent.name for p in RESULTS.glob("cpu-transfer-far*/results.json"))
+    assert sorted(re.findall(r'"(cpu-transfer-far[^"]*)"', source[at[0]])) == folders
+    twins = pilot_twins([RESULTS / f for f in folders], pilot_folders(PILOTS))
+    printed = [
+        "".join(out["data"]["text/markdown"])
+        for out in cells[at[0]]["outputs"]
+        if "text/markdown" in out.get("data", {})
+    ]
+    assert printed == [twins_table(twins)], "the committed output is not what the records give"
+    if twins:  # the prose just before the list says what they are
+        prose = source[at[0] - 1]
+        assert cells[at[0] - 1]["cell_type"] == "markdown"
+        for words in ("pilot", "bit for bit", "not blind", "seed 5", "`predictions.md` unchanged"):
+            assert words in prose, words
+
+
+def test_find_pilot_twins_finds_the_pilots_beside_the_results_it_reads():
+    twins = find_pilot_twins(["cpu-transfer-far-48-world", "cpu-transfer-far-48-scaled"])
+    assert [(t.folder, t.run) for t in twins] == [
+        ("cpu-transfer-far-48-world", "far-relation__rel__seed0"),
+        ("cpu-transfer-far-48-world", "far-relation__rope-mixed__seed0"),
+    ]
+    with pytest.raises(FileNotFoundError, match="no pilot folder"):
+        find_pilot_twins(["cpu-transfer-far-48-world"], pilots="pilots/nowhere")
+
+
+def test_the_blind_folders_give_every_cell_five_seeds_no_pilot_ran():
+    for name, folders in STEPS.items():
+        planned = [RESULTS / f for f in folders]
+        lacking = lacking_blind_seeds(planned, pilot_folders(PILOTS))
+        if not lacking:
+            assert not (RESULTS / name).exists(), name
+            continue
+        runs = load_results(RESULTS / name)["runs"]
+        assert sorted((r["pos"], r["seed"]) for r in runs) == sorted((p, 5) for p in lacking)
+        assert pilot_twins([RESULTS / name], pilot_folders(PILOTS)) == []
+        assert lacking_blind_seeds([*planned, RESULTS / name], pilot_folders(PILOTS)) == []

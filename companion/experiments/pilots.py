@@ -24,11 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from companion.experiments.results import load_results, run_key
+from companion.experiments.results import find_results, load_results, run_key
 from companion.experiments.transfer_results import DERIVED, load_transfer
 
 #: The blind seeds a cell needs: the predictions' five.
 BLIND_SEEDS = 5
+#: Where chapter 6's transfer pilots are, under ``results/`` (each subfolder one pilot folder).
+TRANSFER_PILOTS = "pilots/out/transfer"
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,17 @@ def pilot_twins(planned: Sequence[str | Path], pilots: Sequence[str | Path]) -> 
 def pilot_folders(root: str | Path) -> list[Path]:
     """The pilot folders below ``root`` (each with a ``results.json``), sorted."""
     return sorted(p.parent for p in Path(root).glob("*/results.json"))
+
+
+def find_pilot_twins(planned: Sequence[str], pilots: str = TRANSFER_PILOTS) -> list[PilotTwin]:
+    """:func:`pilot_twins` of the results folders named ``planned`` (each found by
+    :func:`~companion.experiments.results.find_results`: a clone's ``results/`` or the installed
+    package's) against every pilot folder under ``results/<pilots>`` beside them."""
+    folders = [find_results(name) for name in planned]
+    found = pilot_folders(folders[0].parent / pilots)
+    if not found:
+        raise FileNotFoundError(f"no pilot folder (*/results.json) in {folders[0].parent / pilots}")
+    return pilot_twins(folders, found)
 
 
 def blind_seeds(

@@ -10,7 +10,7 @@ below (where its tests pin it and ``show_source`` finds it):
 * ``stats``, ``bootstrap``: intervals, Holm's adjustment, nulls and the two-stage bootstrap;
 * ``resolution_transfer``, ``transfer_reading``, ``transfer_results``: chapter 6's first
   resolution experiment; ``far_transfer``, ``far_transfer_predictions``: its transfer on
-  ``far-relation``.
+  ``far-relation``; ``pilots``: which of its planned runs came out bit for bit as a pilot run.
 
 The runs that write the results (``companion.experiments.runs``) are never imported by a chapter
 (``tests/test_layers.py``).
@@ -61,6 +61,7 @@ from companion.experiments.paper_reading import (
     swinv2_table1_reading_markdown,
     vit_table8_gaps_markdown,
 )
+from companion.experiments.pilots import find_pilot_twins, twins_table
 from companion.experiments.predictions import (
     load_predictions,
     predictions_list,
@@ -125,6 +126,7 @@ __all__ = [
     "far_glance",
     "far_split_readings",
     "far_transfer_predictions_table",
+    "find_pilot_twins",
     "find_results",
     "format_p",
     "gaps_lines",
@@ -169,6 +171,7 @@ __all__ = [
     "swinv2_table1_markdown",
     "swinv2_table1_reading_markdown",
     "transfer_predictions_table",
+    "twins_table",
     "variant_pairs",
     "vit_table8_gaps_markdown",
     "vit_table8_markdown",
