@@ -174,11 +174,20 @@ def test_a_plain_install_ships_the_books_results(tmp_path):
     shipped = sum(
         f.stat().st_size for f in (site / "companion" / "book_results").rglob("*") if f.is_file()
     )
-    # About 4.2 MB today (chapter 5's folders with ten seeds, chapter 6's far-relation transfer):
-    # a guard against checkpoints or datasets slipping into the package, not a budget for curves.
+    # About 4.8 MB today (chapter 5's folders with ten seeds, chapter 6's far-relation transfer
+    # with its blind seeds and the transfer pilots it is compared with): a guard against
+    # checkpoints or datasets slipping into the package, not a budget for curves.
     assert shipped < 5_000_000, f"{shipped} bytes of results in the package: keep them small"
-    for unread in ("pilots", "cpu-transfer", "cpu-transfer-48-world"):  # no chapter reads them
+    for unread in ("cpu-transfer", "cpu-transfer-48-world"):  # no chapter reads them
         assert not (site / "companion" / "book_results" / unread).exists()
+    # Of the pilots, only the transfer pilots' records ship: chapter 6 compares its runs to them.
+    pilots = site / "companion" / "book_results" / "pilots"
+    shipped_pilots = {p.relative_to(pilots).parts[:3] for p in pilots.rglob("*") if p.is_file()}
+    assert {parts[:2] for parts in shipped_pilots} == {("out", "transfer")}
+    transfer_pilots = ROOT / "results" / "pilots" / "out" / "transfer"
+    assert {parts[2] for parts in shipped_pilots} == {
+        p.parent.name for p in transfer_pilots.glob("*/results.json")
+    }
 
 
 #: Any heading that names a GPU promises GPU results (the book has none unless results/ holds one).

@@ -110,13 +110,14 @@ def test_results_readme_gives_the_transfer_experiments_measured_wall_times() -> 
     assert f"{sum(minutes):.1f} min in all" in readme
 
 
-def _median_epoch_s(name: str) -> float:
-    """The median training epoch (s) of a folder's runs past the 5-epoch curriculum."""
+def _median_epoch_s(name: str, first: int = 6) -> float:
+    """The median training epoch (s) of a folder's runs from epoch ``first`` on (past the 5-epoch
+    curriculum by default)."""
     times = [
         epoch["epoch_time_s"]
         for path in (ROOT / "results" / name / "curves").glob("*.json")
         for epoch in json.loads(path.read_text())["epochs"]
-        if epoch["epoch"] >= 6
+        if epoch["epoch"] >= first
     ]
     return float(statistics.median(times))
 
@@ -164,3 +165,42 @@ def test_results_readme_gives_the_far_transfers_wall_time_against_the_benchmark_
     assert f"{total:.1f} min in all" in readme
     here, there = _median_epoch_s("cpu-transfer-far"), _median_epoch_s("cpu-far-relation")
     assert f"{total:.1f} × {there:.2f} / {here:.2f} = {total * there / here:.1f} min" in readme
+
+
+def _minutes(name: str, record: str = "results.json") -> float:
+    return json.loads((ROOT / "results" / name / record).read_text())["header"]["wall_s"] / 60
+
+
+def test_results_readme_gives_the_blind_seeds_time_and_chapter_6s_total_at_the_benchmark_pace():
+    # Step 5 of run_cpu_transfer_far.sh (the blind seeds) ran later, under another load: each of its
+    # records' wall time, scaled to the benchmark host's pace by its own runs' median epoch (the
+    # references' against the planned references', then as the first run), and the chapter's total.
+    readme = " ".join((ROOT / "results" / "README.md").read_text().split())
+    at_32 = _minutes("cpu-transfer-far-blind"), _minutes("cpu-transfer-far-blind", "transfer.json")
+    refs = _minutes("cpu-transfer-far-48-world-blind")
+    for value in (*at_32, refs):
+        assert f"{value:.1f} min" in readme
+    assert f"{sum(at_32) + refs:.1f} min in all" in readme
+    there, here = _median_epoch_s("cpu-far-relation"), _median_epoch_s("cpu-transfer-far")
+    blind = _median_epoch_s("cpu-transfer-far-blind")
+    x = sum(at_32) * there / blind
+    assert f"({at_32[0]:.1f} + {at_32[1]:.1f}) × {there:.2f} / {blind:.2f} = {x:.1f} min" in readme
+    ref_blind = _median_epoch_s("cpu-transfer-far-48-world-blind", first=11)
+    ref_first = _median_epoch_s("cpu-transfer-far-48-world", first=11)
+    y = refs * ref_first / ref_blind * there / here
+    assert (
+        f"{refs:.1f} × {ref_first:.2f} / {ref_blind:.2f} × {there:.2f} / {here:.2f} = {y:.1f} min"
+    ) in readme
+    planned = (
+        sum(
+            _minutes(name, record)
+            for name in ("cpu-transfer-far", "cpu-transfer-far-more")
+            for record in ("results.json", "transfer.json")
+        )
+        + _minutes("cpu-transfer-far-48-world")
+        + _minutes("cpu-transfer-far-48-scaled")
+    )
+    first = planned * there / here
+    total = first + x + y
+    assert f"{first:.1f} + {x:.1f} + {y:.1f} = {total:.1f} min" in readme
+    assert total <= 120, "chapter 6 no longer regenerates within its 2 hours"

@@ -42,6 +42,8 @@ import numpy as np
 
 from companion.experiments.bootstrap import Interval
 from companion.experiments.integrity import ResultsError
+from companion.experiments.pilots import find_pilot_twins as find_pilot_twins  # re-exported
+from companion.experiments.pilots import twins_table as twins_table  # re-exported
 from companion.experiments.predictions import (
     chosen,
     correct_by_seed,

@@ -1,0 +1,153 @@
+"""Which planned runs were pilots: a planned run whose per-image results equal a pilot run's.
+
+A pilot (``results/pilots/``) ran before the predictions were written. A planned run that comes
+out bit for bit as a pilot did (the same runner, seed and settings) was therefore known when the
+predictions were written, whatever its name says: it is not a blind seed. This module finds such
+runs from the sealed records themselves, never from names:
+
+- a planned run is a pilot's *twin* when some pilot run has the same test images (each split's
+  ``labels_sha256``), the same per-image bits on every split and the same final test loss (a
+  fingerprint of the weights: two runs that merely agree image by image, as two that give the
+  constant answer do, differ there);
+- a twin's moves (its ``transfer.json`` rows: each rendering and window condition, as moved and
+  fine-tuned) are checked the same way against its pilot's moves, row by row.
+
+Every folder is read verified (:mod:`companion.experiments.results`), pilots included.
+:func:`lacking_blind_seeds` says which cells have fewer blind seeds than a plan needs
+(``results/run_cpu_transfer_far.sh`` trains one more seed of exactly those).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from companion.experiments.results import find_results, load_results, run_key
+from companion.experiments.transfer_results import DERIVED, load_transfer
+
+#: The blind seeds a cell needs: the predictions' five.
+BLIND_SEEDS = 5
+#: Where chapter 6's transfer pilots are, under ``results/`` (each subfolder one pilot folder).
+TRANSFER_PILOTS = "pilots/out/transfer"
+
+
+@dataclass(frozen=True)
+class PilotTwin:
+    """A planned run equal to a pilot run: ``folder``/``run`` (a run key) and ``pilot``/
+    ``pilot_run``; ``moves``: how many of its moves equal the pilot run's, of ``of`` (both 0
+    where either folder has no moves)."""
+
+    folder: str
+    run: str
+    pilot: str
+    pilot_run: str
+    moves: int
+    of: int
+
+
+def _key(run: dict[str, Any]) -> str:
+    return run_key(run["dataset"], run["pos"], run["seed"], run.get("variant", "swin"))
+
+
+def fingerprint(run: dict[str, Any]) -> tuple[Any, ...]:
+    """What a run learned, image by image: every split's test images and per-image bits, and
+    the final test loss."""
+    splits = tuple(
+        (name, split["labels_sha256"], split["correct"])
+        for name, split in sorted(run["splits"].items())
+    )
+    return splits, run["final"]["test_loss"]
+
+
+def _moves(folder: Path) -> dict[str, dict[tuple[Any, ...], tuple[Any, ...]]]:
+    """``{run key: {(size, rendering, condition): per-image bits as moved and fine-tuned}}``
+    of a folder's moves (empty without a ``transfer.json``)."""
+    if not (folder / DERIVED[0]).is_file():
+        return {}
+    found: dict[str, dict[tuple[Any, ...], tuple[Any, ...]]] = {}
+    for row in load_transfer(folder)["rows"]:
+        if row["condition"] != "trained":
+            where = (row["size"], row["rendering"], row["condition"])
+            bits = (row["correct"], row.get("correct_finetuned"))
+            found.setdefault(_key(row), {})[where] = bits
+    return found
+
+
+def pilot_twins(planned: Sequence[str | Path], pilots: Sequence[str | Path]) -> list[PilotTwin]:
+    """Every run of the ``planned`` folders whose per-image results equal a run of one of the
+    ``pilots`` folders (:func:`fingerprint`), with how many of its moves equal that pilot's, in
+    the folders' order and each folder's run order."""
+    seen: dict[tuple[Any, ...], tuple[Path, str]] = {}
+    for folder in map(Path, pilots):
+        for run in load_results(folder)["runs"]:
+            seen.setdefault(fingerprint(run), (folder, _key(run)))
+    twins = []
+    for folder in map(Path, planned):
+        moves = _moves(folder)
+        for run in load_results(folder)["runs"]:
+            if fingerprint(run) not in seen:
+                continue
+            pilot, pilot_run = seen[fingerprint(run)]
+            mine, theirs = moves.get(_key(run), {}), _moves(pilot).get(pilot_run, {})
+            equal = sum(theirs.get(where) == bits for where, bits in mine.items())
+            twins.append(PilotTwin(folder.name, _key(run), pilot.name, pilot_run, equal, len(mine)))
+    return twins
+
+
+def pilot_folders(root: str | Path) -> list[Path]:
+    """The pilot folders below ``root`` (each with a ``results.json``), sorted."""
+    return sorted(p.parent for p in Path(root).glob("*/results.json"))
+
+
+def find_pilot_twins(planned: Sequence[str], pilots: str = TRANSFER_PILOTS) -> list[PilotTwin]:
+    """:func:`pilot_twins` of the results folders named ``planned`` (each found by
+    :func:`~companion.experiments.results.find_results`: a clone's ``results/`` or the installed
+    package's) against every pilot folder under ``results/<pilots>`` beside them."""
+    folders = [find_results(name) for name in planned]
+    found = pilot_folders(folders[0].parent / pilots)
+    if not found:
+        raise FileNotFoundError(f"no pilot folder (*/results.json) in {folders[0].parent / pilots}")
+    return pilot_twins(folders, found)
+
+
+def blind_seeds(
+    planned: Sequence[str | Path], pilots: Sequence[str | Path]
+) -> dict[tuple[str, str], list[int]]:
+    """``{(dataset, pos): seeds}``: every main-grid cell of the ``planned`` folders (together)
+    with its seeds that are not a pilot's twin, sorted."""
+    twins = {(t.folder, t.run) for t in pilot_twins(planned, pilots)}
+    cells: dict[tuple[str, str], list[int]] = {}
+    for folder in map(Path, planned):
+        for run in load_results(folder)["runs"]:
+            if run.get("variant", "swin") != "swin":
+                continue
+            seeds = cells.setdefault((run["dataset"], run["pos"]), [])
+            if (folder.name, _key(run)) not in twins:
+                seeds.append(int(run["seed"]))
+    return {cell: sorted(seeds) for cell, seeds in cells.items()}
+
+
+def lacking_blind_seeds(
+    planned: Sequence[str | Path], pilots: Sequence[str | Path], needed: int = BLIND_SEEDS
+) -> list[str]:
+    """The ``pos`` of every cell of the ``planned`` folders with fewer than ``needed`` seeds
+    that are no pilot's twin, in the order the folders first name them."""
+    lacking = []
+    for (_, pos), seeds in blind_seeds(planned, pilots).items():
+        if len(seeds) < needed and pos not in lacking:
+            lacking.append(pos)
+    return lacking
+
+
+def twins_table(twins: Sequence[PilotTwin]) -> str:
+    """The twins as a markdown table, one row per planned run."""
+    lines = [
+        "| planned folder | run | equal to pilot | moves equal |",
+        "|---|---|---|---|",
+    ]
+    for t in twins:
+        moves = f"{t.moves} of {t.of}" if t.of else "—"
+        lines.append(f"| `{t.folder}` | `{t.run}` | `{t.pilot}/{t.pilot_run}` | {moves} |")
+    return "\n".join(lines) + "\n"
