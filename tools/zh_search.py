@@ -26,9 +26,15 @@ def glossary_terms(glossary: str) -> list[str]:
     """The Chinese terms of the glossary's table (its second column): every run of two or more
     Chinese characters in it, e.g. ``网格坐标（meshgrid）`` -> ``["网格坐标"]``."""
     terms: list[str] = []
+    in_body = False  # a table's rows after its header's |---| line
     for line in glossary.splitlines():
+        if not line.lstrip().startswith("|"):
+            in_body = False
+            continue
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if len(cells) >= 2 and line.lstrip().startswith("|"):
+        if all(re.fullmatch(r":?-{3,}:?", cell) for cell in cells):
+            in_body = True
+        elif in_body and len(cells) >= 2:
             terms += [t for t in _CHINESE.findall(cells[1]) if t not in terms]
     return terms
 

@@ -448,3 +448,40 @@ def test_the_language_switch_keeps_the_readers_section(
     page.close()
     assert other.endswith(start.removeprefix("zh/") if start.startswith("zh/") else "zh/" + start)
     assert heading is not None and heading.startswith("2.10"), (page.url, heading)
+
+
+#: Words of the explorers' English labels (companion/figures/widgets.py, assets/explorer.js).
+_EXPLORER_ENGLISH = re.compile(
+    r"Relative position|window rows|window columns|query row|query column|step \d|row part|"
+    r"outlined|bias added|Cosine similarity|cosine similarity|of the \d+×\d+|Static figure|\bhead\b"
+)
+
+
+@pytest.mark.parametrize("path", ["zh/book/02_relative_index.html", "zh/book/03_bias_lookup.html"])
+def test_the_chinese_editions_explorers_speak_chinese_after_a_move(
+    browser: OfflineBrowser, base_url: str, reports: dict[str, PageReport], path: str
+) -> None:
+    # _static/page-labels.js translates each explorer's texts and labels, and each redraw.
+    if path not in reports:
+        pytest.skip(f"{path} is not built")
+    page = browser.context.new_page()
+    page.goto(base_url + path, wait_until="load")
+    page.wait_for_function("() => document.querySelector('.cx-explorer.cx-is-live') !== null")
+    slider = page.locator(".cx-explorer input[type=range]").first
+    slider.focus()
+    slider.press("ArrowRight")
+    texts = page.evaluate(
+        "() => Array.from(document.querySelectorAll('.cx-explorer')).flatMap((root) => {"
+        " const found = [];"
+        " const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);"
+        " for (let n = walker.nextNode(); n; n = walker.nextNode()) {"
+        "   if (!n.parentElement.closest('script, style') && n.textContent.trim())"
+        "     found.push(n.textContent.trim()); }"
+        " root.querySelectorAll('[aria-label]').forEach((el) =>"
+        "   found.push(el.getAttribute('aria-label')));"
+        " return found; })"
+    )
+    page.close()
+    english = sorted({t for t in texts if _EXPLORER_ENGLISH.search(t)})
+    assert texts, "no explorer text found"
+    assert not english, "explorer labels still in English in the Chinese edition"
