@@ -16,6 +16,23 @@ def assert_fits_the_page(fig: Figure) -> None:
     assert min(t.get_fontsize() for t in fig.findobj(Text) if t.get_text()) >= 9
 
 
+#: A 390 px phone's text column, in CSS pixels: a figure wider than this at 100 dpi is shown
+#: scaled down to it.
+PHONE_COLUMN_PX = 358
+#: The smallest text a figure may show on that phone, in CSS pixels.
+PHONE_MIN_TEXT_PX = 8
+
+
+def assert_legible_on_a_phone(fig: Figure) -> None:
+    """Its smallest text at least PHONE_MIN_TEXT_PX once the figure (its tight box, shown at
+    100 dpi in the book) is scaled down to a phone's column."""
+    fig.canvas.draw()
+    width_px = fig.get_tightbbox(fig.canvas.get_renderer()).width * 100
+    smallest = min(t.get_fontsize() for t in fig.findobj(Text) if t.get_text())
+    shown = smallest * 100 / 72 * min(1.0, PHONE_COLUMN_PX / width_px)
+    assert shown >= PHONE_MIN_TEXT_PX, f"{smallest} pt text at {shown:.1f} px on a phone"
+
+
 def drawn_text_boxes(fig: Figure) -> list[Bbox]:
     """Draw ``fig``; return the window extents of the non-empty texts actually drawn.
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from book_figures import assert_fits_the_page
+from book_figures import (
+    assert_fits_the_page,
+    assert_legible_on_a_phone,
+    assert_nothing_sticks_out_or_overlaps,
+)
 from matplotlib.figure import Figure
 
 from companion.absolute import (
@@ -146,3 +150,10 @@ def test_every_chapter_0_figure_fits_the_book_column_with_legible_text():
     }
     assert_fits_the_page(plot_permutation_demo(tokens, checks))
     assert_fits_the_page(plot_shuffled_patches(sample_image(224), 56, torch.randperm(16)))
+
+
+def test_the_jigsaw_figure_of_chapter_0_is_legible_on_a_phone():
+    torch.manual_seed(0)
+    fig = plot_shuffled_patches(sample_image(224), 56, torch.randperm(16))
+    assert_nothing_sticks_out_or_overlaps(fig)
+    assert_legible_on_a_phone(fig)

@@ -3,11 +3,12 @@
 import numpy as np
 import pytest
 import torch
-from book_figures import assert_fits_the_page
+from book_figures import assert_fits_the_page, assert_legible_on_a_phone
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.text import Annotation
 
+from companion.figures.index_maps import plot_stacked_offset_maps
 from companion.figures.relative import (
     draw_matrix,
     float_fmt,
@@ -222,3 +223,14 @@ def test_offset_labels_run_from_minus_to_plus_window_minus_one():
 
     assert offset_labels((2, 3)) == (["-1", "0", "1"], ["-2", "-1", "0", "1", "2"])
     assert offset_labels(1) == (["0"], ["0"])
+
+
+@pytest.mark.parametrize("window", [2, 3])
+def test_chapter_2s_wide_figures_are_legible_on_a_phone(window):
+    # The figures the chapter draws at the column's full width: its text must still be 8 CSS px
+    # when a 390 px phone shows them at about half that width.
+    offsets = pairwise_offsets(flatten_coordinates(grid_coordinates(window)))
+    assert_legible_on_a_phone(plot_offset_components(offsets, title="offsets", block_size=window))
+    assert_legible_on_a_phone(plot_int_matrix(relative_position_index(window), block_size=window))
+    assert_legible_on_a_phone(plot_stacked_offset_maps(window))
+    assert_legible_on_a_phone(plot_offset_bijection(7))

@@ -11,6 +11,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from book_figures import (
+    assert_fits_the_page,
+    assert_legible_on_a_phone,
+    assert_nothing_sticks_out_or_overlaps,
+)
 from torch import nn
 
 from companion import train as train_module
@@ -383,6 +388,13 @@ def test_lr_schedule_figure_draws_every_step():
     fig = plot_lr_schedule(total_steps=50, warmup_steps=5, peak_lr=1e-3)
     (line,) = fig.axes[0].get_lines()[:1]
     assert len(line.get_xdata()) == 50 and max(line.get_ydata()) == pytest.approx(1e-3)
+
+
+def test_lr_schedule_figure_is_legible_on_a_phone():
+    fig = plot_lr_schedule(total_steps=2500, warmup_steps=250, peak_lr=1e-3)
+    assert_fits_the_page(fig)
+    assert_nothing_sticks_out_or_overlaps(fig)
+    assert_legible_on_a_phone(fig)
 
 
 # --------------------------------------------------------------------------- controlled variants

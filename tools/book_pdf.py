@@ -253,7 +253,12 @@ def print_pdf(html: Path, out: Path, lang: str | None = None) -> dict:
             page.set_viewport_size({"width": round(pdf_pages.CONTENT_WIDTH_PX), "height": 900})
             seen["kept"] = page.evaluate(
                 pdf_layout.MARK_KEEPS,
-                [pdf_pages.CONTENT_HEIGHT_PX, pdf_layout.KEEP_HEIGHT, pdf_layout.FIGURE_HEIGHT],
+                [
+                    pdf_pages.CONTENT_HEIGHT_PX,
+                    pdf_layout.KEEP_HEIGHT,
+                    pdf_layout.FIGURE_HEIGHT,
+                    pdf_layout.FIGURE_CELL_KEEP_HEIGHT,
+                ],
             )
             # The first print places every heading; the next prints their pages (once more, in
             # case a number moved a line).

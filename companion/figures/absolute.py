@@ -39,13 +39,14 @@ def draw_patch_grid(
     patch_size: int | tuple[int, int],
     labels: Sequence[int] | None = None,
     label_every: bool = True,
+    fontsize: float = 9,
 ) -> None:
     """Show ``image`` ``(3, H, W)`` on ``ax`` with the patch borders and patch numbers.
 
     ``labels[i]`` is written in cell ``i`` (row-major); by default cell ``i`` is labelled ``i``.
     With ``label_every=False`` only every other cell of the first row and of the first column,
     and the last cell, are labelled: enough to read the row-major order on a large grid, with
-    room between the labels.
+    room between the labels. ``fontsize``: the labels' size in points.
     """
     ph, pw = to_pair("patch_size", patch_size)
     height, width = image.shape[1:]
@@ -72,7 +73,7 @@ def draw_patch_grid(
                 str(label),
                 ha=ha,
                 va="center",
-                fontsize=9,
+                fontsize=fontsize,
                 color="white",
                 bbox={"boxstyle": "round,pad=0.15", "fc": "black", "alpha": 0.55, "lw": 0},
             )

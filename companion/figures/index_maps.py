@@ -48,8 +48,8 @@ def plot_stacked_offset_maps(window_size: WindowSize) -> Figure:
             )
             ax.set_xticks([])
             ax.set_yticks([])
-            ax.title.set_fontsize(9)
-    left.suptitle("one map per query:\nkey cell -> table row", fontsize=11)
+            ax.title.set_fontsize(11)
+    left.suptitle("one map per query:\nkey cell -> table row", fontsize=12)
     ax = right.subplots()
     draw_matrix(
         ax, index, title=f"stacked: relative_position_index ({n}×{n})", annotate=n <= 9,

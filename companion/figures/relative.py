@@ -27,7 +27,7 @@ MAX_ANNOTATED = 16
 #: Offset grids up to this size also spell out each cell's offset ``(dy,dx)``.
 SPELLED_OFFSETS = 9
 #: Matrix values are written at this size (the book's minimum for legible figures).
-FONT_SIZE = 10
+FONT_SIZE = 11
 #: A written value fills at most this fraction of its cell's width, so neighbours stay apart.
 FILL = 0.8
 
@@ -170,7 +170,7 @@ def draw_matrix(
             if edge < rows:
                 ax.axhline(edge - 0.5, color="white", lw=1.5)
     _label_ticks(ax, rows, cols, row_labels, col_labels, block_size)
-    ax.set_title(title, fontsize=11)
+    ax.set_title(title, fontsize=12)
     ax.set_xlabel(xlabel, fontsize=FONT_SIZE)
     ax.set_ylabel(ylabel, fontsize=FONT_SIZE)
     return image
@@ -193,11 +193,11 @@ def _label_ticks(
             if len(labels) != n:
                 raise ValueError(f"got {len(labels)} tick labels for {n} rows/columns")
             set_ticks(range(n))
-            set_labels(labels, fontsize=9)
+            set_labels(labels, fontsize=11)
         else:
             ticks = range(0, n, step if (step and n > MAX_ANNOTATED) else 1)
             set_ticks(list(ticks))
-            set_labels([str(t) for t in ticks], fontsize=9)
+            set_labels([str(t) for t in ticks], fontsize=11)
 
 
 def plot_int_matrix(
@@ -269,7 +269,7 @@ def plot_offset_components(
     )
     for ax, part, label in zip(axes.flat, pairs.unbind(-1), parts, strict=True):
         draw_matrix(ax, part, title=label, block_size=block_size)
-    fig.suptitle(title, fontsize=12)
+    fig.suptitle(title, fontsize=13)
     return fig
 
 
@@ -309,9 +309,9 @@ def plot_window_grid(window_size: WindowSize) -> Figure:
     _draw_window(ax, wh, ww)
     for r in range(wh):
         for c in range(ww):
-            ax.text(c, r - 0.12, f"({r}, {c})", ha="center", va="center", fontsize=11)
-            ax.text(c, r + 0.25, f"token {r * ww + c}", ha="center", va="center", fontsize=9)
-    ax.set_title(f"A {wh}×{ww} window:\n(row, col) and token number", fontsize=11)
+            ax.text(c, r - 0.12, f"({r}, {c})", ha="center", va="center", fontsize=12)
+            ax.text(c, r + 0.25, f"token {r * ww + c}", ha="center", va="center", fontsize=11)
+    ax.set_title(f"A {wh}×{ww} window:\n(row, col) and token number", fontsize=12)
     return fig
 
 
@@ -444,7 +444,7 @@ def plot_offset_grid(
                     f"({i - (wh - 1)},{j - (ww - 1)})",
                     ha="center",
                     va="center",
-                    fontsize=9,
+                    fontsize=11,
                     color=color,
                 )
     return fig

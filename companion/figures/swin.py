@@ -31,7 +31,7 @@ from companion.window import (
     window_partition,
 )
 
-FONT_SIZE = 9
+FONT_SIZE = 11
 #: Token cells are drawn this wide (inches) when the page has room for it.
 CELL = 0.42
 #: Narrower cells than this make a grid hard to read: the two panels go one above the other.
@@ -182,7 +182,7 @@ def plot_window_partition(height: int, width: int, window_size: WindowSize) -> F
         fig.set_figheight(fig.get_figheight() + 0.2)
     _draw_cells(ax_map, colors, texts, is_pad)
     _draw_borders(ax_map, hp, wp, range(0, hp + 1, wh), range(0, wp + 1, ww))
-    ax_map.set_title(title, fontsize=11)
+    ax_map.set_title(title, fontsize=12)
 
     win_colors = np.array([[PALETTE[w % len(PALETTE)]] * n for w in range(num_windows)])
     win_texts = np.array([[str(v - 1) if v else "" for v in row] for row in windows.tolist()])
@@ -191,7 +191,7 @@ def plot_window_partition(height: int, width: int, window_size: WindowSize) -> F
     ax_win.set_xticks(np.arange(n) + 0.5, [str(i) for i in range(n)])
     ax_win.tick_params(labelsize=FONT_SIZE, length=0)
     ax_win.set_xlabel("position inside the window (row-major)", fontsize=FONT_SIZE)
-    ax_win.set_title(win_title, fontsize=11)
+    ax_win.set_title(win_title, fontsize=12)
     return fig
 
 
@@ -242,10 +242,10 @@ def plot_cyclic_shift(
         [0, *range(sh, height, wh), height],
         [0, *range(sw, width, ww), width],
     )
-    ax_before.set_title(f"original map\nwindows shifted by ({sh}, {sw})", fontsize=11)
+    ax_before.set_title(f"original map\nwindows shifted by ({sh}, {sw})", fontsize=12)
     _draw_cells(ax_after, colors(regions), after)
     _draw_borders(ax_after, height, width, range(0, height + 1, wh), range(0, width + 1, ww))
-    ax_after.set_title(f"after torch.roll by ({-sh}, {-sw})\nregular windows", fontsize=11)
+    ax_after.set_title(f"after torch.roll by ({-sh}, {-sw})\nregular windows", fontsize=12)
     handles = [Patch(facecolor=PALETTE[r], edgecolor="grey", label=f"region {r}") for r in present]
     # Below the panels, so that they get the column's whole width.
     fig.legend(
@@ -297,7 +297,7 @@ def plot_shifted_window_masks(
         ax.set_ylabel("query token q", fontsize=FONT_SIZE)
     fig.suptitle(
         f"Shifted-window masks: {height} x {width} map, window {wh} x {ww}, shift {shift_size}",
-        fontsize=11,
+        fontsize=12,
     )
     fig.legend(
         handles=[
@@ -345,9 +345,9 @@ def plot_patch_merging(height: int, width: int) -> Figure:
     )
     _draw_cells(ax_in, colors, texts, (padded == 0).numpy())
     _draw_borders(ax_in, hp, wp, range(0, hp + 1, 2), range(0, wp + 1, 2))
-    ax_in.set_title(f"(B, {height}, {width}, C): token numbers", fontsize=11)
+    ax_in.set_title(f"(B, {height}, {width}, C): token numbers", fontsize=12)
     _draw_cells(ax_out, out_colors, out_texts)
-    ax_out.set_title(f"(B, {out_h}, {out_w}, 4C): tokens stacked", fontsize=11)
+    ax_out.set_title(f"(B, {out_h}, {out_w}, 4C): tokens stacked", fontsize=12)
     return fig
 
 

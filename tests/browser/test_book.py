@@ -171,6 +171,23 @@ def test_colab_launch_link_points_at_the_pages_notebook(reports: dict[str, PageR
     assert not wrong, "Colab links that do not open this page's notebook on the configured branch"
 
 
+#: Each edition's PDF, which the Pages workflow publishes at its root (`make pdf` writes it;
+#: .github/workflows/pages.yml copies it there): linked from every page, absent from `make book`.
+PUBLISHED_PDFS = {"book.pdf": "", "zh/book.pdf": "zh/"}
+
+
+def test_every_page_links_its_editions_pdf(reports: dict[str, PageReport]) -> None:
+    # _static/page-labels.js adds it to the header's download menu.
+    pdfs = {edition: pdf for pdf, edition in PUBLISHED_PDFS.items()}
+    missing = {
+        path: [link for link in r.links if link.endswith(".pdf")]
+        for path, r in reports.items()
+        if path.startswith(("book/", "zh/book/"))
+        and not any(urlparse(link).path.lstrip("/") == pdfs[edition(path)] for link in r.links)
+    }
+    assert not missing, "pages without a link to their edition's PDF (links to PDFs they have)"
+
+
 def test_internal_links_resolve(reports: dict[str, PageReport]) -> None:
     broken = {}
     for path, report in reports.items():
@@ -180,7 +197,7 @@ def test_internal_links_resolve(reports: dict[str, PageReport]) -> None:
                 continue
             target = url.path.lstrip("/")
             target = target + "index.html" if target.endswith("/") or not target else target
-            missing_page = not (HTML / target).is_file()
+            missing_page = not (HTML / target).is_file() and target not in PUBLISHED_PDFS
             # Anchors are checked on the pages this test visited (all HTML pages of the book).
             missing_anchor = url.fragment and url.fragment not in reports.get(target, report).ids
             if missing_page or (target in reports and missing_anchor):
@@ -211,6 +228,27 @@ def test_every_page_has_a_screenshot(reports: dict[str, PageReport]) -> None:
     shot = {p: SCREENSHOTS / screenshot_name(p, FULL_PAGE_SUFFIX) for p in reports}
     missing = [p for p, file in shot.items() if not file.is_file()]
     assert not missing
+
+
+# The header's labels that stayed English in the Chinese edition (_static/page-labels.js).
+_ENGLISH_LABELS = re.compile(
+    r"^(Color mode|System Settings|Launch on Colab|Link to this heading|Toggle \w+ sidebar)$"
+)
+
+
+def test_the_chinese_editions_labels_are_chinese(
+    browser: OfflineBrowser, base_url: str, reports: dict[str, PageReport]
+) -> None:
+    page = browser.context.new_page()
+    page.goto(f"{base_url}zh/book/02_relative_index.html", wait_until="load")
+    labels = page.evaluate(
+        "() => Array.from(document.querySelectorAll('[title], [aria-label], [data-bs-title]'))"
+        ".flatMap((el) => ['title', 'aria-label', 'data-bs-title']"
+        ".map((a) => el.getAttribute(a)).filter(Boolean))"
+    )
+    page.close()
+    english = sorted({label for label in labels if _ENGLISH_LABELS.match(label.strip())})
+    assert not english, "labels of the Chinese edition's page still in English"
 
 
 def test_search_finds_every_chapter(
@@ -314,3 +352,136 @@ def test_every_page_switches_to_the_same_page_in_the_other_language(
         if targets != [expected] or not (HTML / expected).is_file():
             wrong[path] = targets
     assert not wrong, f"language switches that miss the other edition's page: {wrong}"
+
+
+#: Terms of the Chinese edition's glossary (zh/book/glossary.md), each with a chapter whose prose
+#: uses it (jieba's own dictionary cuts each into two-character parts).
+GLOSSARY_SEARCHES = {
+    "相对位置偏置": "zh/book/00_introduction.html",
+    "相对位置索引": "zh/book/02_relative_index.html",
+    "循环移位": "zh/book/04_windows_to_swin.html",
+}
+
+
+def test_chinese_search_finds_the_glossarys_terms_as_words(
+    browser: OfflineBrowser, base_url: str, reports: dict[str, PageReport]
+) -> None:
+    # tools/zh_search.py puts the glossary's terms into the indexer's dictionary: a term is
+    # indexed whole beside its parts, and the search page looks a query up as one word.
+    if "zh/book/glossary.html" not in reports:
+        pytest.skip("the Chinese edition is not built")
+    missing = {}
+    page = browser.context.new_page()
+    for term, chapter in GLOSSARY_SEARCHES.items():
+        page.goto(f"{base_url}zh/search.html?q={quote(term)}", wait_until="load")
+        try:
+            page.wait_for_function(
+                "(target) => Array.from(document.querySelectorAll('#search-results a'))"
+                ".some((a) => a.href.split('#')[0].endsWith(target))",
+                arg=chapter,
+                timeout=15_000,
+            )
+        except Exception:  # a timeout: say what the search did return
+            found = page.eval_on_selector_all("#search-results a", "(as) => as.map((a) => a.href)")
+            missing[term] = found
+    page.close()
+    assert not missing, "glossary terms whose chapter the Chinese search does not find"
+
+
+# The page's layout final: formulas typeset, every image loaded (lazy ones made eager), so that a
+# scroll lands where it aims.
+_SETTLED = """
+async () => {
+  if (window.MathJax && MathJax.startup) await MathJax.startup.promise;
+  const images = Array.from(document.images);
+  images.forEach((img) => { img.loading = "eager"; });
+  await Promise.all(images.map((img) => img.complete ? null : new Promise((done) => {
+    img.addEventListener("load", done);
+    img.addEventListener("error", done);
+    setTimeout(done, 5000);
+  })));
+}
+"""
+
+# The heading of the section the page was opened at (its address's #id), e.g. "2.10 ...".
+_OPENED_AT = """
+() => {
+  const id = decodeURIComponent(window.location.hash.slice(1));
+  const target = id && document.getElementById(id);
+  const heading = target && target.querySelector("h1, h2, h3, h4");
+  return heading ? heading.textContent.trim() : null;
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("start", "how"),
+    [("book/02_relative_index.html", "scrolled"), ("zh/book/02_relative_index.html", "linked")],
+)
+def test_the_language_switch_keeps_the_readers_section(
+    browser: OfflineBrowser, base_url: str, reports: dict[str, PageReport], start: str, how: str
+) -> None:
+    # _static/language-switch.js opens the other edition at the section the reader is in: the
+    # one the address names, else the one scrolled to. Section 2.10 is deep in chapter 2.
+    if start not in reports:
+        pytest.skip(f"{start} is not built")
+    page = browser.context.new_page()
+    page.goto(base_url + start, wait_until="load")
+    page.evaluate(_SETTLED)
+    section = page.evaluate(
+        "() => Array.from(document.querySelectorAll('article section[id]'))"
+        ".find((s) => /^2\\.10\\s/.test(s.querySelector('h2')?.textContent || '')).id"
+    )
+    if how == "linked":
+        page.goto(f"{base_url}{start}#{section}", wait_until="load")
+    else:
+        page.evaluate(
+            "(id) => { document.getElementById(id).scrollIntoView({behavior: 'instant'});"
+            " window.scrollBy({top: 100, behavior: 'instant'}); }",
+            section,
+        )
+    with page.expect_navigation():  # a click where the reader is (no scrolling to the link)
+        page.evaluate("() => document.querySelector('a.book-language-switch').click()")
+    page.wait_for_load_state("load")
+    heading = page.evaluate(_OPENED_AT)
+    other = page.url.split("#")[0]
+    page.close()
+    assert other.endswith(start.removeprefix("zh/") if start.startswith("zh/") else "zh/" + start)
+    assert heading is not None and heading.startswith("2.10"), (page.url, heading)
+
+
+#: Words of the explorers' English labels (companion/figures/widgets.py, assets/explorer.js).
+_EXPLORER_ENGLISH = re.compile(
+    r"Relative position|window rows|window columns|query row|query column|step \d|row part|"
+    r"outlined|bias added|Cosine similarity|cosine similarity|of the \d+×\d+|Static figure|\bhead\b"
+)
+
+
+@pytest.mark.parametrize("path", ["zh/book/02_relative_index.html", "zh/book/03_bias_lookup.html"])
+def test_the_chinese_editions_explorers_speak_chinese_after_a_move(
+    browser: OfflineBrowser, base_url: str, reports: dict[str, PageReport], path: str
+) -> None:
+    # _static/page-labels.js translates each explorer's texts and labels, and each redraw.
+    if path not in reports:
+        pytest.skip(f"{path} is not built")
+    page = browser.context.new_page()
+    page.goto(base_url + path, wait_until="load")
+    page.wait_for_function("() => document.querySelector('.cx-explorer.cx-is-live') !== null")
+    slider = page.locator(".cx-explorer input[type=range]").first
+    slider.focus()
+    slider.press("ArrowRight")
+    texts = page.evaluate(
+        "() => Array.from(document.querySelectorAll('.cx-explorer')).flatMap((root) => {"
+        " const found = [];"
+        " const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);"
+        " for (let n = walker.nextNode(); n; n = walker.nextNode()) {"
+        "   if (!n.parentElement.closest('script, style') && n.textContent.trim())"
+        "     found.push(n.textContent.trim()); }"
+        " root.querySelectorAll('[aria-label]').forEach((el) =>"
+        "   found.push(el.getAttribute('aria-label')));"
+        " return found; })"
+    )
+    page.close()
+    english = sorted({t for t in texts if _EXPLORER_ENGLISH.search(t)})
+    assert texts, "no explorer text found"
+    assert not english, "explorer labels still in English in the Chinese edition"

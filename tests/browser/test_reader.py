@@ -1,6 +1,8 @@
 """The book as a reader meets it, on every page: folded solutions, real tables, navigation on a
 phone and on a desktop, readable dark mode, sharp figures that keep their shape at every width,
-nothing wider than the column, a contents highlight that follows.
+nothing wider than the column, a contents highlight that follows, code that wraps indented (or
+output that shows it scrolls), names in tables never broken, long logs folded, and explorers in
+the dark page's colours.
 
 Every page is visited three more times (desktop, a 390 px phone, dark mode); the desktop visit is
 also resized to a 768 px tablet at its end, so that three widths cost three visits. The phone
@@ -16,12 +18,14 @@ lists every offending page in its failure message.
 from __future__ import annotations
 
 import contextlib
+import io
 import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from book_browser import (
+    HTML,
     OVERFLOW,
     SCREENSHOTS,
     WIDGETS_DRAWN,
@@ -29,6 +33,7 @@ from book_browser import (
     edition,
     screenshot_name,
 )
+from PIL import Image
 
 PHONE = {"width": 390, "height": 844}
 TABLET = {"width": 768, "height": 1024}
@@ -153,6 +158,64 @@ _RAW_TABLES = """
   .map((el) => el.textContent.trim())
   .filter((text) => /^\\|.*\\|/.test(text) && /\\|\\s*:?-{3,}|—\\s*\\|/.test(text))
   .map((text) => text.slice(0, 80))
+"""
+
+
+# --- reading on a phone, a tablet and a desktop --------------------------------------------
+
+# What a reader cannot read at this width, folds open: code whose lines run past its box (a
+# notebook cell's code and a Markdown code block wrap, each continuation indented under its
+# line's start: _static/code-lines.js, book.css; printed output may scroll in its box when the
+# box shows that it does, its edge shadows: book.css), wrapped lines whose continuation starts
+# left of the line's own text, and names of inline code broken across lines inside a table (the
+# table scrolls in its own box instead).
+_READING = """
+() => {
+  const article = document.querySelector("article.bd-article");
+  if (!article) return {clipped: [], hanging: [], broken: [], lines: 0, unfolded: []};
+  const shown = (el) => el.offsetWidth > 0 && el.checkVisibility({visibilityProperty: true});
+  const pres = Array.from(article.querySelectorAll("pre")).filter(shown);
+  const cue = (pre) => pre.closest(".cell_output") !== null
+    && getComputedStyle(pre).backgroundImage.includes("gradient");
+  const clipped = pres.filter((pre) => pre.scrollWidth > pre.clientWidth + 1 && !cue(pre))
+    .map((pre) => pre.textContent.trim().split("\\n")[0].slice(0, 60));
+  // A wrapped line: its text's boxes on more than one row; each row after the first must start
+  // at least one character right of where the line's text starts.
+  const hanging = [];
+  const range = document.createRange();
+  let lines = 0;
+  for (const line of article.querySelectorAll("pre .book-line, pre .source-line")) {
+    if (!line.textContent.trim() || line.offsetHeight < 1.5 * parseFloat(
+      getComputedStyle(line).lineHeight)) continue;
+    lines += 1;
+    range.selectNodeContents(line);
+    const rows = new Map();
+    for (const r of range.getClientRects()) {
+      if (r.width === 0) continue;
+      const top = Math.round(r.top);
+      rows.set(top, Math.min(rows.get(top) ?? Infinity, r.left));
+    }
+    const starts = Array.from(rows.entries()).sort((a, b) => a[0] - b[0]).map((e) => e[1]);
+    const indent = line.textContent.length - line.textContent.trimStart().length;
+    const ch = parseFloat(getComputedStyle(line).fontSize) * 0.5;
+    const text = starts[0] + indent * ch;
+    if (starts.slice(1).some((left) => left < text + ch - 1)) {
+      hanging.push(line.textContent.trim().slice(0, 60));
+    }
+  }
+  const broken = Array.from(article.querySelectorAll("table code")).flatMap((code) => {
+    const parts = code.querySelectorAll("span.pre");
+    return parts.length ? Array.from(parts) : [code];
+  }).filter((name) => shown(name) && name.getClientRects().length > 1)
+    .map((name) => name.textContent);
+  // Printed output over 40 lines (a run's log) is folded (_static/code-lines.js).
+  const unfolded = Array.from(article.querySelectorAll("div.cell_output pre"))
+    .filter((pre) => pre.querySelectorAll(":scope > .book-line").length > 40
+      && !pre.closest("details.book-log"))
+    .map((pre) => pre.textContent.trim().slice(0, 60));
+  return {clipped: clipped, hanging: hanging.slice(0, 8), broken: broken, lines: lines,
+    unfolded: unfolded};
+}
 """
 
 
@@ -416,10 +479,12 @@ def desktop(browser: OfflineBrowser, base_url: str, english: list[str]) -> dict[
             _shot(page, "solutions_open", path)
         visit["figures"] = page.evaluate(_FIGURES)
         visit["overflow"] = page.evaluate(OVERFLOW)
+        visit["reading"] = page.evaluate(_READING)
         page.set_viewport_size(TABLET)
         page.evaluate(_TWO_FRAMES)
         visit["figures_768"] = page.evaluate(_FIGURES)
         visit["overflow_768"] = page.evaluate(OVERFLOW)
+        visit["reading_768"] = page.evaluate(_READING)
         visits[path] = visit
         page.close()
     context.close()
@@ -468,6 +533,7 @@ def phone_visits(phone: Any, base_url: str, pages: list[str]) -> dict[str, dict]
         visit = page.evaluate(_SCROLL_WIDTH)
         visit["overflow"] = page.evaluate(OVERFLOW)
         visit["figures"] = page.evaluate(_FIGURES)
+        visit["reading"] = page.evaluate(_READING)
         visit["drawers"] = _drawers(page, path)
         visit["searches"] = page.locator(".search-button-field").filter(visible=True).count()
         visits[path] = visit
@@ -633,3 +699,70 @@ def test_phone_navigation_drawers_open_and_close(phone_visits: dict[str, dict]) 
         path: ["more than one search box"] for path, v in phone_visits.items() if v["searches"] > 1
     }
     assert not broken
+
+
+def test_code_wraps_indented_table_names_stay_whole_and_logs_fold_at_every_width(
+    desktop: dict[str, dict], phone_visits: dict[str, dict]
+) -> None:
+    # Phone: both editions; tablet and desktop: the English edition (the Chinese pages hold the
+    # same code and outputs under the same stylesheet). Folds open.
+    counts = {
+        "clipped code": 0,
+        "continuations not indented": 0,
+        "names broken in tables": 0,
+        "long logs not folded": 0,
+    }
+    wrong, wrapped = {}, 0
+    for width, key, visits in (
+        (PHONE["width"], "reading", phone_visits),
+        (TABLET["width"], "reading_768", desktop),
+        (DESKTOP["width"], "reading", desktop),
+    ):
+        for path, visit in visits.items():
+            found = visit[key]
+            wrapped += found["lines"] if width == PHONE["width"] else 0
+            parts = (found["clipped"], found["hanging"], found["broken"], found["unfolded"])
+            for name, items in zip(counts, parts, strict=True):
+                counts[name] += len(items)
+                if items:
+                    wrong.setdefault(f"{path} at {width} px", []).append(f"{name}: {items}")
+    assert wrapped, "no wrapped code line on a phone: the wrapping was not measured"
+    assert not wrong, f"{counts}: code clipped or wrapped unindented, names broken, logs unfolded"
+
+
+#: A pixel of a screenshot is bright above this grey level (of 255); an explorer's screen on a
+#: dark phone may be at most MAX_BRIGHT_SHARE bright: its colour-mapped cells (the data) may be
+#: light, its background, text and plain cells take the page's colours (book.css). Drawn on the
+#: light card the theme gives HTML outputs, an explorer's screen was 75-81 % bright.
+BRIGHT_LEVEL = 190
+MAX_BRIGHT_SHARE = 0.35
+
+
+def test_explorers_take_the_dark_pages_colours(
+    browser: OfflineBrowser, base_url: str, english: list[str]
+) -> None:
+    context = browser.context.browser.new_context(
+        viewport=PHONE, is_mobile=True, has_touch=True, color_scheme="dark"
+    )
+    context.route("**/*", browser.route)
+    context.route("**/vendor/mathjax/**", lambda route: route.abort("blockedbyclient"))
+    shares, measured = {}, 0
+    for path in english:
+        if '<div class="cx-explorer">' not in (HTML / path).read_text(encoding="utf-8"):
+            continue
+        page = _open(context, base_url, path)
+        _settle(page, "() => document.querySelector('.cx-explorer.cx-is-live') !== null")
+        page.evaluate(
+            "() => document.querySelector('.cx-explorer').scrollIntoView({behavior: 'instant'})"
+        )
+        grey = Image.open(io.BytesIO(page.screenshot())).convert("L")
+        histogram = grey.histogram()
+        share = sum(histogram[BRIGHT_LEVEL + 1 :]) / sum(histogram)
+        measured += 1
+        if share > MAX_BRIGHT_SHARE:
+            shares[path] = f"{share:.0%} of the screen bright"
+        _shot(page, "dark_explorer", path)
+        page.close()
+    context.close()
+    assert measured, "no page with an explorer found"
+    assert not shares, f"explorers that light up a dark phone screen (over {MAX_BRIGHT_SHARE:.0%})"
