@@ -582,5 +582,5 @@ def test_chapter1_refuses_an_embedding_whose_run_disagrees_with_the_record_table
     text = records.table_text(rows)
     (root / records.TABLE).write_text(text, encoding="utf-8")
     (root / records.TABLE_HASH).write_text(records._hash_line(text), encoding="utf-8")
-    with pytest.raises(ResultsError, match="provenance.json does not agree"):
+    with pytest.raises(ResultsError, match=r"provenance\.json does not agree"):
         load_vit_embedding(root / "learned-vit")
