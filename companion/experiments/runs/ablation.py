@@ -22,6 +22,10 @@ Stopping and starting again is safe: a finished run is reused only when its reco
 code hash equal the requested ones, and an interrupted run resumes from its checkpoint only under
 the same condition; otherwise the ablation refuses, saying how to start afresh (``--fresh``, or a
 new ``--name``).
+
+The plan (the grid and its checks) is :mod:`~companion.experiments.runs.ablation_plan`'s; writing
+``results/<name>/`` is :mod:`~companion.experiments.runs.ablation_publish`'s; this module trains
+the runs and is the command.
 """
 
 from __future__ import annotations
