@@ -19,7 +19,7 @@ import torch
 
 from companion.experiments.integrity import write_manifest
 from companion.experiments.results import load_bias_tables, load_results, results_table, summarize
-from companion.experiments.runs import ablation, resolution_experiment
+from companion.experiments.runs import ablation, ablation_publish, resolution_experiment
 from companion.experiments.runs.ablation import AblationPlan, StaleRunError, run_ablation
 from companion.experiments.runs.resolution_experiment import MoveSettings, run_transfer
 from companion.experiments.runs.resolution_experiment import main as experiment_main
@@ -121,7 +121,7 @@ def test_an_interrupted_publish_leaves_the_previous_folder_whole(folder, monkeyp
     def killed(*args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(ablation, "results_table", killed)  # dies while staging
+    monkeypatch.setattr(ablation_publish, "results_table", killed)  # dies while staging
     with pytest.raises(KeyboardInterrupt):
         run_ablation(plan_in(folder))
     assert (folder / "results" / "mini" / "results.json").read_bytes() == before

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from companion.experiments.chapter1 import load_learned_embedding
 from companion.experiments.integrity import (
     MANIFEST,
     ResultsError,
@@ -18,7 +19,6 @@ from companion.experiments.integrity import (
     verified_bytes,
     write_manifest,
 )
-from companion.experiments.learned_embedding import load_learned_embedding
 from companion.experiments.results import find_results, load_bias_tables, load_curves, load_results
 from companion.experiments.runs.hash_results import AFTER_THE_RUN, hash_folder
 from companion.experiments.transfer_results import load_transfer

@@ -5,10 +5,10 @@ import pytest
 import torch
 
 from companion.absolute import sincos_2d_position_embedding
+from companion.experiments.chapter1 import load_learned_embedding
 from companion.experiments.integrity import ResultsError
 from companion.experiments.learned_embedding import (
     grid_table,
-    load_learned_embedding,
     neighbour_pairs,
     permutation_p_value,
     same_parity_pairs,

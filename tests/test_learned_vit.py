@@ -10,28 +10,30 @@ from book_figures import assert_fits_the_page
 
 from companion._io import file_sha256
 from companion.absolute import sincos_2d_position_embedding
+from companion.experiments.chapter1 import (
+    check_similarity_predictions,
+    load_vit_embedding,
+    load_vit_seeds,
+    prediction_held,
+    seed_count_verdict,
+    similarity_outcomes_markdown,
+    similarity_predictions,
+    vit_seeds_markdown,
+)
 from companion.experiments.integrity import ResultsError, write_manifest
 from companion.experiments.learned_embedding import (
     POSITION_STATISTICS,
     axis_gap,
     cell_gap,
-    check_similarity_predictions,
     cosine_matrix,
     distance_correlation,
-    load_vit_embedding,
-    load_vit_seeds,
     merge_slot_gap,
     nearest_neighbour_rate,
     neighbour_gap,
     permutation_p_value,
     permutation_test,
-    prediction_held,
     same_cell_pairs,
-    seed_count_verdict,
     similarity_gap,
-    similarity_outcomes_markdown,
-    similarity_predictions,
-    vit_seeds_markdown,
 )
 from companion.figures.absolute import plot_figure7, plot_permutation_tests
 
@@ -436,7 +438,7 @@ def test_the_committed_vit_embedding_loads_with_its_provenance():
 
 
 def test_the_committed_predictions_match_the_sha256_the_run_recorded():
-    from companion.experiments.learned_embedding import VIT_RESULT_NAME
+    from companion.experiments.chapter1 import VIT_RESULT_NAME
     from companion.train.provenance import PACKAGE_DIR
 
     folder = PACKAGE_DIR.parent / "results" / VIT_RESULT_NAME
@@ -564,3 +566,21 @@ def test_the_seed_rule_was_committed_before_the_runs_and_not_edited_after():
         assert last != run, f"{path} was changed in seed {seed}'s own commit {run}"
         assert git("merge-base", "--is-ancestor", last, run).returncode == 0
         assert git("show", f"{run}:{path}").stdout == (root / path).read_text()
+
+
+def test_chapter1_refuses_an_embedding_whose_run_disagrees_with_the_record_table(tmp_path):
+    import shutil
+
+    from companion.experiments import records
+
+    root = tmp_path / "results"
+    shutil.copytree(records.results_root() / "learned-vit", root / "learned-vit")
+    records.write_table(root)
+    load_vit_embedding(root / "learned-vit")  # the table's row is the record's
+    rows = records.load_table(root)
+    rows[0]["correct"] -= 1  # a count the table holds that the record does not
+    text = records.table_text(rows)
+    (root / records.TABLE).write_text(text, encoding="utf-8")
+    (root / records.TABLE_HASH).write_text(records._hash_line(text), encoding="utf-8")
+    with pytest.raises(ResultsError, match=r"provenance\.json does not agree"):
+        load_vit_embedding(root / "learned-vit")

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from companion.experiments import chapter5, chapter6, reading
+from companion.experiments import chapter1, chapter5, chapter6
 
 SNAPSHOT = Path(__file__).with_name("planned_verdicts.json")
 CHAPTER5 = ("cpu-ablation", "cpu-far-relation", "interior-holdout")
@@ -32,11 +32,11 @@ def _rows(markdown: str) -> dict[str, list[str]]:
 def outcomes() -> dict[str, Any]:
     """Every planned reading the chapters print, as read by the code of this commit."""
     found: dict[str, Any] = {}
-    vit, _ = reading.load_vit_embedding()
-    table, grid = reading.grid_table(vit)
-    plan = reading.similarity_predictions()
-    read = reading.check_similarity_predictions(table, grid, plan)
-    vit_table = reading.similarity_outcomes_markdown(read, plan["alpha"])
+    vit, _ = chapter1.load_vit_embedding()
+    table, grid = chapter1.grid_table(vit)
+    plan = chapter1.similarity_predictions()
+    read = chapter1.check_similarity_predictions(table, grid, plan)
+    vit_table = chapter1.similarity_outcomes_markdown(read, plan["alpha"])
     found["chapter 1: learned-vit"] = _rows(vit_table)
     for name in CHAPTER5:
         folder = chapter5.find_results(name)

@@ -1,105 +1,36 @@
-"""Learned absolute position embeddings, trained by the book, and a null for reading them.
+"""The layout of a learned absolute position embedding, read against a null.
 
 Chapter 1 draws each embedding the way the ViT paper's Figure 7 draws its own (the cosine
 similarity of each patch's embedding with every other one). Any structure read from that picture
 ("neighbours look alike") is a number set against a null: the same number on the *same* vectors
 dealt out to the grid cells in a random order, which keeps every vector and destroys only the
-layout (:func:`permutation_test`).
+layout (:func:`permutation_test`). Chapter 4 reads a pretrained ViT's embedding with the same
+statistics.
 
-Two embeddings are read here, both trained on ``grid-cell`` with an ``8 x 8`` patch grid and
-``D = 32``: the small Swin's (``results/learned-abs``, :func:`load_learned_embedding`, written
-by ``companion.experiments.runs.learned_embedding``) and a plain ViT's (``results/learned-vit``,
-:func:`load_vit_embedding`, written by ``companion.experiments.runs.learned_vit``), whose
-predictions were committed before its run (:func:`check_similarity_predictions`). This module
-only reads what the runs saved.
+These are the statistics only; chapter 1's reader (``companion.experiments.chapter1``) loads the
+embeddings the book trained and checks the predictions committed before their runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from companion._checks import check_choice, check_positive_int, to_pair
-from companion._io import file_sha256
 from companion.data.tasks import CELL, PATCH
-from companion.experiments.integrity import (
-    ResultsError,
-    read_manifest,
-    verified_json,
-    verified_tensors,
-)
-from companion.experiments.predictions import PREDICTIONS, load_predictions, parse_predictions
 from companion.experiments.stats import format_p
-from companion.train.provenance import PACKAGE_DIR
 
-RESULT_NAME = "learned-abs"
-EMBEDDING_FILE = "absolute_pos_embed.pt"
-PROVENANCE_FILE = "provenance.json"
-#: The plain ViT's folder and file (``companion.experiments.runs.learned_vit`` writes them).
-VIT_RESULT_NAME = "learned-vit"
-VIT_EMBEDDING_FILE = "pos_embed.pt"
 #: ``grid-cell``'s cells, in patches of the small models (8-px cells, 4-px patches: 2 x 2
 #: patches per cell). The Swin's 2 x 2 patch-merging groups are these same blocks.
 TASK_CELL = CELL // PATCH
 
 Alternative = Literal["two-sided", "greater", "less"]
 ALTERNATIVES: tuple[Alternative, ...] = get_args(Alternative)
-
-
-def _result_places(name: str, folder: str | Path | None) -> list[Path]:
-    """``[folder]``, or where chapter notebooks find ``results/<name>``: the current directory,
-    its parent (notebooks run in ``book/``), the installed package's ``book_results`` (a plain
-    install, as Colab's) and beside the package (a clone)."""
-    if folder is not None:
-        return [Path(folder)]
-    return [
-        Path.cwd() / "results" / name,
-        Path.cwd().parent / "results" / name,
-        PACKAGE_DIR / "book_results" / name,
-        PACKAGE_DIR.parent / "results" / name,
-    ]
-
-
-def _load_embedding(
-    name: str, embedding_file: str, folder: str | Path | None
-) -> tuple[Tensor, dict]:
-    places = _result_places(name, folder)
-    for place in places:
-        if (place / embedding_file).is_file() and (place / PROVENANCE_FILE).is_file():
-            record = verified_json(place, PROVENANCE_FILE)
-            embedding = verified_tensors(place, embedding_file)
-            recorded = record.get("embedding_sha256")  # a run from before recorded none
-            if recorded is not None and recorded != read_manifest(place)[embedding_file]:
-                raise ResultsError(f"{place / embedding_file} is not the one its run recorded")
-            return embedding, record
-    raise FileNotFoundError(
-        f"folder: no {embedding_file} with {PROVENANCE_FILE} in any of {[str(p) for p in places]}"
-    )
-
-
-def load_learned_embedding(folder: str | Path | None = None) -> tuple[Tensor, dict]:
-    """The small Swin's saved ``(1, h, w, D)`` embedding and its provenance record, checked
-    against the folder's ``SHA256SUMS`` (``companion.experiments.integrity``).
-
-    Without ``folder``, ``results/learned-abs`` is looked for where chapter notebooks find their
-    results: the current directory, its parent (notebooks run in ``book/``), the installed
-    package's ``book_results`` (a plain install, as Colab's) and beside the package (a clone).
-    """
-    return _load_embedding(RESULT_NAME, EMBEDDING_FILE, folder)
-
-
-def load_vit_embedding(folder: str | Path | None = None) -> tuple[Tensor, dict]:
-    """The plain ViT's saved embedding, ``(1, h, w, D)`` (its ``(1, N, D)`` parameter with the
-    ``N = h * w`` rows laid out on the grid, row-major), and its provenance record, checked
-    against the folder's ``SHA256SUMS``; ``results/learned-vit`` is looked for as
-    :func:`load_learned_embedding` looks for its folder."""
-    return _load_embedding(VIT_RESULT_NAME, VIT_EMBEDDING_FILE, folder)
 
 
 def grid_table(pos_embed: Tensor) -> tuple[Tensor, tuple[int, int]]:
@@ -381,173 +312,3 @@ def permutation_test(
     null = torch.tensor([measure(sim[p][:, p], (h, w)) for p in perms], dtype=torch.float64)
     p_value = permutation_p_value(observed, null, alternative)
     return PermutationTest(statistic, observed, null, alternative, p_value)
-
-
-# --------------------------------------------------------------------------- predictions
-
-
-@dataclass(frozen=True)
-class SimilarityOutcome:
-    """One prediction of ``predictions.md`` beside its test and whether it held."""
-
-    prediction: dict[str, Any]
-    test: PermutationTest
-    held: bool
-
-
-def similarity_predictions(folder: str | Path | None = None) -> dict[str, Any]:
-    """The ``json`` block of the ViT folder's ``predictions.md`` (checked against its
-    ``SHA256SUMS``): ``{"draws", "seed", "alpha", "predictions": [...]}``, each prediction
-    ``{"id", "text", "kind": "similarity", "statistic", "alternative", "expect"}``."""
-    places = _result_places(VIT_RESULT_NAME, folder)
-    for place in places:
-        if (place / PREDICTIONS).is_file():
-            return load_predictions(place, kinds=("similarity",))
-    raise FileNotFoundError(f"folder: no {PREDICTIONS} in any of {[str(p) for p in places]}")
-
-
-def prediction_held(prediction: dict[str, Any], test: PermutationTest, alpha: float) -> bool:
-    """Whether ``test`` meets ``prediction["expect"]``, one of
-
-    - ``"above X"``: the pattern is there: observed >= X and p <= alpha;
-    - ``"below X"``: observed <= X and p <= alpha;
-    - ``"within X"``: a pattern predicted absent: |observed| < X and p > alpha;
-    - ``"not above X"``: a pattern of one sign predicted absent: *not* (observed >= X and
-      p <= alpha), i.e. the ``"above X"`` of that pattern fails.
-    """
-    expect = str(prediction["expect"])
-    word, _, number = expect.rpartition(" ")
-    try:
-        x = float(number)
-    except ValueError:
-        word = ""
-    significant = test.p_value <= alpha
-    if word == "above":
-        return test.observed >= x and significant
-    if word == "below":
-        return test.observed <= x and significant
-    if word == "within":
-        return abs(test.observed) < x and not significant
-    if word == "not above":
-        return not (test.observed >= x and significant)
-    raise ValueError(
-        f"expect must be 'above X', 'below X', 'within X' or 'not above X', got {expect!r}"
-    )
-
-
-def _expected_text(expect: str, alpha: float) -> str:
-    word, _, number = expect.rpartition(" ")
-    return {
-        "above": f"≥ {number}, p ≤ {alpha}",
-        "below": f"≤ {number}, p ≤ {alpha}",
-        "within": f"within ±{number}, p > {alpha}",
-        "not above": f"not (≥ {number} with p ≤ {alpha})",
-    }[word]
-
-
-def check_similarity_predictions(
-    table: Tensor, grid_size: int | tuple[int, int], predictions: dict[str, Any]
-) -> list[SimilarityOutcome]:
-    """Every prediction of ``predictions`` (:func:`similarity_predictions`) tested on ``table``
-    ``(N, D)`` with the draws, seed and alpha the predictions fixed."""
-    outcomes = []
-    for p in predictions["predictions"]:
-        test = permutation_test(
-            table, grid_size, p["statistic"], predictions["draws"], predictions["seed"],
-            p["alternative"],
-        )  # fmt: skip
-        outcomes.append(SimilarityOutcome(p, test, prediction_held(p, test, predictions["alpha"])))
-    return outcomes
-
-
-def similarity_outcomes_markdown(outcomes: Sequence[SimilarityOutcome], alpha: float) -> str:
-    """A Markdown table: each prediction, what it expected, observed, the null's 2.5 % and
-    97.5 % quantiles, p, and whether it held."""
-    lines = [
-        "| id | prediction | expected | observed | null 2.5 % – 97.5 % | p | held |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for o in outcomes:
-        q = o.test.quantiles
-        side = {"two-sided": "two-sided", "greater": "one-sided, >", "less": "one-sided, <"}
-        lines.append(
-            f"| {o.prediction['id']} | {o.prediction['text']} | "
-            f"{_expected_text(o.prediction['expect'], alpha)} ({side[o.test.alternative]}) | "
-            f"{o.test.observed:+.3f} | "
-            f"{q[0.025]:+.3f} – {q[0.975]:+.3f} | {o.test.p_text('')} | "
-            f"{'yes' if o.held else '**no**'} |"
-        )
-    return "\n".join(lines)
-
-
-# --------------------------------------------------------------------------- over seeds
-
-#: The same ViT at other seeds, read by the rule its ``predictions.md`` fixed before the runs.
-VIT_SEEDS_RESULT_NAME = "learned-vit-seeds"
-
-
-def load_vit_seeds(folder: str | Path | None = None) -> tuple[dict[str, Any], dict[int, Any]]:
-    """The over-seeds rule (the ``json`` block of ``learned-vit-seeds/predictions.md``) and
-    ``{seed: (embedding (1, h, w, D), provenance record)}`` for each of its seeds, each checked
-    against its folder's ``SHA256SUMS`` and against the rule's sha256 its run recorded."""
-    places = _result_places(VIT_SEEDS_RESULT_NAME, folder)
-    place = next((p for p in places if (p / PREDICTIONS).is_file()), None)
-    if place is None:
-        raise FileNotFoundError(f"folder: no {PREDICTIONS} in any of {[str(p) for p in places]}")
-    rule = parse_predictions((place / PREDICTIONS).read_text(encoding="utf-8"), place, ())
-    digest = file_sha256(place / PREDICTIONS)
-    runs = {}
-    for seed in rule["seeds"]:
-        embedding, record = _load_embedding("", VIT_EMBEDDING_FILE, place / f"seed-{seed}")
-        if record.get("predictions_sha256") != digest or record["settings"]["seed"] != seed:
-            raise ResultsError(
-                f"{place / f'seed-{seed}'} was not run at seed {seed} under {place / PREDICTIONS}"
-            )
-        runs[seed] = (embedding, record)
-    return rule, runs
-
-
-def seed_count_verdict(held: Sequence[bool]) -> str:
-    """The over-seeds reading of one prediction (``learned-vit-seeds/predictions.md``):
-    ``"holds"`` on every seed that learned, ``"fails"`` on none, else ``"splits"``."""
-    if not held:
-        raise ValueError("held must list at least one seed that learned")
-    return "holds" if all(held) else "fails" if not any(held) else "splits"
-
-
-def vit_seeds_markdown(
-    outcomes: dict[int, Sequence[SimilarityOutcome]],
-    accuracy: dict[int, float],
-    rule: dict[str, Any],
-    seed0: Sequence[SimilarityOutcome] | None = None,
-) -> str:
-    """A Markdown table, one row per prediction: each seed's observed value (``✓`` held, ``✗``
-    not), seed 0 beside them (not counted), and the count over the seeds that learned
-    (final test accuracy at least the rule's ``min_test_acc``) with the rule's verdict.
-
-    ``outcomes``: ``{seed: check_similarity_predictions(...)}`` for the rule's seeds that
-    learned; ``accuracy``: ``{seed: final test accuracy}`` for all of them."""
-    learned = [s for s in rule["seeds"] if accuracy[s] >= rule["min_test_acc"]]
-    if sorted(outcomes) != learned:
-        raise ValueError(
-            f"outcomes must hold the seeds that learned, {learned}, got {sorted(outcomes)}"
-        )
-    head = [f"seed {s}" for s in learned] + (["seed 0 (not counted)"] if seed0 else [])
-    lines = [
-        "| id | " + " | ".join(head) + " | held | over seeds |",
-        "|---|" + "---:|" * len(head) + "---|---|",
-    ]
-    for i, first in enumerate(next(iter(outcomes.values()))):
-        row = [outcomes[s][i] for s in learned]
-        cells = [f"{o.test.observed:+.3f} {'✓' if o.held else '✗'}" for o in row]
-        if seed0:
-            cells.append(f"{seed0[i].test.observed:+.3f} {'✓' if seed0[i].held else '✗'}")
-        held = [o.held for o in row]
-        verdict = (
-            seed_count_verdict(held) if len(learned) >= rule["min_learned"] else "not readable"
-        )
-        lines.append(
-            f"| {first.prediction['id']} | " + " | ".join(cells)
-            + f" | {sum(held)} of {len(held)} | {verdict} |"
-        )  # fmt: skip
-    return "\n".join(lines)

@@ -1,14 +1,13 @@
 """What the chapters read that is not one experiment of theirs: the papers' published tables, and
-the learned absolute embedding of chapters 1 and 4.
+the layout statistics chapter 4 reads a pretrained ViT's embedding with.
 
 A chapter with an experiment reads it through its own reader, ``companion.experiments.chapter<N>``
-(chapter 5's ablations: ``chapter5``; chapter 6's transfer: ``chapter6``), and imports the rest
-from here; each name lives in the module it is imported from below (where its tests pin it and
-``show_source`` finds it):
+(chapter 1's learned embeddings: ``chapter1``; chapter 5's ablations: ``chapter5``; chapter 6's
+transfer: ``chapter6``), and imports the rest from here; each name lives in the module it is
+imported from below (where its tests pin it and ``show_source`` finds it):
 
 * ``paper``, ``paper_reading``: the papers' published tables, read by the book's rules;
-* ``learned_embedding``: the learned absolute embedding of chapters 1 and 4 (chapter 1's reader
-  is still to come);
+* ``learned_embedding``: an embedding's layout against its shuffle null (chapter 4);
 * ``stats``: the ring null chapter 4 draws.
 
 The runs that write the results (``companion.experiments.runs``) are never imported by a chapter
@@ -16,21 +15,10 @@ The runs that write the results (``companion.experiments.runs``) are never impor
 """
 
 from companion.experiments.learned_embedding import (
-    POSITION_STATISTICS,
-    check_similarity_predictions,
-    grid_table,
-    load_learned_embedding,
-    load_vit_embedding,
-    load_vit_seeds,
     neighbour_pairs,
     permutation_p_value,
-    permutation_test,
-    same_parity_pairs,
     shuffled_null,
     similarity_gap,
-    similarity_outcomes_markdown,
-    similarity_predictions,
-    vit_seeds_markdown,
 )
 from companion.experiments.paper import (
     POS_TO_SWINV2_ROW,
@@ -54,7 +42,6 @@ from companion.experiments.paper_reading import (
 from companion.experiments.stats import ring_null
 
 __all__ = [
-    "POSITION_STATISTICS",
     "POS_TO_SWINV2_ROW",
     "POS_TO_TABLE4_ROW",
     "SWINV2_TABLE1",
@@ -62,27 +49,17 @@ __all__ = [
     "SWIN_TABLE4",
     "SWIN_TABLE4_SOURCE",
     "TABLE4_GAPS",
-    "check_similarity_predictions",
-    "grid_table",
-    "load_learned_embedding",
-    "load_vit_embedding",
-    "load_vit_seeds",
     "marked_gaps_markdown",
     "neighbour_pairs",
     "permutation_p_value",
-    "permutation_test",
     "ring_null",
     "rope_vit_reading_markdown",
     "rope_vit_swin_markdown",
-    "same_parity_pairs",
     "shuffled_null",
     "similarity_gap",
-    "similarity_outcomes_markdown",
-    "similarity_predictions",
     "swin_table4_markdown",
     "swinv2_table1_markdown",
     "swinv2_table1_reading_markdown",
-    "vit_seeds_markdown",
     "vit_table8_gaps_markdown",
     "vit_table8_markdown",
 ]

@@ -222,17 +222,23 @@ def load_table(root: str | Path | None = None) -> list[dict[str, Any]]:
 def check_against_table(
     folder: str | Path, record: dict[str, Any], before: dict[str, Any] | None = None
 ) -> None:
-    """Refuse a record a chapter reads (``results.json``; or ``transfer.json`` with the 32-px
-    ``before`` beside it) whose rows are not the record table's rows of its folder, so that every
-    count and every per-image bits' hash a bootstrap reads is the one the table holds. The table
-    is that of the results tree the folder lies in (its nearest parent holding ``records.csv``)."""
+    """Refuse a record a chapter reads (``results.json``; ``transfer.json`` with the 32-px
+    ``before`` beside it; or an embedding run's ``provenance.json``) whose rows are not the record
+    table's rows of its folder, so that every count and every per-image bits' hash a bootstrap
+    reads is the one the table holds. The table is that of the results tree the folder lies in
+    (its nearest parent holding ``records.csv``)."""
     folder = Path(folder).resolve()
     root = next((p for p in folder.parents if (p / TABLE).is_file()), None)
     if root is None:
         raise ResultsError(f"no {TABLE} above {folder}: build it with "
                            "`python -m companion.experiments.records`")  # fmt: skip
-    name, kind = folder.relative_to(root).as_posix(), "results" if before is None else "transfer"
-    rows = _ablation_rows(name, record) if before is None else _transfer_rows(name, record, before)
+    name = folder.relative_to(root).as_posix()
+    if before is not None:
+        kind, rows = "transfer", _transfer_rows(name, record, before)
+    elif "runs" in record:
+        kind, rows = "results", _ablation_rows(name, record)
+    else:
+        kind, rows = "provenance", _provenance_rows(name, record)
     held = [r for r in load_table(root) if r["experiment"] == name and r["record"] == kind]
     if table_text(rows) != table_text(held):
         raise ResultsError(

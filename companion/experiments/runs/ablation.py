@@ -22,6 +22,10 @@ Stopping and starting again is safe: a finished run is reused only when its reco
 code hash equal the requested ones, and an interrupted run resumes from its checkpoint only under
 the same condition; otherwise the ablation refuses, saying how to start afresh (``--fresh``, or a
 new ``--name``).
+
+The plan (the grid and its checks) is :mod:`~companion.experiments.runs.ablation_plan`'s; writing
+``results/<name>/`` is :mod:`~companion.experiments.runs.ablation_publish`'s; this module trains
+the runs and is the command.
 """
 
 from __future__ import annotations
@@ -34,220 +38,55 @@ import shlex
 import shutil
 import sys
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import MISSING, dataclass, field, fields, replace
+from collections.abc import Sequence
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
-from companion._io import (
-    TEMP_SUFFIX,
-    atomic_write,
-    atomic_write_json,
-    atomic_write_text,
-    file_sha256,
-)
+from companion._io import TEMP_SUFFIX, atomic_write, atomic_write_json, file_sha256
 from companion.attention import WindowAttention
 from companion.data import num_classes
-from companion.data.tasks import IMAGE_SIZE
-from companion.experiments.evaluation import evaluation_splits, labels_record, split_results
+from companion.experiments.evaluation import split_results
 from companion.experiments.integrity import seal
-from companion.experiments.results import (
-    DERIVED,
-    RESULTS_DIR,
-    WORK_DIR,
-    bias_file,
-    results_table,
-    run_key,
-    run_sources,
-    summarize,
+from companion.experiments.results import results_table, run_key
+from companion.experiments.runs.ablation_plan import (
+    GRID,
+    AblationPlan,
+    StaleRunError,
+    check_grid,
+    parse_cell,
+)
+from companion.experiments.runs.ablation_publish import (
+    check_keeps_published_runs,
+    check_plan_derived,
+    publish_ablation,
+    results_record,
+    tables_intact,
 )
 from companion.experiments.runs.pool import run_all, threads_per_worker
-from companion.experiments.runs.publish import (
-    check_derived,
-    derived_state,
-    finish_staging,
-    publish_lock,
-    restore_interrupted_swap,
-)
+from companion.experiments.runs.publish import restore_interrupted_swap
 from companion.position import Position
-from companion.swin_configs import canonical_variant
 from companion.train import CHECKPOINT, ModelFactory, TrainConfig, load_checkpoint, train
 from companion.train.build import build_model
 from companion.train.checkpoint import load_states, settings_differences
 from companion.train.cli import add_debug_flag, run_reporting_errors
 from companion.train.config import (
-    MAX_PROCESSES,
     add_arguments,
     add_config_arguments,
-    check_fields,
-    check_setting,
-    config_fields,
     config_from_args,
     data_size,
     recorded_settings,
-    setting,
 )
 from companion.train.provenance import hardware, provenance, source_digest
 from companion.train.rundir import RunLock, check_writable_folder
 
 #: ``companion._io``'s temporary files of a run record or bias table in the work folder.
 WORK_TEMP = re.compile(rf"\..+\.(json|bias\.pt)\.\w+{re.escape(TEMP_SUFFIX)}")
-#: Files of a results folder written before its runs (the predictions), carried over unchanged
-#: by every publish.
-KEPT = ("predictions.md",)
 #: The settings a reused (or resumed) run must share with the request, besides the code hash.
 COMPARED_KINDS = ("result", "hardware")
-GRID = {f.name: f.metadata["grid"][0] for f in config_fields() if f.metadata["grid"]}
-_GRID_DEFAULT = {f.name: f.metadata["grid"][1] for f in config_fields() if f.metadata["grid"]}
-
-
-class StaleRunError(ValueError):
-    """A saved run whose settings or code differ from the request; the message says what to do."""
-
-
-@dataclass(frozen=True)
-class AblationPlan:
-    """What to run: the grid ``datasets x pos x seeds`` (the model of ``base.variant``, the Swin
-    itself by default), plus each ``extra`` cell ``(dataset, pos, variant)`` for every seed, each
-    run with ``base``'s other settings. Frozen and checked when built: every cell's run
-    configuration is built once here (``TrainConfig`` checks itself)."""
-
-    name: str = setting(MISSING, "results/<name>/ receives the results", kind="process")
-    datasets: tuple[str, ...] = _GRID_DEFAULT["dataset"]
-    pos: tuple[Position, ...] = _GRID_DEFAULT["pos"]  # names are read into Positions
-    seeds: tuple[int, ...] = _GRID_DEFAULT["seed"]
-    base: TrainConfig = field(default_factory=lambda: TrainConfig(progress=False))
-    results_dir: str = setting(RESULTS_DIR, "where results/<name>/ goes", kind="process")
-    work_dir: str = setting(WORK_DIR, "checkpoints and run records (not committed)", kind="process")
-    jobs: int = setting(
-        1, "runs in parallel (processes, one torch thread each)", kind="process", low=1,
-        high=MAX_PROCESSES,
-    )  # fmt: skip
-    fresh: bool = setting(False, "discard this --name's saved runs and train anew", kind="process")
-    replace_derived: bool = setting(
-        False, "publish even where results/<name>/ holds results derived from other runs (the "
-        "resolution experiment's transfer.json): they are removed, to be computed again",
-        kind="process",
-    )  # fmt: skip
-    extra: tuple[tuple[str, Position, str], ...] = ()
-    #: The seeds of the ``extra`` cells (None: ``seeds``); a subset of ``seeds``, so that every
-    #: variant run has its baseline run (same dataset, pos and seed) to be compared with.
-    extra_seeds: tuple[int, ...] | None = None
-
-    def __post_init__(self) -> None:
-        if not self.name or "/" in self.name or self.name.startswith("."):
-            raise ValueError(f"name must be a plain folder name, got {self.name!r}")
-        check_grid({"dataset": self.datasets, "pos": self.pos, "seed": self.seeds})
-        for name in ("datasets", "pos", "seeds"):
-            object.__setattr__(self, name, tuple(getattr(self, name)))
-        object.__setattr__(self, "pos", tuple(map(Position.parse, self.pos)))
-        variant = canonical_variant(self.base.variant)  # one model, one name (and one row)
-        if variant != self.base.variant:
-            object.__setattr__(self, "base", replace(self.base, variant=variant))
-        object.__setattr__(self, "extra", tuple(check_extra_cell(tuple(c)) for c in self.extra))
-        if self.extra_seeds is not None:
-            object.__setattr__(self, "extra_seeds", tuple(self.extra_seeds))
-            seeds = self.extra_seeds
-            if not seeds or set(seeds) - set(self.seeds) or len(set(seeds)) < len(seeds):
-                raise ValueError(
-                    f"extra_seeds must be distinct values of seeds {list(self.seeds)} (each "
-                    f"variant run needs its baseline run), got {list(self.extra_seeds)}"
-                )
-        cells = [(d, p, self.base.variant) for d in self.datasets for p in self.pos]
-        for cell in self.extra:
-            if cell in cells:
-                raise ValueError(f"extra: cell {':'.join(map(str, cell))} is already in the plan")
-            cells.append(cell)
-        check_fields(self)
-        for dataset, pos, variant in cells:  # each cell's settings together, as its runs get them
-            try:
-                replace(self.base, dataset=dataset, pos=pos, variant=variant)
-            except (TypeError, ValueError) as exc:
-                raise type(exc)(f"cell {dataset}:{pos}:{variant}: {exc}") from None
-
-    @property
-    def folder(self) -> Path:
-        return Path(self.results_dir) / self.name
-
-    @property
-    def work(self) -> Path:
-        return Path(self.work_dir) / self.name
-
-    def cells(self) -> list[tuple[str, Position, str]]:
-        """Every ``(dataset, pos, variant)``: the main grid, then the extra cells."""
-        main = [(d, p, self.base.variant) for d in self.datasets for p in self.pos]
-        return main + list(self.extra)
-
-    def runs(self) -> list[tuple[str, Position, str, int]]:
-        """Every ``(dataset, pos, variant, seed)``, seed-major: the first seed's cells all come
-        first, so an early look (or an interrupted ablation) already compares every cell. The
-        extra cells run for ``extra_seeds`` only."""
-        extra_seeds = self.seeds if self.extra_seeds is None else self.extra_seeds
-        main = [(d, p, self.base.variant) for d in self.datasets for p in self.pos]
-        return [
-            (d, p, v, s)
-            for s in self.seeds
-            for d, p, v in main + [c for c in self.extra if s in extra_seeds]
-        ]
-
-    def config(self, dataset: str, pos: Position, seed: int, variant: str = "swin") -> TrainConfig:
-        out = str(self.work / run_key(dataset, pos, seed, variant))
-        return replace(
-            self.base, dataset=dataset, pos=pos, variant=variant, seed=seed, out=out,
-            progress=False,
-        )  # fmt: skip
-
-
-def check_grid(grid: Mapping[str, Sequence[Any]]) -> None:
-    """Check the grid's axes (``{"dataset": ..., "pos": ..., "seed": ...}``): non-empty, no
-    value twice, each value one the trainer takes; an error names the axis by its flag."""
-    for axis, values in grid.items():
-        if not values:
-            raise ValueError(f"datasets, pos and seeds must each be non-empty, got {GRID[axis]}=()")
-        repeated = sorted({v for v in values if list(values).count(v) > 1}, key=str)
-        if repeated:
-            raise ValueError(
-                f"{GRID[axis]}: {', '.join(map(str, repeated))} given more than once "
-                f"(each value counts once: a repeat would inflate n)"
-            )
-        for value in values:
-            try:
-                check_setting(axis, value)
-            except (TypeError, ValueError) as exc:
-                raise type(exc)(f"{GRID[axis]}: {exc}") from None
-
-
-def check_extra_cell(cell: object) -> tuple[str, Position, str]:
-    """Check an extra cell ``(dataset, pos, variant)``: known values, a controlled variant (not
-    ``"swin"``: those cells are the main grid's). Whether the variant can change ``pos`` is
-    the model's rule, checked when the plan builds the cell's configuration."""
-    if not isinstance(cell, tuple) or len(cell) != 3:
-        raise ValueError(f"extra: a cell must be (dataset, pos, variant), got {cell!r}")
-    dataset, pos, variant = cell
-    try:
-        for name, value in (("dataset", dataset), ("pos", pos), ("variant", variant)):
-            check_setting(name, value)
-        pos = Position.parse(pos)
-        variant = canonical_variant(variant)  # torus+torus and torus are one model, one cell
-        if variant == "swin":
-            raise ValueError("variant 'swin' is the main grid's (--datasets, --pos)")
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(f"extra cell {dataset}:{pos}:{variant}: {exc}") from None
-    return dataset, pos, variant
-
-
-def parse_cell(text: str) -> tuple[str, Position, str]:
-    """``"grid-cell:rel:torus"`` -> ``("grid-cell", Position.parse("rel"), "torus")`` (the
-    other values are checked by the plan that takes it, ``check_extra_cell``)."""
-    parts = text.split(":")
-    if len(parts) != 3:
-        raise ValueError(
-            f"extra: a cell is dataset:pos:variant (grid-cell:rel:torus), got {text!r}"
-        )
-    return parts[0], Position.parse(parts[1]), parts[2]
 
 
 def bias_tables(model: nn.Module) -> dict[str, dict[str, Any]]:
@@ -339,7 +178,7 @@ def _run_one(
         why = _differences(record["settings"], record["code_sha256"], cfg)
         if why:
             raise _refuse(plan, record_path, why)
-        if not _tables_intact(record, out.with_name(out.name + ".bias.pt")):
+        if not tables_intact(record, out.with_name(out.name + ".bias.pt")):
             _restore_tables(record, cfg, out, dataset, factory)
         return record
     if (out / CHECKPOINT).exists():
@@ -376,116 +215,6 @@ def _run_one(
     return record
 
 
-# --------------------------------------------------------------------------- publishing
-
-
-def _common(records: Sequence[dict[str, Any]], get, what: str) -> Any:
-    values = {json.dumps(get(r), sort_keys=True) for r in records}
-    if len(values) == 1:
-        return get(records[0])
-    if what == "hardware":
-        return "mixed: " + " | ".join(sorted(values))
-    raise ValueError(f"the runs disagree on {what} ({sorted(values)}); nothing was published")
-
-
-def _results(plan: AblationPlan, records: list[dict[str, Any]], header: dict[str, Any]) -> dict:
-    """``results.json``'s content, from the runs' own records (never from the command line)."""
-    first = records[0]["settings"]
-    shared = [k for k in first if k not in GRID and k != "variant"]
-    train_settings = {k: _common(records, lambda r, k=k: r["settings"][k], k) for k in shared}
-    code = _common(records, lambda r: r["code_sha256"], "code_sha256")
-    for key in ("cpu", "cpu_count", "gpu", "torch", "python", "platform"):
-        header[key] = _common(records, lambda r, key=key: r["hardware"][key], "hardware")
-    header["companion_sha256"] = code
-    header["threads_per_run"] = train_settings.get("threads") or "torch default"
-    header["compute_s"] = sum(r["wall_s"] for r in records)
-    datasets = list(dict.fromkeys(r["dataset"] for r in records))
-    chance = {d: 1 / num_classes(d) for d in datasets}
-    runs = [{k: v for k, v in r.items() if k != "epochs"} for r in records]
-    summary = summarize(runs)
-    # Records written before img_size and rendering were settings drew 32-px scaled images.
-    drawn = (
-        train_settings.get("img_size") or IMAGE_SIZE,
-        train_settings.get("rendering", "scaled"),
-    )
-    test_sets = {
-        d: {
-            split: labels_record(
-                d, split, train_settings["test_size"], train_settings["data_seed"], *drawn
-            )
-            for split in evaluation_splits(d)
-        }
-        for d in datasets
-    }
-    for r in records:  # every run was measured on the test images kept here
-        for split, got in r["splits"].items():
-            if got["labels_sha256"] != test_sets[r["dataset"]][split]["labels_sha256"]:
-                raise ValueError(
-                    f"run {run_key(r['dataset'], r['pos'], r['seed'], r['variant'])} was "
-                    f"measured on other {split} images than the plan's; nothing was published"
-                )
-    return {
-        "header": header,
-        "plan": {
-            "name": plan.name,
-            "datasets": list(plan.datasets),
-            "pos": [str(p) for p in plan.pos],
-            "seeds": list(dict.fromkeys(r["seed"] for r in records)),
-            "variant": plan.base.variant,
-            "extra": [":".join(map(str, cell)) for cell in plan.extra],
-            "extra_seeds": list(plan.extra_seeds or plan.seeds),
-            "train": train_settings,
-        },
-        "chance": chance,
-        "test_sets": test_sets,
-        "summary": summary,
-        "runs": runs,
-    }
-
-
-def _publish(plan: AblationPlan, results: dict[str, Any], records: list[dict[str, Any]]) -> None:
-    """Write the results folder into a staging folder, then swap it in (one atomic exchange
-    where the OS has one): the previous folder stays whole and readable until that moment.
-    Results derived from the previous folder's runs (the resolution experiment's) are carried
-    over when they were computed from exactly these records and checkpoints. One publisher at a
-    time (``publish_lock``): derived results are checked again under the lock, and the new
-    folder must keep every file of the old one (``finish_staging``)."""
-    folder = plan.folder
-    with publish_lock(folder) as staging:
-        _check_derived(plan, records)  # again: another process may have published meanwhile
-        bias_files = []
-        for r in records:
-            variant = r.get("variant", "swin")
-            key = run_key(r["dataset"], r["pos"], r["seed"], variant)
-            summary = {k: r[k] for k in ("final", "best_test_acc", "wall_s", "num_params")}
-            atomic_write_json(
-                staging / "curves" / f"{key}.json",
-                {"summary": summary, "settings": r["settings"], "code_sha256": r["code_sha256"],
-                 "epochs": r["epochs"]},
-            )  # fmt: skip
-            tables = plan.work / f"{key}.bias.pt"
-            if r["seed"] == plan.seeds[0] and tables.is_file():
-                if not _tables_intact(r, tables):
-                    raise ValueError(f"{tables} changed after its run: run the command again")
-                rel = bias_file(r["dataset"], r["pos"], variant)
-                (staging / "bias").mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(tables, staging / rel)
-                bias_files.append(rel)
-        results["bias_files"] = bias_files
-        results["header"]["hashed"] = "at publish"
-        atomic_write_json(staging / "results.json", results)
-        table = results_table(results["summary"], results["chance"])
-        atomic_write_text(staging / "results.md", table)
-        for name in KEPT:  # written before the run (predictions); never rewritten by it
-            if (folder / name).is_file():
-                shutil.copyfile(folder / name, staging / name)
-        kept = derived_state(folder, run_sources(results)) == "current"
-        for name in DERIVED if kept else ():
-            if (folder / name).is_file():
-                shutil.copyfile(folder / name, staging / name)
-        finish_staging(staging, folder, dropped=() if kept else DERIVED)
-
-
 def _save_tables(model: nn.Module, out: Path) -> str | None:
     """Save ``model``'s bias tables beside its run folder (``<run>.bias.pt``); their sha256, or
     ``None`` for a model without tables."""
@@ -495,22 +224,6 @@ def _save_tables(model: nn.Module, out: Path) -> str | None:
     path = out.with_name(out.name + ".bias.pt")
     atomic_write(path, lambda f: torch.save(tables, f))
     return file_sha256(path)
-
-
-def _tables_intact(record: dict[str, Any], tables: Path) -> bool:
-    """Whether ``tables`` (a run's ``.bias.pt``) is the file its run wrote: the hash the record
-    sealed (``bias_sha256``; ``None``: the model had no tables), or, for a record from before
-    runs recorded it, a file that loads (missing: only if the run's position has no table)."""
-    if "bias_sha256" in record:
-        expected = record["bias_sha256"]
-        return expected is None or (tables.is_file() and file_sha256(tables) == expected)
-    if not tables.is_file():
-        return not Position.parse(record["pos"]).has_table
-    try:
-        torch.load(tables, map_location="cpu", weights_only=True)
-    except Exception:  # any reason: the file is not one the run could have written
-        return False
-    return True
 
 
 def _restore_tables(
@@ -535,27 +248,6 @@ def _restore_tables(
         )
 
 
-def _check_keeps_published_runs(plan: AblationPlan) -> None:
-    """Before any training: refuse a plan that would publish over ``plan.folder`` without some
-    of the runs published there (``publish.check_nothing_lost`` would refuse it afterwards)."""
-    published = {p.stem for p in (plan.folder / "curves").glob("*.json")}
-    dropped = sorted(published - {run_key(d, p, s, v) for d, p, v, s in plan.runs()})
-    if dropped:
-        raise ValueError(
-            f"{plan.folder} holds {len(dropped)} published run(s) this plan does not have "
-            f"({', '.join(dropped[:3])}{', ...' if len(dropped) > 3 else ''}): publish under "
-            f"another --name, or remove {plan.folder} first if this is meant to replace it"
-        )
-
-
-def _check_derived(plan: AblationPlan, records: list[dict[str, Any]] | None) -> None:
-    """:func:`~companion.experiments.runs.publish.check_derived` for ``plan`` (``--replace-derived``
-    lets the publish remove derived results instead)."""
-    if not plan.replace_derived:
-        keys = {run_key(d, p, s, v) for d, p, v, s in plan.runs()}
-        check_derived(plan.folder, keys, plan.fresh, records)
-
-
 def run_ablation(
     plan: AblationPlan, factory: ModelFactory | None = None, command: str | None = None
 ) -> dict[str, Any]:
@@ -566,8 +258,8 @@ def run_ablation(
     check_writable_folder(plan.folder, "--results-dir/--name")  # before any training
     check_writable_folder(plan.work, "--work-dir/--name")
     restore_interrupted_swap(plan.folder)
-    _check_derived(plan, None)
-    _check_keeps_published_runs(plan)
+    check_plan_derived(plan, None)
+    check_keeps_published_runs(plan)
     start = time.perf_counter()
     plan.work.mkdir(parents=True, exist_ok=True)
     with RunLock(plan.work, label="--work-dir/--name"):
@@ -591,8 +283,8 @@ def run_ablation(
         header = provenance(command)
         header["wall_s"] = time.perf_counter() - start
         header["jobs"] = plan.jobs
-        results = _results(plan, records, header)
-        _publish(plan, results, records)
+        results = results_record(plan, records, header)
+        publish_ablation(plan, results, records)
     return json.loads(json.dumps(results))
 
 

@@ -6,7 +6,7 @@ Run it once from a clean commit (it records the commit, the hardware and the wal
 
 It trains the tiny-cpu Swin with ``pos="abs"`` on ``grid-cell`` with chapter 5's settings (seed 0)
 and saves only the ``(1, h, w, D)`` embedding and a ``provenance.json`` beside it
-(``companion.experiments.learned_embedding`` reads them).
+(``companion.experiments.chapter1`` reads them).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import Any
 import torch
 
 from companion._io import atomic_write, atomic_write_json, file_sha256
+from companion.experiments.chapter1 import EMBEDDING_FILE, PROVENANCE_FILE
 from companion.experiments.integrity import write_manifest
-from companion.experiments.learned_embedding import EMBEDDING_FILE, PROVENANCE_FILE
 from companion.experiments.records import refresh_table
 from companion.train import TrainConfig, train
 from companion.train.cli import add_debug_flag, run_reporting_errors

@@ -17,7 +17,7 @@ It trains ``companion.vit.VisionTransformer`` (32-px images in 4-px patches: an 
 Swin's run (``companion.experiments.runs.learned_embedding.RUN_SETTINGS``: seed 0, 20 epochs,
 2000 images, 1 thread), so that the two embeddings differ by the architecture only. It saves the
 ``(1, N, D)`` embedding laid out as ``(1, h, w, D)`` and a ``provenance.json``, then hashes the
-folder (``SHA256SUMS``); ``companion.experiments.learned_embedding.load_vit_embedding`` reads
+folder (``SHA256SUMS``); ``companion.experiments.chapter1.load_vit_embedding`` reads
 them. A ``predictions.md`` already in the folder (committed before the run) is hashed with them,
 and its sha256 is recorded.
 """
@@ -35,7 +35,7 @@ from typing import Any
 from torch import nn
 
 from companion._io import file_sha256
-from companion.experiments.learned_embedding import VIT_EMBEDDING_FILE
+from companion.experiments.chapter1 import VIT_EMBEDDING_FILE
 from companion.experiments.predictions import PREDICTIONS
 from companion.experiments.runs.learned_embedding import RUN_SETTINGS, publish_embedding
 from companion.experiments.runs.learned_embedding import check_out as check_embedding_out
