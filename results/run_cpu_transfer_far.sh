@@ -26,21 +26,21 @@ COMMON=(--results-dir results --config tiny-cpu --datasets far-relation --test-s
 MOVE=(--sizes 48 --renderings scaled world --finetune-steps 50 --finetune-batch-size 32 --jobs 2
     --threads 1)
 
-"$PY" -m companion.ablation --name cpu-transfer-far "${COMMON[@]}" --train-size 2000 \
+"$PY" -m companion.commands.ablation --name cpu-transfer-far "${COMMON[@]}" --train-size 2000 \
     --curriculum-epochs 5 --seeds 0 1 2 3 4 --pos "${CODES[@]}" --replace-derived
-"$PY" -m companion.resolution_experiment --name cpu-transfer-far "${MOVE[@]}" --replace
+"$PY" -m companion.commands.resolution_experiment --name cpu-transfer-far "${MOVE[@]}" --replace
 
 # The codes whose cell split on seeds 0-4, by the predictions' own rule.
 SPLIT=$("$PY" -m companion.experiments.runs.split_codes results/cpu-transfer-far)
 if [[ -n "$SPLIT" ]]; then
-    "$PY" -m companion.ablation --name cpu-transfer-far-more "${COMMON[@]}" --train-size 2000 \
+    "$PY" -m companion.commands.ablation --name cpu-transfer-far-more "${COMMON[@]}" --train-size 2000 \
         --curriculum-epochs 5 --seeds 5 6 7 8 9 --pos $SPLIT --replace-derived
-    "$PY" -m companion.resolution_experiment --name cpu-transfer-far-more "${MOVE[@]}" --replace
+    "$PY" -m companion.commands.resolution_experiment --name cpu-transfer-far-more "${MOVE[@]}" --replace
 fi
 
-"$PY" -m companion.ablation --name cpu-transfer-far-48-world "${COMMON[@]}" --img-size 48 \
+"$PY" -m companion.commands.ablation --name cpu-transfer-far-48-world "${COMMON[@]}" --img-size 48 \
     --rendering world --window-size 6 --train-size 2000 \
     --curriculum-epochs 10 --seeds 0 1 2 3 4 --pos abs rel rope-mixed
-"$PY" -m companion.ablation --name cpu-transfer-far-48-scaled "${COMMON[@]}" --img-size 48 \
+"$PY" -m companion.commands.ablation --name cpu-transfer-far-48-scaled "${COMMON[@]}" --img-size 48 \
     --rendering scaled --window-size 6 --train-size 2000 \
     --curriculum-epochs 10 --seeds 0 1 2 3 4 --pos abs rel

@@ -13,10 +13,11 @@ COMPANION = ROOT / "companion"
 #: The subject the book teaches: the top-level modules (a new top-level module must be named here
 #: or live in the folder of its role).
 SUBJECT = {
-    "absolute", "attention", "cpb", "layers", "merging", "permutation", "position", "relative",
-    "rope", "shifted_offsets", "swin", "swin_configs", "transfer", "trunc_normal", "vit", "window",
+    "absolute", "attention", "bias_table", "cpb", "layers", "merging", "permutation", "position",
+    "relative", "resize", "rope", "shifted_offsets", "swin", "swin_configs", "trunc_normal", "vit",
+    "window",
 }  # fmt: skip
-#: ``python -m companion.<name>``: the commands the results record, above every layer.
+#: ``python -m companion.commands.<name>``: the experiments' commands, above every layer.
 COMMANDS = {"ablation", "resolution_experiment", "learned_embedding"}
 #: The layers in order, by the folder (or module set) that holds them.
 LAYERS = ["support", "subject", "data", "train", "experiments", "figures", "exercises", "runs"]
@@ -66,7 +67,7 @@ def layer(module: str) -> str:
         return parts[0]
     if parts[0] in SUBJECT:
         return "subject"
-    if parts[0] in COMMANDS:
+    if parts[0] == "commands" and (parts[1:] == [] or parts[1] in COMMANDS):
         return "command"
     raise AssertionError(
         f"{module} is in no layer: name it in SUBJECT or move it to its role's folder"

@@ -1,8 +1,9 @@
 """Every training setting, once: type, default, allowed values and help live on one dataclass.
 
 ``companion-train``'s flags, the ablation runner's per-run flags (``python -m
-companion.ablation``), the checks, what a checkpoint records and what a reused run must match are
-all *generated* from :class:`TrainConfig`'s fields, so a setting added here appears everywhere.
+companion.commands.ablation``), the checks, what a checkpoint records and what a reused run must
+match are all *generated* from :class:`TrainConfig`'s fields, so a setting added here appears
+everywhere.
 
 Why a plain dataclass plus ~60 lines of argparse generation, rather than a library that turns a
 dataclass into a CLI (tyro, simple-parsing, jsonargparse): the package is installed on Colab next

@@ -2,7 +2,7 @@
 
 Run it once from a clean commit (it records the commit, the hardware and the wall time)::
 
-    nice -n 5 python -m companion.learned_embedding --out results/learned-abs
+    nice -n 5 python -m companion.commands.learned_embedding --out results/learned-abs
 
 It trains the tiny-cpu Swin with ``pos="abs"`` on ``grid-cell`` with chapter 5's settings (seed 0)
 and saves only the ``(1, h, w, D)`` embedding and a ``provenance.json`` beside it
@@ -30,7 +30,7 @@ from companion.train.cli import add_debug_flag, run_reporting_errors
 from companion.train.provenance import provenance
 from companion.train.rundir import check_writable_folder
 
-PROG = "python -m companion.learned_embedding"
+PROG = "python -m companion.commands.learned_embedding"
 
 #: Chapter 5's CPU-ablation settings (results/run_cpu_ablation.sh), for one abs run on grid-cell.
 RUN_SETTINGS = dict(
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="results/learned-abs", help="folder for the two files")
     add_debug_flag(parser)
     args = parser.parse_args(argv)
-    command = shlex.join(["python", "-m", "companion.learned_embedding", *argv])
+    command = shlex.join(["python", "-m", "companion.commands.learned_embedding", *argv])
 
     def work() -> None:
         try:
