@@ -75,6 +75,7 @@ from companion.train.config import (
     check_fields,
     check_setting,
     setting,
+    settings_from_record,
 )
 from companion.train.provenance import provenance
 
@@ -93,8 +94,7 @@ def trained_run(
     if sha256 is not None:
         check_checkpoint(path, sha256)
     saved = load_checkpoint(path)
-    names = {f.name for f in dataclasses.fields(TrainConfig)}
-    cfg = TrainConfig(**{k: v for k, v in saved["config"].items() if k in names})
+    cfg = TrainConfig(**settings_from_record(saved["config"]))
     model = cast(SwinTransformer, build_model(cfg, num_classes(dataset), None))
     load_states(path, saved, model=model)
     return cfg, model.eval()
