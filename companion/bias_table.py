@@ -17,6 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from companion._checks import check_bool, check_choice
+from companion.layers import trunc_normal_
 from companion.position import PositionTerm, WindowCode, register
 from companion.relative import (
     bias_table_size,
@@ -33,7 +34,6 @@ from companion.resize import (
     magnitude_table_parameter,
     resized_table_parameter,
 )
-from companion.trunc_normal import trunc_normal_
 
 RelBiasOffsets = Literal["signed", "magnitude"]
 REL_BIAS_OFFSETS: tuple[RelBiasOffsets, ...] = get_args(RelBiasOffsets)

@@ -30,7 +30,7 @@ from companion._checks import (
     check_positive_int,
     to_pair,
 )
-from companion.trunc_normal import trunc_normal_
+from companion.layers import trunc_normal_
 
 WindowSize = int | tuple[int, int]
 

@@ -36,13 +36,12 @@ from companion._checks import check_bool, to_pair
 from companion.absolute import AbsolutePositionEmbedding
 from companion.attention import AttnImpl, WindowAttention
 from companion.bias_table import SWIN_CODE
-from companion.layers import DropPath, Mlp
+from companion.layers import DropPath, Mlp, trunc_normal_
 from companion.merging import PatchMerging, PoolMerging, merged_resolution
 from companion.position import NoPosition, WindowPosition, keep_checkpoint_names
 from companion.relative import WindowSize
 from companion.resize import ResizeMethod, check_resize_method
 from companion.swin_configs import SwinConfig, model_config
-from companion.trunc_normal import trunc_normal_
 from companion.window import (
     cyclic_shift,
     pad_to_windows,

@@ -14,7 +14,7 @@ COMPANION = ROOT / "companion"
 #: or live in the folder of its role).
 SUBJECT = {
     "absolute", "attention", "bias_table", "cpb", "layers", "merging", "permutation", "position",
-    "relative", "resize", "rope", "shifted_offsets", "swin", "swin_configs", "trunc_normal", "vit",
+    "relative", "resize", "rope", "swin", "swin_configs", "vit",
     "window",
 }  # fmt: skip
 #: ``python -m companion.commands.<name>``: the experiments' commands, above every layer.
