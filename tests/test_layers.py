@@ -14,8 +14,7 @@ COMPANION = ROOT / "companion"
 #: or live in the folder of its role).
 SUBJECT = {
     "absolute", "attention", "bias_table", "cpb", "layers", "merging", "permutation", "position",
-    "relative", "resize", "rope", "swin", "swin_configs", "vit",
-    "window",
+    "relative", "resize", "rope", "swin", "swin_configs", "vit", "window",
 }  # fmt: skip
 #: ``python -m companion.commands.<name>``: the experiments' commands, above every layer.
 COMMANDS = {"ablation", "resolution_experiment", "learned_embedding"}
@@ -191,3 +190,11 @@ def test_a_chapter_reads_results_through_its_reader_and_never_reaches_the_runs(n
     assert {m for m in direct if layer(m) == "experiments"} <= readers
     reached = closure(graph, direct)
     assert not {m for m in reached if layer(m) in ("runs", "command")}
+
+
+def test_the_package_keeps_at_most_18_top_level_modules():
+    """Support and subject, counted as files beside ``__init__.py``: a new idea joins the module
+    it belongs to, or the folder of its role (issue 43)."""
+    top = sorted(p.stem for p in COMPANION.glob("*.py") if p.stem != "__init__")
+    assert len(top) <= 18, top
+    assert set(top) == SUBJECT | {"_checks", "_io", "_startup"}
