@@ -7,9 +7,9 @@ the subject the book teaches (the top-level modules: patches and absolute embedd
 relative index, window attention and its position codes, Swin, a plain ViT); ``data/`` (the
 images); ``train/`` (training, checkpoints, converted and pretrained weights, provenance);
 ``experiments/`` (reading what the experiments measured); ``figures/``; ``exercises/``; then
-``experiments/runs/`` (running the experiments) and the three commands ``ablation``,
-``resolution_experiment`` and ``learned_embedding``, which nothing imports
-(``tests/test_layers.py``).
+``experiments/runs/`` (running the experiments) and ``commands/``, the three commands
+(``python -m companion.commands.ablation``, ``resolution_experiment``, ``learned_embedding``),
+which nothing imports (``tests/test_layers.py``).
 """
 
 __version__ = "0.2.0"

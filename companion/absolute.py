@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from companion._checks import check_choice, check_grid_embedding, check_positive_int, to_pair
-from companion.trunc_normal import trunc_normal_
+from companion.layers import trunc_normal_
 
 Size = int | tuple[int, int]
 ClassTokenOrder = Literal["concat-then-add", "add-then-concat"]
@@ -35,7 +35,7 @@ def init_embedding_(param: Tensor, std: float = EMBED_INIT_STD) -> Tensor:
     and Swin; the official Swin code imports it). The original JAX ViT draws a plain normal,
     ``nn.initializers.normal(stddev=0.02)``: at this ``std`` the two are the same in practice.
 
-    ``trunc_normal_`` is ``companion.trunc_normal``'s (torch 2.14's algorithm under any torch
+    ``trunc_normal_`` is ``companion.layers``'s (torch 2.14's algorithm under any torch
     version). Its default bounds ``a=-2, b=2`` are absolute values, far outside ``std=0.02``'s
     range.
     """

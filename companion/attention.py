@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from companion._checks import check_choice, check_divisible, check_positive_int, to_pair
+from companion.bias_table import SWIN_CODE
 from companion.position import (
     PositionTerm,
     WindowPosition,
@@ -24,7 +25,6 @@ from companion.position import (
     keep_checkpoint_names,
 )
 from companion.relative import WindowSize
-from companion.transfer import SWIN_CODE
 
 AttnImpl = Literal["sdpa", "eager"]
 ATTN_IMPLS: tuple[AttnImpl, ...] = get_args(AttnImpl)
@@ -160,7 +160,7 @@ class WindowAttention(nn.Module):
 
     def set_window_size(self, window_size: WindowSize, method: str = "geometric") -> None:
         """Switch to another window; the position code moves its parameters
-        (``PositionTerm.resize``: a table is resized with ``method``, ``companion.transfer``; a
+        (``PositionTerm.resize``: a table is resized with ``method``, ``companion.resize``; a
         continuous bias or a rotary embedding recomputes its coordinates). The weights carry
         over."""
         window = to_pair("window_size", window_size)

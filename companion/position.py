@@ -48,7 +48,7 @@ from companion._checks import check_bool, check_choice
 from companion.absolute import AbsolutePositionEmbedding
 
 #: The built-in codes' modules; each registers its codes when imported (``window_codes``).
-BUILT_IN_CODES = ("companion.transfer", "companion.cpb", "companion.rope")
+BUILT_IN_CODES = ("companion.bias_table", "companion.cpb", "companion.rope")
 
 
 class PositionTerm(nn.Module):
@@ -104,7 +104,7 @@ class WindowCode:
     can_wrap: ClassVar[bool] = False
     #: Whether ``abs+<name>`` (an absolute embedding with this code) is a position of its own.
     with_absolute: ClassVar[bool] = False
-    #: The resize methods (``companion.transfer``) that give different models when the window
+    #: The resize methods (``companion.resize``) that give different models when the window
     #: grows: one for a code with nothing to resize (it is not used).
     resize_methods: ClassVar[tuple[str, ...]] = ("geometric",)
 
@@ -320,7 +320,7 @@ class Position:
     @property
     def resize_methods(self) -> tuple[str, ...]:
         """The table resize methods that give different models when the window grows: both of
-        ``companion.transfer`` for a table, one (either: it is not used) otherwise."""
+        ``companion.resize`` for a table, one (either: it is not used) otherwise."""
         return ("geometric",) if self.window is None else self.window.resize_methods
 
 

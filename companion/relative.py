@@ -14,8 +14,8 @@ offset (so the row formula is written nowhere else); ``make_bias_table`` makes t
 ``wrap_offsets`` takes them around a ring (a window that spans a whole axis of a torus) and
 ``magnitude_index`` keeps only ``(|dy|, |dx|)``.
 
-The window code built on them, ``BiasTable`` (``pos="rel"``), lives with the table's resizing in
-``companion.transfer``.
+The window code built on them, ``BiasTable`` (``pos="rel"``), lives in ``companion.bias_table``;
+the table's resizing to another window in ``companion.resize``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from companion._checks import (
     check_positive_int,
     to_pair,
 )
-from companion.trunc_normal import trunc_normal_
+from companion.layers import trunc_normal_
 
 WindowSize = int | tuple[int, int]
 

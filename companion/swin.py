@@ -14,7 +14,7 @@ window attention adds position with: Swin's relative position bias table (the pa
 ``pos="rel"``), Swin V2's continuous bias (``"cpb"``, ``companion.cpb``), a 2-D rotary embedding
 (``"rope-axial"``/``"rope-mixed"``, ``companion.rope``), or none.
 ``set_window_size`` and ``set_img_size`` move a trained model to another window or image size
-(tables resized by ``companion.transfer``).
+(tables resized by ``companion.resize``).
 
 Parameter and buffer names, shapes and the layout (patch merging at the *start* of stages 1, 2, ...)
 follow ``timm.models.swin_transformer.SwinTransformer`` of timm 1.0, so with ``pos="rel"``
@@ -35,13 +35,13 @@ from companion import absolute
 from companion._checks import check_bool, to_pair
 from companion.absolute import AbsolutePositionEmbedding
 from companion.attention import AttnImpl, WindowAttention
-from companion.layers import DropPath, Mlp
+from companion.bias_table import SWIN_CODE
+from companion.layers import DropPath, Mlp, trunc_normal_
 from companion.merging import PatchMerging, PoolMerging, merged_resolution
 from companion.position import NoPosition, WindowPosition, keep_checkpoint_names
 from companion.relative import WindowSize
+from companion.resize import ResizeMethod, check_resize_method
 from companion.swin_configs import SwinConfig, model_config
-from companion.transfer import SWIN_CODE, ResizeMethod, check_resize_method
-from companion.trunc_normal import trunc_normal_
 from companion.window import (
     cyclic_shift,
     pad_to_windows,
@@ -341,7 +341,7 @@ class SwinTransformer(nn.Module):
 
     def set_window_size(self, window_size: WindowSize, method: ResizeMethod = "geometric") -> None:
         """Use another window in every stage (clamped to each map as at construction); bias
-        tables are resized with ``method`` (``companion.transfer.resize_bias_table``)."""
+        tables are resized with ``method`` (``companion.resize.resize_bias_table``)."""
         self.set_input_size(window_size=window_size, method=method)
 
     def set_img_size(self, img_size: WindowSize, method: ResizeMethod = "geometric") -> None:

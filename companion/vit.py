@@ -33,8 +33,7 @@ from torch import Tensor, nn
 from companion._checks import check_positive_int, to_pair
 from companion.absolute import AbsolutePositionEmbedding, PatchEmbed, Size
 from companion.attention import WindowAttention
-from companion.layers import Mlp
-from companion.trunc_normal import trunc_normal_
+from companion.layers import Mlp, trunc_normal_
 
 
 def _check_ratio(name: str, value: object) -> float:

@@ -51,15 +51,15 @@ PLAIN=(--results-dir "$RESULTS_DIR" --config tiny-cpu --pos none abs rel abs+rel
        --warmup-epochs "$WARMUP" --label-smoothing 0 --threads 1 --jobs 2 --device cpu $FRESH_FLAG)
 COMMON=("${PLAIN[@]}" --extra-seeds $EXTRA_SEEDS)
 
-"$PY" -m companion.ablation --name cpu-far-relation "${COMMON[@]}" \
+"$PY" -m companion.commands.ablation --name cpu-far-relation "${COMMON[@]}" \
     --datasets far-relation-heldout --epochs "$FAR_EPOCHS" --curriculum-epochs "$CURRICULUM" \
     --extra far-relation-heldout:none:pool-merge far-relation-heldout:rel:pool-merge
 
-"$PY" -m companion.ablation --name cpu-ablation "${COMMON[@]}" \
+"$PY" -m companion.commands.ablation --name cpu-ablation "${COMMON[@]}" \
     --datasets grid-cell relation --epochs "$EPOCHS" \
     --extra grid-cell:none:torus grid-cell:rel:torus grid-cell:abs:torus grid-cell:rel:no-shift \
             grid-cell:rel:abs-offset-bias grid-cell:abs+rel:abs-offset-bias \
             relation:none:pool-merge relation:rel:pool-merge relation:abs:pool-merge
 
-"$PY" -m companion.ablation --name interior-holdout "${PLAIN[@]}" \
+"$PY" -m companion.commands.ablation --name interior-holdout "${PLAIN[@]}" \
     --datasets far-relation-interior --epochs "$FAR_EPOCHS" --curriculum-epochs "$CURRICULUM"

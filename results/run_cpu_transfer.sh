@@ -15,14 +15,14 @@ FRESH_FLAG=${FRESH:+--fresh}
 COMMON=(--results-dir results --config tiny-cpu --seeds 0 1 2
     --train-size 2000 --test-size 1000 --epochs 20 --batch-size 16 --lr 1e-3
     --warmup-epochs 2 --label-smoothing 0 --threads 1 --jobs 2 --device cpu)
-"$PY" -m companion.ablation --name cpu-transfer "${COMMON[@]}" $FRESH_FLAG \
+"$PY" -m companion.commands.ablation --name cpu-transfer "${COMMON[@]}" $FRESH_FLAG \
     --datasets grid-cell relation --pos none abs rel abs+rel cpb rope-axial rope-mixed \
     --replace-derived  # the experiment below computes transfer.json again from these runs
-"$PY" -m companion.resolution_experiment --name cpu-transfer --sizes 48 --renderings scaled world \
+"$PY" -m companion.commands.resolution_experiment --name cpu-transfer --sizes 48 --renderings scaled world \
     --finetune-steps 50 --finetune-batch-size 32 --jobs 2 --threads 1 --replace
-"$PY" -m companion.ablation --name cpu-transfer-48-world "${COMMON[@]}" $FRESH_FLAG \
+"$PY" -m companion.commands.ablation --name cpu-transfer-48-world "${COMMON[@]}" $FRESH_FLAG \
     --img-size 48 --rendering world --datasets grid-cell relation --pos abs rel cpb
-"$PY" -m companion.ablation --name cpu-transfer-48-scaled "${COMMON[@]}" $FRESH_FLAG \
+"$PY" -m companion.commands.ablation --name cpu-transfer-48-scaled "${COMMON[@]}" $FRESH_FLAG \
     --img-size 48 --rendering scaled --datasets relation --pos abs rel cpb
-"$PY" -m companion.ablation --name cpu-transfer-48-world-w6 "${COMMON[@]}" $FRESH_FLAG \
+"$PY" -m companion.commands.ablation --name cpu-transfer-48-world-w6 "${COMMON[@]}" $FRESH_FLAG \
     --img-size 48 --window-size 6 --rendering world --datasets grid-cell relation --pos abs rel cpb

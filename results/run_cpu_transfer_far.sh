@@ -38,28 +38,28 @@ MOVE=(--sizes 48 --renderings scaled world --finetune-steps 50 --finetune-batch-
     --threads 1)
 
 if step 1; then
-    "$PY" -m companion.ablation --name cpu-transfer-far "${COMMON[@]}" --train-size 2000 \
+    "$PY" -m companion.commands.ablation --name cpu-transfer-far "${COMMON[@]}" --train-size 2000 \
         --curriculum-epochs 5 --seeds 0 1 2 3 4 --pos "${CODES[@]}" --replace-derived
-    "$PY" -m companion.resolution_experiment --name cpu-transfer-far "${MOVE[@]}" --replace
+    "$PY" -m companion.commands.resolution_experiment --name cpu-transfer-far "${MOVE[@]}" --replace
 fi
 
 # 2. The codes whose cell split on seeds 0-4, by the predictions' own rule.
 if step 2; then
     SPLIT=$("$PY" -m companion.experiments.runs.split_codes results/cpu-transfer-far)
     if [[ -n "$SPLIT" ]]; then
-        "$PY" -m companion.ablation --name cpu-transfer-far-more "${COMMON[@]}" --train-size 2000 \
+        "$PY" -m companion.commands.ablation --name cpu-transfer-far-more "${COMMON[@]}" --train-size 2000 \
             --curriculum-epochs 5 --seeds 5 6 7 8 9 --pos $SPLIT --replace-derived
-        "$PY" -m companion.resolution_experiment --name cpu-transfer-far-more "${MOVE[@]}" --replace
+        "$PY" -m companion.commands.resolution_experiment --name cpu-transfer-far-more "${MOVE[@]}" --replace
     fi
 fi
 
 if step 3; then
-    "$PY" -m companion.ablation --name cpu-transfer-far-48-world "${COMMON[@]}" --img-size 48 \
+    "$PY" -m companion.commands.ablation --name cpu-transfer-far-48-world "${COMMON[@]}" --img-size 48 \
         --rendering world --window-size 6 --train-size 2000 \
         --curriculum-epochs 10 --seeds 0 1 2 3 4 --pos abs rel rope-mixed
 fi
 if step 4; then
-    "$PY" -m companion.ablation --name cpu-transfer-far-48-scaled "${COMMON[@]}" --img-size 48 \
+    "$PY" -m companion.commands.ablation --name cpu-transfer-far-48-scaled "${COMMON[@]}" --img-size 48 \
         --rendering scaled --window-size 6 --train-size 2000 \
         --curriculum-epochs 10 --seeds 0 1 2 3 4 --pos abs rel
 fi
@@ -71,22 +71,22 @@ if step 5; then
     BLIND=$("$PY" -m companion.experiments.runs.blind_codes --pilots "$PILOTS" \
         results/cpu-transfer-far results/cpu-transfer-far-more)
     if [[ -n "$BLIND" ]]; then
-        "$PY" -m companion.ablation --name cpu-transfer-far-blind "${COMMON[@]}" \
+        "$PY" -m companion.commands.ablation --name cpu-transfer-far-blind "${COMMON[@]}" \
             --train-size 2000 --curriculum-epochs 5 --seeds 5 --pos $BLIND --replace-derived
-        "$PY" -m companion.resolution_experiment --name cpu-transfer-far-blind "${MOVE[@]}" \
+        "$PY" -m companion.commands.resolution_experiment --name cpu-transfer-far-blind "${MOVE[@]}" \
             --replace
     fi
     BLIND=$("$PY" -m companion.experiments.runs.blind_codes --pilots "$PILOTS" \
         results/cpu-transfer-far-48-world)
     if [[ -n "$BLIND" ]]; then
-        "$PY" -m companion.ablation --name cpu-transfer-far-48-world-blind "${COMMON[@]}" \
+        "$PY" -m companion.commands.ablation --name cpu-transfer-far-48-world-blind "${COMMON[@]}" \
             --img-size 48 --rendering world --window-size 6 --train-size 2000 \
             --curriculum-epochs 10 --seeds 5 --pos $BLIND
     fi
     BLIND=$("$PY" -m companion.experiments.runs.blind_codes --pilots "$PILOTS" \
         results/cpu-transfer-far-48-scaled)
     if [[ -n "$BLIND" ]]; then
-        "$PY" -m companion.ablation --name cpu-transfer-far-48-scaled-blind "${COMMON[@]}" \
+        "$PY" -m companion.commands.ablation --name cpu-transfer-far-48-scaled-blind "${COMMON[@]}" \
             --img-size 48 --rendering scaled --window-size 6 --train-size 2000 \
             --curriculum-epochs 10 --seeds 5 --pos $BLIND
     fi

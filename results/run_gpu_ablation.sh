@@ -111,19 +111,19 @@ PLAIN=(--results-dir "$RESULTS_DIR" --work-dir "$WORK_DIR" --config "$CONFIG"
 COMMON=("${PLAIN[@]}" --extra-seeds $EXTRA_SEEDS)
 
 start=$SECONDS
-"$PY" -m companion.ablation --name "gpu-far-relation$SUFFIX" "${COMMON[@]}" \
+"$PY" -m companion.commands.ablation --name "gpu-far-relation$SUFFIX" "${COMMON[@]}" \
     --datasets far-relation-heldout --epochs "$FAR_EPOCHS" --curriculum-epochs "$CURRICULUM" \
     --extra far-relation-heldout:none:pool-merge far-relation-heldout:rel:pool-merge
 echo "part 1 took $(( SECONDS - start )) s"
 
-"$PY" -m companion.ablation --name "gpu-ablation$SUFFIX" "${COMMON[@]}" \
+"$PY" -m companion.commands.ablation --name "gpu-ablation$SUFFIX" "${COMMON[@]}" \
     --datasets grid-cell relation --epochs "$EPOCHS" \
     --extra grid-cell:none:torus grid-cell:rel:torus grid-cell:abs:torus grid-cell:rel:no-shift \
             grid-cell:rel:abs-offset-bias grid-cell:abs+rel:abs-offset-bias \
             relation:none:pool-merge relation:rel:pool-merge relation:abs:pool-merge
 echo "parts 1 and 2 took $(( SECONDS - start )) s"
 
-"$PY" -m companion.ablation --name "gpu-interior-holdout$SUFFIX" "${PLAIN[@]}" \
+"$PY" -m companion.commands.ablation --name "gpu-interior-holdout$SUFFIX" "${PLAIN[@]}" \
     --datasets far-relation-interior --epochs "$FAR_EPOCHS" --curriculum-epochs "$CURRICULUM"
 echo "parts 1 to 3 took $(( SECONDS - start )) s"
 
@@ -131,7 +131,7 @@ echo "parts 1 to 3 took $(( SECONDS - start )) s"
 #    stochastic depth (the cifar config's own drop_path_rate of 0.1); no controlled variant.
 if [[ -n "${CIFAR:-}" ]]; then
     DOWNLOAD_FLAG=${DOWNLOAD:+--download}
-    "$PY" -m companion.ablation --name "gpu-cifar10$SUFFIX" --results-dir "$RESULTS_DIR" \
+    "$PY" -m companion.commands.ablation --name "gpu-cifar10$SUFFIX" --results-dir "$RESULTS_DIR" \
         --work-dir "$WORK_DIR" --config cifar --datasets cifar10 --pos none abs rel abs+rel \
         --seeds $SEEDS --epochs "$CIFAR_EPOCHS" --batch-size "$CIFAR_BATCH" --lr "$LR" \
         --warmup-epochs "$CIFAR_WARMUP" --label-smoothing 0.1 --jobs "$JOBS" \

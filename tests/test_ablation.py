@@ -33,7 +33,9 @@ from companion.train import TrainConfig
 def mini(tmp_path_factory, tiny_plan):
     """One minuscule ablation (relation; none and rel; seeds 0 and 1), shared by the tests."""
     tmp_path = tmp_path_factory.mktemp("ablation")
-    results = run_ablation(tiny_plan(tmp_path), command="python -m companion.ablation --name mini")
+    results = run_ablation(
+        tiny_plan(tmp_path), command="python -m companion.commands.ablation --name mini"
+    )
     return results, tmp_path / "results" / "mini"
 
 
@@ -51,7 +53,7 @@ def test_runner_writes_results_curves_table_and_bias_tables(mini):
     header = saved["header"]
     for key in ("cpu", "gpu", "torch", "git", "command", "date_utc", "wall_s"):
         assert key in header
-    assert header["command"] == "python -m companion.ablation --name mini"
+    assert header["command"] == "python -m companion.commands.ablation --name mini"
     assert set(header["git"]) == {"commit", "dirty"}
     assert len(list((folder / "curves").glob("*.json"))) == 4
     table = (folder / "results.md").read_text()
@@ -135,7 +137,7 @@ def test_command_line_runs_and_records_its_exact_command(tmp_path, capsys):
     argv += ["--results-dir", str(tmp_path / "r"), "--work-dir", str(tmp_path / "w")]
     assert main(argv) == 0
     saved = json.loads((tmp_path / "r" / "cli" / "results.json").read_text())
-    assert saved["header"]["command"].startswith("python -m companion.ablation --name cli")
+    assert saved["header"]["command"].startswith("python -m companion.commands.ablation --name cli")
     assert saved["runs"][0]["seed"] == 3
     assert "| abs |" in capsys.readouterr().out
 

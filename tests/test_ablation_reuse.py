@@ -106,7 +106,7 @@ def test_command_line_errors_are_one_line(tmp_path, capsys):
     capsys.readouterr()
     assert _cli(tmp_path, "--lr", "2e-3") == 1
     err = capsys.readouterr().err
-    assert err.startswith("python -m companion.ablation: error: ") and "--fresh" in err
+    assert err.startswith("python -m companion.commands.ablation: error: ") and "--fresh" in err
     assert len(err.strip().splitlines()) == 1
     (tmp_path / "w" / "cli" / "relation__rel__seed0.json").write_text("{not json")
     assert _cli(tmp_path) == 1

@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from companion.attention import WindowAttention, biased_logits
+from companion.bias_table import BiasTable
 from companion.cpb import ContinuousBias
 from companion.relative import relative_position_index
 from companion.rope import Rotary
-from companion.transfer import BiasTable
 
 
 def reference_attention(module: WindowAttention, x: torch.Tensor, mask=None) -> torch.Tensor:

@@ -1,5 +1,6 @@
-"""The ``python -m companion.<command>`` shims: Ctrl-C while one starts (torch importing) is one
-line and status 130; ``--debug`` keeps the traceback; ``main``'s status is the exit status."""
+"""The ``python -m companion.commands.<command>`` shims: Ctrl-C while one starts (torch
+importing) is one line and status 130; ``--debug`` keeps the traceback; ``main``'s status is the
+exit status."""
 
 import builtins
 import runpy
@@ -16,9 +17,9 @@ def run_command(monkeypatch):
     """``run_command(name, *argv)``: run the shim as ``python -m`` does; its ``SystemExit``."""
 
     def run(name: str, *argv: str) -> SystemExit:
-        monkeypatch.setattr(sys, "argv", [f"companion/{name}.py", *argv])
+        monkeypatch.setattr(sys, "argv", [f"companion/commands/{name}.py", *argv])
         with pytest.raises(SystemExit) as exit_info:
-            runpy.run_module(f"companion.{name}", run_name="__main__")
+            runpy.run_module(f"companion.commands.{name}", run_name="__main__")
         return exit_info.value
 
     return run
@@ -46,15 +47,15 @@ def test_ctrl_c_while_a_command_imports_is_one_line_and_status_130(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.splitlines() == [
-        f"python -m companion.{name}: interrupted while starting: nothing was run"
+        f"python -m companion.commands.{name}: interrupted while starting: nothing was run"
     ]
 
 
 @pytest.mark.parametrize("name", COMMANDS)
 def test_debug_keeps_the_interrupts_traceback(name, monkeypatch, interrupted_import, capsys):
-    monkeypatch.setattr(sys, "argv", [f"companion/{name}.py", "--debug"])
+    monkeypatch.setattr(sys, "argv", [f"companion/commands/{name}.py", "--debug"])
     with pytest.raises(KeyboardInterrupt):
-        runpy.run_module(f"companion.{name}", run_name="__main__")
+        runpy.run_module(f"companion.commands.{name}", run_name="__main__")
     assert capsys.readouterr().err == ""
 
 

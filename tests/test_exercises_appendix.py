@@ -29,7 +29,7 @@ def test_a_gradient_below_fp16s_smallest_subnormal_vanishes_unless_scaled():
 def checkpoint(tmp_path_factory):
     out = tmp_path_factory.mktemp("run")
     cfg = TrainConfig(
-        config="tiny-cpu", dataset="grid-cell", pos="rel", epochs=3, stop_after_epochs=1,
+        model_config_name="tiny-cpu", dataset="grid-cell", pos="rel", epochs=3, stop_after_epochs=1,
         batch_size=16, train_size=32, test_size=16, device="cpu", progress=False, out=str(out),
     )  # fmt: skip
     model = train(cfg).model

@@ -6,12 +6,12 @@ import pytest
 import torch
 
 from companion.absolute import AbsolutePositionEmbedding
+from companion.bias_table import BiasTable
 from companion.exercises.ch00 import (
     check_with_absolute_embedding,
     inverse_permutation,
     pooled_output_difference,
 )
-from companion.transfer import BiasTable
 
 
 def test_inverse_permutation_undoes_the_shuffle():

@@ -22,10 +22,10 @@ CPU = ROOT / "results" / "run_cpu_ablation.sh"
 
 
 def _commands(script: Path) -> list[list[str]]:
-    """The ``python -m companion.ablation`` command lines of a run script, as words."""
+    """The ``python -m companion.commands.ablation`` command lines of a run script, as words."""
     text = script.read_text().replace("\\\n", " ")
-    lines = [line for line in text.splitlines() if "-m companion.ablation" in line]
-    return [shlex.split(line.split("-m companion.ablation", 1)[1]) for line in lines]
+    lines = [line for line in text.splitlines() if "-m companion.commands.ablation" in line]
+    return [shlex.split(line.split("-m companion.commands.ablation", 1)[1]) for line in lines]
 
 
 def _values(words: list[str], flag: str) -> list[str]:

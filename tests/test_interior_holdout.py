@@ -135,6 +135,7 @@ def _command() -> list[str]:
 def test_the_predictions_read_cells_and_splits_of_the_plan_their_command_runs():
     predictions = parse_predictions(PREDICTIONS.read_text(), PREDICTIONS)
     words = _command()
+    # Committed before the commands moved into companion.commands: the same command, spelled so.
     assert words[:3] == ["python", "-m", "companion.ablation"]
     args = build_parser().parse_args(words[3:])
     grid = {name: tuple(getattr(args, name)) for name in GRID}  # as the command line reads it

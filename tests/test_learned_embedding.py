@@ -105,7 +105,7 @@ def test_magnitude_counts_anti_parallel_vectors_as_alike():
 
 @pytest.fixture
 def no_training(monkeypatch):
-    """``python -m companion.learned_embedding``'s main, with training that fails the test."""
+    """``python -m companion.commands.learned_embedding``'s main, training that fails the test."""
     from companion.experiments.runs import learned_embedding as run
 
     def train(*args, **kwargs):

@@ -8,13 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from companion.absolute import PatchEmbed
+from companion.bias_table import BiasTable
 from companion.permutation import (
     EQUIVARIANCE_ATOL,
     check_permutation,
     permutation_equivariance_check,
     shuffle_patches,
 )
-from companion.transfer import BiasTable
 
 
 @pytest.mark.parametrize("attn_impl", ["sdpa", "eager"])

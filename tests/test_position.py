@@ -10,13 +10,13 @@ import torch
 
 from companion import position as position_module
 from companion.attention import WindowAttention
+from companion.bias_table import BiasTable
 from companion.cpb import ContinuousBias
 from companion.position import POS_CHOICES, Position
 from companion.rope import Rotary
 from companion.swin_configs import SwinConfig, model_config
 from companion.train import train
 from companion.train.build import build_model
-from companion.transfer import BiasTable
 
 
 @pytest.mark.parametrize("name", POS_CHOICES)

@@ -1,4 +1,5 @@
-"""companion.resolution_experiment: a minuscule ablation moved to 48 and 64 px, end to end."""
+"""companion.commands.resolution_experiment: a minuscule ablation moved to 48 and 64 px, end to
+end."""
 
 import json
 
@@ -47,7 +48,9 @@ def finished(tmp_path_factory):
 def test_every_run_is_moved_under_every_condition_with_provenance(finished):
     results = json.loads((finished / "transfer.json").read_text())
     assert is_sealed(results)  # its rows as the run computed them (load_transfer checks it)
-    assert results["header"]["command"].startswith("python -m companion.resolution_experiment")
+    assert results["header"]["command"].startswith(
+        "python -m companion.commands.resolution_experiment"
+    )
     assert "git" in results["header"] and "wall_s" in results["header"]
     conditions = {(r["pos"], r["size"], r["condition"]) for r in results["rows"]}
     assert ("rel", 64, "window-grown-bicubic") in conditions

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from companion.shifted_offsets import shifted_pair_offsets, wrapped_offset_errors
+from companion.window import shifted_pair_offsets, wrapped_offset_errors
 
 MAPS = [(8, 8, 4, 2), (56, 56, 7, 3), (6, 12, (3, 4), (1, 2)), (8, 12, (4, 6), (2, 0))]
 

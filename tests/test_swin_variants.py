@@ -4,13 +4,13 @@ import pytest
 import torch
 
 from companion.attention import WindowAttention
+from companion.bias_table import BiasTable
 from companion.cpb import ContinuousBias
 from companion.merging import PatchMerging, PoolMerging
 from companion.relative import offset_to_index, pairwise_offsets, relative_position_index
 from companion.rope import Rotary
 from companion.swin import SwinBlock, SwinTransformer, swin_from_config
 from companion.swin_configs import CONFIGS, VARIANTS, model_config, variant_overrides
-from companion.transfer import BiasTable
 
 TINY = CONFIGS["tiny-cpu"]
 
@@ -243,7 +243,7 @@ def test_variant_names_combine_with_plus_into_model_options():
 
 @pytest.mark.parametrize("method", ["bicubic", "geometric"])
 def test_a_magnitude_table_resizes_as_the_signed_table_it_stands_for(method, tiny_swin):
-    from companion.transfer import resize_bias_table
+    from companion.resize import resize_bias_table
 
     model = strong_bias(tiny_swin(pos="rel", rel_bias_offsets="magnitude"))
     attn = model.layers[0].blocks[0].attn

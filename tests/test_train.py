@@ -1,5 +1,6 @@
 """The trainer: exact resume, divergence stop, files, checks, command line."""
 
+import argparse
 import csv
 import dataclasses
 import itertools
@@ -56,7 +57,7 @@ def test_one_epoch_then_resume_equals_two_epochs_exactly(
 
 
 def test_swin_with_stochastic_depth_resumes_exactly(tmp_path, tiny_run, same_weights):
-    kw = {"config": "tiny-cpu", "pos": "abs+rel", "drop_path_rate": 0.2, "train_size": 48}
+    kw = dict(model_config_name="tiny-cpu", pos="abs+rel", drop_path_rate=0.2, train_size=48)
     straight = train(tiny_run(tmp_path / "a", **kw))
     train(tiny_run(tmp_path / "b", stop_after_epochs=1, **kw))
     resumed = train(tiny_run(tmp_path / "b", resume=True, **kw))
@@ -71,6 +72,33 @@ def test_checkpoint_loads_with_weights_only_and_holds_every_state(tmp_path, tiny
         assert key in ckpt
     assert set(ckpt["rng"]) == {"torch", "cuda", "python", "numpy", "data_order", "augment"}
     assert not list((tmp_path / "run").glob("*.tmp"))  # atomic writes leave no temp files
+
+
+def test_published_records_name_the_model_config_config_and_are_still_read_and_matched():
+    """The field was ``config`` when the published runs recorded their settings: a record keeps
+    that key (and the flag ``--config``), so a published run is read back and reused as it is."""
+    from companion.experiments.runs.ablation import COMPARED_KINDS
+    from companion.train.checkpoint import settings_differences
+    from companion.train.config import (
+        add_config_arguments,
+        config_from_args,
+        recorded_settings,
+        settings_from_record,
+    )
+
+    published = json.loads((ROOT / "results" / "cpu-transfer-far" / "results.json").read_text())
+    saved = published["runs"][0]["settings"]
+    assert saved["config"] == "tiny-cpu" and "model_config_name" not in saved
+    cfg = TrainConfig(**settings_from_record(saved))
+    assert cfg.model_config_name == "tiny-cpu"
+    assert settings_differences(saved, recorded_settings(cfg, COMPARED_KINDS)) == []
+    other = dataclasses.replace(cfg, model_config_name="cifar")
+    assert settings_differences(saved, recorded_settings(other, COMPARED_KINDS)) == [
+        "config: saved 'tiny-cpu', now 'cifar'"
+    ]
+    parser = argparse.ArgumentParser()
+    add_config_arguments(parser)
+    assert config_from_args(parser.parse_args(["--config", "cifar"])).model_config_name == "cifar"
 
 
 def test_resume_without_a_checkpoint_says_where_it_looked(tmp_path, tiny_run, stand_in):
@@ -196,7 +224,7 @@ def test_the_multi_tensor_optimiser_step_gives_the_per_parameter_loop_s_weights_
     from companion.swin import swin_from_config
     from companion.train.build import build_optimizer
 
-    cfg = TrainConfig(config="tiny-cpu", pos="abs+rel", dataset="grid-cell", lr=1e-3)
+    cfg = TrainConfig(model_config_name="tiny-cpu", pos="abs+rel", dataset="grid-cell", lr=1e-3)
     gen = torch.Generator().manual_seed(0)
     x, y = torch.randn(8, 3, 32, 32, generator=gen), torch.randint(0, 16, (8,), generator=gen)
     models = []
@@ -288,7 +316,7 @@ def test_the_pos_choices_are_the_rows_of_the_paper_table():
         ({"weight_decay": math.nan}, ValueError, "weight_decay must be a finite number"),
         ({"pos": "sincos"}, ValueError, "pos must be one of"),
         ({"dataset": "mnist"}, ValueError, "dataset must be one of"),
-        ({"config": "huge"}, ValueError, "config must be one of"),
+        ({"model_config_name": "huge"}, ValueError, "model_config_name must be one of"),
         ({"device": "gpu"}, ValueError, "device must be one of auto, cpu"),
         ({"label_smoothing": 1.5}, ValueError, "label_smoothing must be a finite number in"),
         ({"warmup_epochs": 20.0}, ValueError, "warmup_epochs must be a number in"),
@@ -331,8 +359,8 @@ def test_train_module_exposes_main_for_the_console_script():
 
 def test_demo_trains_cifar10_on_a_gpu_and_a_short_task_on_a_cpu(tmp_path):
     gpu, cpu = demo_config(tmp_path, cuda=True), demo_config(tmp_path, cuda=False)
-    assert (gpu.config, gpu.dataset, gpu.download) == ("cifar", "cifar10", True)
-    assert (cpu.config, cpu.dataset, cpu.device) == ("tiny-cpu", "grid-cell", "cpu")
+    assert (gpu.model_config_name, gpu.dataset, gpu.download) == ("cifar", "cifar10", True)
+    assert (cpu.model_config_name, cpu.dataset, cpu.device) == ("tiny-cpu", "grid-cell", "cpu")
     # Both exist, so both were checked when built (TrainConfig is frozen and checks itself).
 
 
@@ -358,7 +386,7 @@ def test_the_colab_gpu_cell_trains_the_cifar_swin_in_the_gpus_precision(
     monkeypatch.setattr(train_module.demo, "train", lambda cfg: seen.append(cfg) or "trained")
     assert train_on_gpu(tmp_path) == "trained"
     (cfg,) = seen
-    assert (cfg.config, cfg.dataset, cfg.precision, cfg.progress) == (
+    assert (cfg.model_config_name, cfg.dataset, cfg.precision, cfg.progress) == (
         "cifar",
         "cifar10",
         "auto",

@@ -109,7 +109,7 @@ def test_fp16_resume_restores_the_scaler_and_equals_an_uninterrupted_run(
 
 def test_the_small_swin_trains_under_bf16_autocast(tmp_path, force_precision, tiny_run):
     force_precision("bf16")
-    cfg = tiny_run(tmp_path, config="tiny-cpu", pos="abs+rel", epochs=1, train_size=32)
+    cfg = tiny_run(tmp_path, model_config_name="tiny-cpu", pos="abs+rel", epochs=1, train_size=32)
     result = train(cfg)
     assert result.header["precision"] == "bf16" and len(result.history) == 1
 
@@ -156,7 +156,8 @@ def test_the_gpu_demo_falls_back_to_a_generated_task_when_cifar10_cannot_be_down
     assert train_demo(tmp_path / "run", cuda=True) == "trained"
     (used,) = seen
     assert used.dataset == FALLBACK_DATASET and not used.download
-    assert (used.config, used.pos, used.epochs) == (cfg.config, cfg.pos, cfg.epochs)
+    assert used.model_config_name == cfg.model_config_name
+    assert (used.pos, used.epochs) == (cfg.pos, cfg.epochs)
     note = capsys.readouterr().out.strip()
     assert "\n" not in note and "could not download CIFAR-10" in note and FALLBACK_DATASET in note
 

@@ -17,12 +17,12 @@ SCRIPT = ROOT / "results" / "run_cpu_transfer_far.sh"
 
 
 def _ablations() -> dict[str, list[str]]:
-    """``{--name: words}`` of every ``python -m companion.ablation`` line of the run script."""
+    """``{--name: words}`` of each ``-m companion.commands.ablation`` line of the run script."""
     text = SCRIPT.read_text().replace("\\\n", " ")
     found = {}
     for line in text.splitlines():
-        if "-m companion.ablation" in line:
-            words = shlex.split(line.split("-m companion.ablation", 1)[1])
+        if "-m companion.commands.ablation" in line:
+            words = shlex.split(line.split("-m companion.commands.ablation", 1)[1])
             found[words[words.index("--name") + 1]] = words
     return found
 

@@ -1,11 +1,11 @@
-"""companion.trunc_normal.trunc_normal_: version-independent draws, inside the bounds, checked
+"""companion.layers.trunc_normal_: version-independent draws, inside the bounds, checked
 arguments."""
 
 import pytest
 import torch
 from torch import nn
 
-from companion.trunc_normal import trunc_normal_
+from companion.layers import trunc_normal_
 
 
 def test_wide_bounds_give_exactly_the_seeded_normal_stream():

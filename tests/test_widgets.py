@@ -37,7 +37,7 @@ from companion.figures.widgets import (
     relative_index_explorer,
     show_explorer,
 )
-from companion.transfer import RESIZE_METHODS
+from companion.resize import RESIZE_METHODS
 
 ROOT = Path(__file__).resolve().parent.parent
 SANITIZE = get_sanitize_patterns((ROOT / "tests" / "nbval_sanitize.cfg").read_text())

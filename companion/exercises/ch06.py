@@ -12,8 +12,8 @@ from companion.cpb import NORM_RANGE, log_space
 from companion.data import make_dataset
 from companion.data.tasks import PATCH, PATCHES
 from companion.figures.resolution import bump_table
+from companion.resize import ResizeMethod, resize_bias_table, table_as_images
 from companion.rope import rotate_pairs
-from companion.transfer import ResizeMethod, resize_bias_table, table_as_images
 
 #: The values each exercise's solution prints as its answer, ``{exercise: (value, ...)}``: a
 #: number (matched by value) or a literal. Nothing a reader meets before the exercise prints or

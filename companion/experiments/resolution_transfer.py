@@ -34,8 +34,8 @@ import torch
 from companion._checks import check_choice, check_positive_int
 from companion.data.dataset import ImageClassificationData
 from companion.position import Position
+from companion.resize import RESIZE_METHODS, ResizeMethod, check_resize_method
 from companion.swin import SwinTransformer
-from companion.transfer import RESIZE_METHODS, ResizeMethod, check_resize_method
 
 TRAIN_SIZE = 32
 EVAL_SIZES = (48, 64)

@@ -10,7 +10,7 @@ from companion._checks import check_choice, check_int_in_range
 from companion.figures.live import colormaps, float32_base64
 from companion.figures.resolution import bump_table, resize_figure
 from companion.figures.widgets import Control, Explorer
-from companion.transfer import RESIZE_METHODS
+from companion.resize import RESIZE_METHODS
 
 #: Largest window the sliders offer (Swin's fine-tuning windows are 12 and 24; 12 stays legible).
 MAX_WINDOW = 12

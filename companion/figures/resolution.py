@@ -28,8 +28,8 @@ from companion.experiments.resolution_transfer import (
     grown_condition,
 )
 from companion.relative import WindowSize
+from companion.resize import ResizeMethod, geometric_positions, resize_bias_table, table_as_images
 from companion.rope import WindowRoPE, equal_content_logits, window_positions
-from companion.transfer import ResizeMethod, geometric_positions, resize_bias_table, table_as_images
 
 #: The book's text column, in inches.
 WIDTH = 6.6

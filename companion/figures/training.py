@@ -13,12 +13,12 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from companion.bias_table import BiasTable
 from companion.data.dataset import ImageClassificationData
 from companion.experiments.stats import paired_interval
 from companion.figures.absolute import MAX_WIDTH
 from companion.figures.relative import text_width
 from companion.position import Position
-from companion.transfer import BiasTable
 
 #: One colour per position encoding of chapter 5, the same in every figure; any other position
 #: takes its window code's (``WindowCode.color``, ``pos_color``).

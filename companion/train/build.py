@@ -29,7 +29,8 @@ ModelFactory = Callable[[int, Position], nn.Module]
 
 
 def build_model(cfg: TrainConfig, num_classes: int, factory: ModelFactory | None) -> nn.Module:
-    """``factory(num_classes, cfg.pos)``, or by default ``swin_from_config(cfg.config, ...)``
+    """``factory(num_classes, cfg.pos)``, or by default ``swin_from_config(cfg.model_config_name,
+    ...)``
     with every ``model=True`` setting of the config passed by name and the options of
     ``cfg.variant`` (``companion.swin.variant_overrides``). A ``factory`` builds its own model,
     so it takes no variant."""
@@ -44,7 +45,7 @@ def build_model(cfg: TrainConfig, num_classes: int, factory: ModelFactory | None
     from companion.swin_configs import variant_overrides
 
     options = model_options(cfg) | variant_overrides(cfg.variant)
-    return swin_from_config(cfg.config, num_classes=num_classes, **options)
+    return swin_from_config(cfg.model_config_name, num_classes=num_classes, **options)
 
 
 def load_data(

@@ -1,8 +1,9 @@
 """Every training setting, once: type, default, allowed values and help live on one dataclass.
 
 ``companion-train``'s flags, the ablation runner's per-run flags (``python -m
-companion.ablation``), the checks, what a checkpoint records and what a reused run must match are
-all *generated* from :class:`TrainConfig`'s fields, so a setting added here appears everywhere.
+companion.commands.ablation``), the checks, what a checkpoint records and what a reused run must
+match are all *generated* from :class:`TrainConfig`'s fields, so a setting added here appears
+everywhere.
 
 Why a plain dataclass plus ~60 lines of argparse generation, rather than a library that turns a
 dataclass into a CLI (tyro, simple-parsing, jsonargparse): the package is installed on Colab next
@@ -97,7 +98,7 @@ class TrainConfig:
     gives a changed copy, checked again.
     """
 
-    config: str = setting(
+    model_config_name: str = setting(
         "tiny-cpu", "model size: a name in companion.swin.CONFIGS", kind="result",
         choices=sorted(CONFIGS),
     )  # fmt: skip
@@ -331,19 +332,32 @@ def _check_config(cfg: TrainConfig) -> None:
             f"({', '.join(FAR_TASKS)}), got dataset={cfg.dataset!r}"
         )
     try:
-        model_config(cfg.config, **model_options(cfg), **variant_overrides(cfg.variant))
+        model_config(cfg.model_config_name, **model_options(cfg), **variant_overrides(cfg.variant))
     except (TypeError, ValueError) as exc:
         raise type(exc)(
-            f"{exc} (the model of config={cfg.config!r}, pos={str(cfg.pos)!r}, "
+            f"{exc} (the model of config={cfg.model_config_name!r}, pos={str(cfg.pos)!r}, "
             f"variant={cfg.variant!r})"
         ) from None
 
 
+#: Settings recorded (and given on the command line) under another name than their field's:
+#: ``model_config_name`` was the field ``config`` when the published runs recorded it, and their
+#: commands say ``--config``; records keep that key, so a published run is still found.
+RECORDED_AS = {"model_config_name": "config"}
+
+
 def recorded_settings(cfg: TrainConfig, kinds: Iterable[str] = KINDS[:3]) -> dict[str, Any]:
     """The settings a run records (by default all but the ``process`` ones), as plain values
-    (a ``Position`` by its name)."""
-    values = {f.name: getattr(cfg, f.name) for f in config_fields(*kinds)}
+    (a ``Position`` by its name), under their recorded names (``RECORDED_AS``)."""
+    values = {RECORDED_AS.get(f.name, f.name): getattr(cfg, f.name) for f in config_fields(*kinds)}
     return {k: str(v) if isinstance(v, Position) else v for k, v in values.items()}
+
+
+def settings_from_record(recorded: dict[str, Any]) -> dict[str, Any]:
+    """``recorded_settings``' inverse: ``TrainConfig``'s keyword arguments from a record's
+    settings, recorded names read back as fields (``RECORDED_AS``), keys of no field left out."""
+    names = {RECORDED_AS.get(f.name, f.name): f.name for f in fields(TrainConfig)}
+    return {names[k]: v for k, v in recorded.items() if k in names}
 
 
 def data_size(cfg: TrainConfig) -> int:
@@ -390,7 +404,7 @@ def add_arguments(
         if base is Position:  # read once, here: the run holds the value from the start
             read, common["choices"] = _position_flag, [Position.parse(p) for p in POS_CHOICES]
             common["metavar"] = "{" + ",".join(POS_CHOICES) + "}"  # every registered code
-        flag = "--" + f.name.replace("_", "-")
+        flag = "--" + RECORDED_AS.get(f.name, f.name).replace("_", "-")
         if on_grid:
             plural, values = meta["grid"]
             parser.add_argument(f"--{plural}", nargs="+", type=read, default=list(values), **common)

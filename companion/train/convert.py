@@ -11,7 +11,7 @@ The official ``SwinTransformer`` saves the same weights under a slightly differe
   grid here.
 
 ``convert_official_state_dict`` maps one layout to the other and, when the model's window or
-patch grid differs from the checkpoint's, resizes the bias tables (``companion.transfer``) and
+patch grid differs from the checkpoint's, resizes the bias tables (``companion.resize``) and
 the absolute embedding. ``to_official_state_dict`` writes a model in the official layout (the
 tests use it to check the round trip without downloading anything).
 """
@@ -27,7 +27,7 @@ from torch import Tensor
 
 from companion.absolute import resample_position_embedding
 from companion.attention import WindowAttention
-from companion.transfer import ResizeMethod, check_resize_method, resize_bias_table
+from companion.resize import ResizeMethod, check_resize_method, resize_bias_table
 
 if TYPE_CHECKING:
     from companion.swin import SwinTransformer

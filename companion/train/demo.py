@@ -31,10 +31,14 @@ def demo_config(out: str | os.PathLike[str], cuda: bool | None = None) -> TrainC
     # warm-up, label smoothing 0.1, pos="rel"): the defaults are stated once, there.
     if cuda:
         return TrainConfig(
-            config="cifar", dataset="cifar10", batch_size=128, download=True, out=str(out)
+            model_config_name="cifar",
+            dataset="cifar10",
+            batch_size=128,
+            download=True,
+            out=str(out),
         )
     return TrainConfig(
-        config="tiny-cpu",
+        model_config_name="tiny-cpu",
         dataset="grid-cell",
         pos=Position.parse("abs"),
         batch_size=16,

@@ -176,8 +176,8 @@ def _train(
     variant = "" if cfg.variant == "swin" else f" variant={cfg.variant}"
     log(
         info,
-        f"training {cfg.config} pos={cfg.pos}{variant} on {cfg.dataset} ({len(train_data)} train / "
-        f"{len(test_data)} test images)",
+        f"training {cfg.model_config_name} pos={cfg.pos}{variant} on {cfg.dataset} "
+        f"({len(train_data)} train / {len(test_data)} test images)",
     )
     first = f"{epoch_steps[0]} for {cfg.curriculum_epochs} epoch(s), then " if near_loader else ""
     log(

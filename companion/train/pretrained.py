@@ -76,8 +76,8 @@ def swin_bias_tables(state_dict: dict[str, Tensor]) -> dict[str, dict[str, Any]]
     """Every block's bias table of a timm Swin ``state_dict``, by block name.
 
     Returns ``{name: {"table": ((2M-1)^2, H) tensor, "window_size": [M, M]}}``, the format of
-    ``companion.ablation.bias_tables``, so ``plot_bias_tables`` draws it. Swin's windows are
-    square, so ``M`` follows from the number of rows.
+    ``companion.experiments.runs.ablation.bias_tables``, so ``plot_bias_tables`` draws it. Swin's
+    windows are square, so ``M`` follows from the number of rows.
     """
     found = {}
     for key, table in state_dict.items():

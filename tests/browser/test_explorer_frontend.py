@@ -3,7 +3,7 @@
 Each test renders explorer outputs in headless Chromium (conftest.py's ``chromium``; no book
 needed, every request blocked), sets the sliders as a reader would, reads what the figure shows
 (each cell's ``data-value``, its written text and its colour) and compares it with
-``companion.relative`` / ``companion.figures.explorers`` / ``companion.transfer`` for the same
+``companion.relative`` / ``companion.figures.explorers`` / ``companion.resize`` for the same
 state.
 Run alone with ``.venv/bin/python -m pytest tests/browser/test_explorer_frontend.py``.
 """
@@ -34,7 +34,7 @@ from companion.figures.explorers import (
 from companion.figures.resize_explorer import HEADS, MAX_WINDOW, resize_explorer
 from companion.figures.resolution import bump_table
 from companion.figures.widgets import bias_explorer, embedding_explorer, relative_index_explorer
-from companion.transfer import RESIZE_METHODS, resize_bias_table, table_as_images
+from companion.resize import RESIZE_METHODS, resize_bias_table, table_as_images
 
 
 def _offline_page(chromium: Any, **context_options: Any) -> Any:

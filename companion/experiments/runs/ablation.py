@@ -1,6 +1,7 @@
 """The position-encoding ablation: every ``pos`` x seed x dataset, one results folder.
 
-    python -m companion.ablation --name my-ablation --config tiny-cpu --seeds 0 1 2 --epochs 12
+    python -m companion.commands.ablation --name my-ablation --config tiny-cpu --seeds 0 1 2 \
+        --epochs 12
 
 Each grid point is one :func:`companion.train.train` run in ``<work-dir>/<name>/<key>/``; when it
 finishes, its record ``<key>.json`` (its own recorded settings, the hash of the code that trained
@@ -303,7 +304,7 @@ PLAN_FLAGS = ("name", "results_dir", "work_dir", "jobs", "fresh", "replace_deriv
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m companion.ablation",
+        prog="python -m companion.commands.ablation",
         description="Train every position encoding x seed x dataset and tabulate the results. "
         "Every per-run setting of companion-train is accepted; dataset, pos and seed take "
         "several values (--datasets, --pos, --seeds).",
@@ -348,7 +349,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except (ValueError, TypeError) as exc:
         parser.error(str(exc))
-    command = shlex.join(["python", "-m", "companion.ablation", *argv])
+    command = shlex.join(["python", "-m", "companion.commands.ablation", *argv])
 
     def work() -> None:
         results = run_ablation(plan, command=command)
@@ -358,7 +359,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"wrote {plan.folder} in {header['wall_s']:.0f} s ({header['compute_s']:.0f} s of runs)"
         )
 
-    return run_reporting_errors("python -m companion.ablation", work, args.debug)
+    return run_reporting_errors("python -m companion.commands.ablation", work, args.debug)
 
 
 if __name__ == "__main__":

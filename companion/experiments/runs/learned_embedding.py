@@ -2,7 +2,7 @@
 
 Run it once from a clean commit (it records the commit, the hardware and the wall time)::
 
-    nice -n 5 python -m companion.learned_embedding --out results/learned-abs
+    nice -n 5 python -m companion.commands.learned_embedding --out results/learned-abs
 
 It trains the tiny-cpu Swin with ``pos="abs"`` on ``grid-cell`` with chapter 5's settings (seed 0)
 and saves only the ``(1, h, w, D)`` embedding and a ``provenance.json`` beside it
@@ -27,12 +27,14 @@ from companion.experiments.integrity import write_manifest
 from companion.experiments.records import refresh_table
 from companion.train import TrainConfig, train
 from companion.train.cli import add_debug_flag, run_reporting_errors
+from companion.train.config import settings_from_record
 from companion.train.provenance import provenance
 from companion.train.rundir import check_writable_folder
 
-PROG = "python -m companion.learned_embedding"
+PROG = "python -m companion.commands.learned_embedding"
 
-#: Chapter 5's CPU-ablation settings (results/run_cpu_ablation.sh), for one abs run on grid-cell.
+#: Chapter 5's CPU-ablation settings (results/run_cpu_ablation.sh), for one abs run on grid-cell,
+#: as the record states them (``recorded_settings``' names).
 RUN_SETTINGS = dict(
     config="tiny-cpu", dataset="grid-cell", pos="abs", seed=0, epochs=20, batch_size=16,
     lr=1e-3, warmup_epochs=2.0, label_smoothing=0.0, train_size=2000, test_size=1000,
@@ -49,7 +51,7 @@ def train_and_save(out_dir: Path, command: str | None = None) -> dict:
     origin = provenance(command)  # before training: the commit the run starts from
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="learned-abs-") as run_dir:
-        result = train(TrainConfig(**RUN_SETTINGS, out=run_dir))  # type: ignore[arg-type]
+        result = train(TrainConfig(**settings_from_record(RUN_SETTINGS), out=run_dir))
     wall_s = time.perf_counter() - start
     embedding = result.model.get_parameter("absolute.pos_embed").detach().cpu().clone()
     record = {
@@ -97,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="results/learned-abs", help="folder for the two files")
     add_debug_flag(parser)
     args = parser.parse_args(argv)
-    command = shlex.join(["python", "-m", "companion.learned_embedding", *argv])
+    command = shlex.join(["python", "-m", "companion.commands.learned_embedding", *argv])
 
     def work() -> None:
         try:

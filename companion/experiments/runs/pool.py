@@ -1,6 +1,6 @@
 """Runs in parallel processes that stop when told: no orphans, no queue drained first.
 
-``python -m companion.ablation --jobs 2`` and the resolution experiment hand their runs to
+``python -m companion.commands.ablation --jobs 2`` and the resolution experiment hand their runs to
 :func:`run_all`. The parent alone reacts to Ctrl-C (and to SIGTERM, see
 ``companion.train.stop``): the workers ignore SIGINT from their first
 instruction (:func:`_launcher`), the parent holds a Ctrl-C that comes while the pool starts until

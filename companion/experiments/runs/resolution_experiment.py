@@ -8,8 +8,8 @@ measures the test accuracy on the task drawn at that size in each rendering
 more pixels; ``"world"``, a larger canvas with objects as at 32 px), as moved and after a short
 fine-tune on the training split drawn the same way::
 
-    python -m companion.ablation --name cpu-transfer --config tiny-cpu --seeds 0 1 2 ...
-    python -m companion.resolution_experiment --name cpu-transfer --sizes 48 --jobs 2
+    python -m companion.commands.ablation --name cpu-transfer --config tiny-cpu --seeds 0 1 2 ...
+    python -m companion.commands.resolution_experiment --name cpu-transfer --sizes 48 --jobs 2
 
 The references, models trained at the larger size itself, are ordinary ablations with
 ``--img-size`` and ``--rendering`` (``results/run_cpu_transfer.sh`` holds the full commands of
@@ -75,6 +75,7 @@ from companion.train.config import (
     check_fields,
     check_setting,
     setting,
+    settings_from_record,
 )
 from companion.train.provenance import provenance
 
@@ -93,8 +94,7 @@ def trained_run(
     if sha256 is not None:
         check_checkpoint(path, sha256)
     saved = load_checkpoint(path)
-    names = {f.name for f in dataclasses.fields(TrainConfig)}
-    cfg = TrainConfig(**{k: v for k, v in saved["config"].items() if k in names})
+    cfg = TrainConfig(**settings_from_record(saved["config"]))
     model = cast(SwinTransformer, build_model(cfg, num_classes(dataset), None))
     load_states(path, saved, model=model)
     return cfg, model.eval()
@@ -270,7 +270,7 @@ def run_transfer(
     if variant_overrides(variant).get("torus"):
         raise ValueError(
             f"the ablation's variant {variant!r} is a torus, whose runs cannot move to another "
-            "size (companion.transfer.set_input_size); move an ablation of another variant"
+            "size (SwinTransformer.set_input_size); move an ablation of another variant"
         )
     sources = run_sources(published)
     runs = [
@@ -324,8 +324,9 @@ def _published(folder: Path) -> dict[str, Any]:
     path = folder / "results.json"
     if not path.is_file():
         raise FileNotFoundError(
-            f"{path} does not exist: publish the ablation first (python -m companion.ablation "
-            f"--name {folder.name} ...), or check --name and --results-dir"
+            f"{path} does not exist: publish the ablation first (python -m "
+            f"companion.commands.ablation --name {folder.name} ...), or check --name and "
+            "--results-dir"
         )
     try:
         published = load_results(folder)
@@ -358,7 +359,7 @@ def _check_previous(folder: Path, recorded: dict[str, Any], replace: bool) -> No
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m companion.resolution_experiment",
+        prog="python -m companion.commands.resolution_experiment",
         description="Move every run of a published ablation to larger images (chapter 6).",
     )
     add_arguments(p, TransferPlan, dataclasses.fields(TransferPlan))
@@ -381,7 +382,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, TypeError) as exc:
         parser.error(str(exc))
     folder = Path(plan.results_dir) / plan.name
-    command = shlex.join(["python", "-m", "companion.resolution_experiment", *argv])
+    command = shlex.join(["python", "-m", "companion.commands.resolution_experiment", *argv])
 
     def work() -> None:
         results = run_transfer(
@@ -391,7 +392,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(transfer_table(results["summary"]))
         print(f"wrote {folder / DERIVED[0]} in {results['header']['wall_s']:.0f} s")
 
-    return run_reporting_errors("python -m companion.resolution_experiment", work, args.debug)
+    return run_reporting_errors(
+        "python -m companion.commands.resolution_experiment", work, args.debug
+    )
 
 
 if __name__ == "__main__":

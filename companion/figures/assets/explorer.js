@@ -200,9 +200,9 @@
   }
 
 
-  // ----- resizing a table (companion.transfer) -----------------------------------------------
+  // ----- resizing a table (companion.resize) -----------------------------------------------
 
-  /** (rows x cols) -> (side x side): the separable resize of companion.transfer. */
+  /** (rows x cols) -> (side x side): the separable resize of companion.resize. */
   function resizeImage(image, side, method) {
     // resize_bias_table returns the table itself when the window is unchanged (the geometric
     // weights would not: their ratio q is at least 1.01, a slight stretch).
@@ -231,7 +231,7 @@
     });
   }
 
-  /** BEiT's spacing (companion.transfer.geometric_positions) and linear interpolation at the
+  /** BEiT's spacing (companion.resize.geometric_positions) and linear interpolation at the
    * new integer offsets, the ends held (linear_interpolation_matrix). */
   function geometricWeights(from, to) {
     const steps = Math.floor(from / 2);
@@ -380,7 +380,7 @@
     },
 
     // Chapter 6 (companion.resize_explorer): an illustrative table resized to another window,
-    // computed here with the formulas of companion.transfer.resize_bias_table.
+    // computed here with the formulas of companion.resize.resize_bias_table.
     resize: function (s, data) {
       const { old, head } = s;
       const size = s.new;

@@ -1,5 +1,5 @@
-"""``python -m companion.learned_embedding``: the command chapter 1's record names. The run itself
-lives in :mod:`companion.experiments.runs.learned_embedding`."""
+"""``python -m companion.commands.learned_embedding``: the command chapter 1's record names. The
+run itself lives in :mod:`companion.experiments.runs.learned_embedding`."""
 
 if __name__ == "__main__":
     import sys
@@ -12,7 +12,8 @@ if __name__ == "__main__":
         if "--debug" in sys.argv:
             raise
         print(
-            "python -m companion.learned_embedding: interrupted while starting: nothing was run",
+            "python -m companion.commands.learned_embedding: interrupted while starting: "
+            "nothing was run",
             file=sys.stderr,
         )
         sys.exit(130)

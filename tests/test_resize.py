@@ -1,4 +1,4 @@
-"""companion.transfer and companion.train.convert: resized bias tables, new windows and image sizes,
+"""companion.resize and companion.train.convert: resized bias tables, new windows and image sizes,
 official checkpoints; checked against timm and against properties of the resampling."""
 
 import os
@@ -9,15 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from companion.relative import bias_table_size, offset_to_index
-from companion.swin import SwinTransformer, swin_from_config
-from companion.swin_configs import CONFIGS, SwinConfig
-from companion.train.convert import convert_official_state_dict, to_official_state_dict
-from companion.transfer import (
+from companion.resize import (
     geometric_positions,
     linear_interpolation_matrix,
     resize_bias_table,
     table_as_images,
 )
+from companion.swin import SwinTransformer, swin_from_config
+from companion.swin_configs import CONFIGS, SwinConfig
+from companion.train.convert import convert_official_state_dict, to_official_state_dict
 
 pos_embed_rel = pytest.importorskip("timm.layers.pos_embed_rel")
 timm_swin = pytest.importorskip("timm.models.swin_transformer")

@@ -1,5 +1,5 @@
-"""``python -m companion.ablation``: the command the results headers record. The ablation itself
-lives in :mod:`companion.experiments.runs.ablation`."""
+"""``python -m companion.commands.ablation``: chapter 5's command. The ablation itself lives in
+:mod:`companion.experiments.runs.ablation`."""
 
 if __name__ == "__main__":
     import sys
@@ -12,7 +12,7 @@ if __name__ == "__main__":
         if "--debug" in sys.argv:
             raise
         print(
-            "python -m companion.ablation: interrupted while starting: nothing was run",
+            "python -m companion.commands.ablation: interrupted while starting: nothing was run",
             file=sys.stderr,
         )
         sys.exit(130)

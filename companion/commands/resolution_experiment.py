@@ -1,5 +1,5 @@
-"""``python -m companion.resolution_experiment``: the command the results headers record. The
-experiment itself lives in :mod:`companion.experiments.runs.resolution_experiment`."""
+"""``python -m companion.commands.resolution_experiment``: chapter 6's command. The experiment
+itself lives in :mod:`companion.experiments.runs.resolution_experiment`."""
 
 if __name__ == "__main__":
     import sys
@@ -12,7 +12,7 @@ if __name__ == "__main__":
         if "--debug" in sys.argv:
             raise
         print(
-            "python -m companion.resolution_experiment: interrupted while starting: "
+            "python -m companion.commands.resolution_experiment: interrupted while starting: "
             "nothing was run",
             file=sys.stderr,
         )
