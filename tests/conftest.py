@@ -6,6 +6,7 @@ file)."""
 
 import hashlib
 import pickle
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,6 +14,13 @@ from typing import TYPE_CHECKING, Any
 import matplotlib
 
 matplotlib.use("Agg")
+
+# A shell without job control starts a background command (`make test &` in a script, a nested
+# subshell) with Ctrl-C ignored, and every xdist worker inherits that. The stop tests need the
+# terminal's default, under which the trainer handles SIGINT and SIGTERM; without it their own
+# SIGTERM ends the worker. Tests that want Ctrl-C ignored set it themselves.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 import matplotlib.pyplot as plt
 import numpy as np
