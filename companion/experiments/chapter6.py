@@ -336,9 +336,10 @@ def exploratory_family(
 
 
 def far_split_readings(far: FarTransfer) -> str:
-    """For every planned gap that reads a code whose 32-px seeds split: whether each seed solved
-    the task at 32 px, the gap seed by seed, and the gap on the seeds where every code it reads
-    solved (exploratory: the rule fixed before the run asks for both readings). Points. A gap
+    """For every planned gap that reads a code whose 32-px seeds split, or a moved cell whose seeds
+    split at the new size: whether each seed solved the task (at 32 px, and moved), the gap seed
+    by seed, and where a 32-px cell split, the gap on the seeds where every code it reads solved
+    (exploratory: the rule fixed before the run asks for both readings). Points. A gap
     against a reference is read only on the reference's seeds that learned; the others are named
     as not readable."""
     blocks = []
@@ -348,7 +349,8 @@ def far_split_readings(far: FarTransfer) -> str:
         cells = [moved_cell(p[k]) for k in (("cell",) if "cell" in p else ("a", "b"))]
         codes = list(dict.fromkeys(c["pos"] for c in cells))
         split = [pos for pos in codes if _read_seeds(far, pos)[1]]
-        if not split:
+        moved_split = _moved_split(far, cells)
+        if not split and not moved_split:
             continue
         seeds = sorted(set.intersection(*(set(far.seeds(pos)[1]) for pos in codes)))
         if p["kind"] == "moved-gap":  # read only where the reference learned, on its seeds
@@ -368,12 +370,17 @@ def far_split_readings(far: FarTransfer) -> str:
         if dropped:
             named = ", ".join(map(str, dropped))
             lines.append(f"  not readable on seed {named}: the reference did not learn there")
-        lines.append("  seed          " + "".join(f"{s:>7}" for s in seeds))
-        for pos in split:
-            lines.append(f"  {pos + ' solved':14}" + "".join(
-                f"{'yes' if s in solved[pos] else 'no':>7}" for s in seeds))  # fmt: skip
+        labelled = [(f"{pos} solved", solved[pos]) for pos in split] + moved_split
+        width = max(14, *(len(label) + 1 for label, _ in labelled))
+        lines.append(f"  {'seed':{width}}" + "".join(f"{s:>7}" for s in seeds))
+        for label, won in labelled:
+            lines.append(f"  {label:{width}}" + "".join(
+                f"{'yes' if s in won else 'no':>7}" for s in seeds))  # fmt: skip
         values = [_gap_on(far, p["kind"], cells, [s]).estimate for s in seeds]
-        lines.append("  points        " + "".join(f"{100 * v:+7.1f}" for v in values))
+        lines.append(f"  {'points':{width}}" + "".join(f"{100 * v:+7.1f}" for v in values))
+        if not split:  # only the moved cells split: nothing solved at 32 px to read apart
+            blocks.append("\n".join(lines))
+            continue
         kept = [s for s in seeds if all(s in solved[pos] for pos in codes)]
         interval = _gap_on(far, p["kind"], cells, kept)
         verdict = "within" if meets(interval, p["expect"]) else "outside"
@@ -385,6 +392,24 @@ def far_split_readings(far: FarTransfer) -> str:
         )
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
+
+
+def _moved_split(
+    far: FarTransfer, cells: Sequence[Mapping[str, str]]
+) -> list[tuple[str, list[int]]]:
+    """``(label, seeds that solved)`` of each moved cell whose seeds split at the new size."""
+    found = []
+    for cell in dict.fromkeys(tuple(sorted(c.items())) for c in cells):
+        moved = dict(cell)
+        seeds, correct = moved_matrix(far.rows, moved, far.plan["size"],
+                                      len(moved_labels(far.references, moved)))  # fmt: skip
+        won = solved_flags(correct, far.threshold)
+        if 0 < won.sum() < len(won):
+            name = moved["condition"].removeprefix("window-")
+            name += " ft" * (moved.get("metric") == "acc_finetuned")
+            label = f"{moved['pos']} {name} at {far.plan['size']} solved"
+            found.append((label, [s for s, w in zip(seeds, won, strict=True) if w]))
+    return found
 
 
 def _gap_on(
