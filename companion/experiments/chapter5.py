@@ -183,6 +183,22 @@ def encoding_glance(
     return "\n".join(lines) + "\n"
 
 
+def failed_control(
+    results: dict[str, Any], predictions: dict[str, Any], prediction: dict[str, Any]
+) -> str | None:
+    """The id of the failed positive control of a gap's comparator, else None: the count
+    prediction on the cell a ``gap`` is read against (that cell solves the task). A gap against
+    a comparator whose control failed is not readable, whatever its interval says."""
+    against = prediction.get("against")
+    if prediction["kind"] != "gap" or against in (None, "constant"):
+        return None
+    for p in predictions["predictions"]:
+        held = p["kind"] == "count" and p["cell"] == against
+        if held and not check_prediction(results, p, predictions["solved"])[1]:
+            return str(p["id"])
+    return None
+
+
 def check_prediction(
     results: dict[str, Any], prediction: dict[str, Any], solved: dict[str, Any]
 ) -> tuple[str, bool]:
@@ -315,10 +331,14 @@ def predictions_table(
         split = split_cells(results, p, predictions["solved"])
         if split:
             measured += f" (split cell: {', '.join(c.split(':', 1)[1] for c in split)})"
-        lines.append(
-            f"| {p['id']} | {p['text']} | {expected_text(p)} | {measured} | "
-            f"{'yes' if held else '**no**'} |"
-        )
+        control = failed_control(results, predictions, p)
+        if control is not None:
+            comparator = p["against"].split(":", 1)[1]
+            measured = (
+                f"not readable: {comparator} failed its positive control {control}; {measured}"
+            )
+        verdict = "not readable" if control is not None else "yes" if held else "**no**"
+        lines.append(f"| {p['id']} | {p['text']} | {expected_text(p)} | {measured} | {verdict} |")
     return "\n".join(lines)
 
 
@@ -358,6 +378,11 @@ def split_seed_readings(
         rule = solved[parse_cell(p["cell"])[0]]
         kept = [s for s in seeds if all(f[s] for f in flags.values())]
         lines = [f"{p['id']}  {p['text']} (expected: {_in_points(p['expect'])})"]
+        control = failed_control(results, predictions, p)
+        if control is not None:
+            comparator = p["against"].split(":", 1)[1]
+            lines.append(f"    not readable: {comparator} failed its positive control {control}; "
+                         f"only its solved seeds could be a baseline")  # fmt: skip
         for cell in split:
             k, n = sum(flags[cell].values()), len(flags[cell])
             lines.append(
@@ -379,6 +404,8 @@ def split_seed_readings(
                 continue
             i = prediction_interval(results, p, chosen_seeds)
             verdict = "yes" if meets(i, p["expect"]) else "no"
+            if control is not None and chosen_seeds is None:
+                verdict = "not readable"
             lines.append(
                 f"    {what:42} {100 * i.estimate:+6.1f} [{100 * i.low:+6.1f}, "
                 f"{100 * i.high:+6.1f}]  {_in_points(p['expect'])}: {verdict}"
