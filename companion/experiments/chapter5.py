@@ -158,7 +158,8 @@ def encoding_glance(
     One row per task and split, one column per encoding; each entry is the lift over the
     constant answer in points (mean over seeds, each split against the constant answer on its
     own images). Where the cell's seeds split into solved and unsolved by its task's rule, the
-    entry is the count and each group's lift instead, ``9/10 solved: +69.9 · 1 other: +45.8``:
+    entry is the count, the solved seeds' mean lift and each other seed's instead,
+    ``9/10 solved: +69.9 · 1 other: +45.8``:
     a mean of the two groups would describe neither."""
     lines = ["| task, split | " + " | ".join(f"`{p}`" for p in pos) + " |"]
     lines.append("|---" * (len(pos) + 1) + "|")
@@ -178,7 +179,7 @@ def encoding_glance(
     lines.append(
         "*Lift over the constant answer (points), mean over seeds, each split against the "
         "constant answer on its own images. Where a cell's seeds split, the count solved and "
-        "each group's lift (solved: " + "; ".join(rules) + ").*"
+        "the solved seeds' mean lift and each other seed's (solved: " + "; ".join(rules) + ").*"
     )
     return "\n".join(lines) + "\n"
 

@@ -182,11 +182,7 @@ def _entry(
         return " · ".join(f"{k} {name} at 32 px: " + (f"({e})" if " · " in e else e)
                           for k, name, e in parts)  # fmt: skip
     lift = 100 * (correct.mean(1) - np.bincount(labels).max() / len(labels))
-    won = solved_flags(correct, threshold)
-    if won.all() or not won.any() or len(won) - won.sum() == 1:
-        return glance_entry(lift, won)
-    others = ", ".join(f"{v:+.1f}" for v in lift[~won])
-    return f"{int(won.sum())}/{len(won)} solved: {lift[won].mean():+.1f} · others: {others}"
+    return glance_entry(lift, solved_flags(correct, threshold))
 
 
 def _reference(references: Mapping[str, dict[str, Any]], rendering: str) -> dict[str, Any]:
