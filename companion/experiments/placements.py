@@ -125,7 +125,7 @@ def placement_table(
     keys: Sequence[Placement],
 ) -> str:  # fmt: skip
     """Markdown: per placement of ``split``, its line, its images and each cell's accuracy (%,
-    mean over seeds) with its lowest seed's in parentheses."""
+    mean over seeds)."""
     codes = [c.split(":", 1)[1] for c in cells]
     lines = [f"| `{split}` placement (A → B) | line | images | "
              + " | ".join(f"`{c}`" for c in codes) + " |",
@@ -133,7 +133,7 @@ def placement_table(
     sizes = np.bincount(ids, minlength=len(keys))
     by_cell = [100 * placement_accuracy(results, c, split, ids, len(keys)) for c in cells]
     for p, key in enumerate(keys):
-        entries = [f"{a[:, p].mean():.1f} ({a[:, p].min():.1f})" for a in by_cell]
+        entries = [f"{a[:, p].mean():.1f}" for a in by_cell]
         lines.append(f"| {key[0]} → {key[1]} | {pair_line(key)} | {sizes[p]} | "
                      + " | ".join(entries) + " |")  # fmt: skip
     return "\n".join(lines) + "\n"
