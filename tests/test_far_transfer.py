@@ -109,6 +109,31 @@ def test_the_glance_prints_a_split_32px_cell_as_a_count():
     rel = next(line for line in text.splitlines() if line.startswith("| `rel`"))
     assert "2/3 solved" in rel.split("|")[2]
     assert rel.split("|")[-2].strip() == "+45.0"  # the reference: 0.95 - 0.5
+    # moved: the seeds that solved at 32 px and the one that did not, never one mean
+    assert rel.split("|")[3].strip() == "2 solved at 32 px: +10.0 · 1 not at 32 px: +0.0"
+
+
+def test_a_glance_entry_names_each_unsolved_seed_where_several_fell_short():
+    moved = {("rel", "world", "window-kept"): 0.5, ("rel", "world", "window-grown-geometric"): 0.5}
+    far = _far({"rel": (1.0, 0.6, 0.55)}, moved)
+    rel = next(line for line in far_glance(far, ["world"]).splitlines() if "`rel`" in line)
+    assert rel.split("|")[2].strip() == "1/3 solved: +50.0 · others: +10.0, +5.0"
+
+
+def test_a_gap_against_a_reference_is_read_seed_by_seed_only_where_it_learned():
+    references = {**FAR.references, "world": _results({"rel": (0.95, 0.95, 0.95)}, "world")}
+    references["world"]["runs"][1]["splits"]["test"]["correct"] = _bits(0.5, 1)
+    cell = {"dataset": D, "pos": "rel", "rendering": "world", "condition": "window-kept"}
+    plan = {**PLAN, "learned": {"threshold": 0.75, "seeds": 2},
+            "predictions": [{"id": "X1", "text": "rel stays below", "kind": "moved-gap",
+                             "expect": "below -0.1", "cell": cell}]}  # fmt: skip
+    text = far_split_readings(
+        FarTransfer(**{**FAR.__dict__, "plan": plan, "references": references})
+    )
+    lines = text.splitlines()
+    assert lines[1] == "  not readable on seed 1: the reference did not learn there"
+    assert lines[2].split() == ["seed", "0", "2"]
+    assert "on the 1 seeds where every code solved and the reference learned" in lines[-1]
 
 
 def test_split_codes_names_the_codes_some_of_whose_seeds_solved_and_some_did_not():

@@ -93,6 +93,16 @@ def test_count_holds_when_the_32px_cell_is_solved_in_the_expected_seeds():
     assert _check({"kind": "count", "cell": f"{D}:abs", "expect": [3, 3]})[1] is False
 
 
+def test_a_count_that_says_most_seeds_fails_at_half_of_them_whatever_its_range():
+    most = {"kind": "count", "cell": f"{D}:abs", "text": "abs solves it in most seeds"}
+    half = _results({"abs": (1.0, 1.0, 0.6, 0.6)}, seeds=(0, 1, 2, 3))
+    measured, held = check_far_transfer_prediction(
+        half, ROWS, REFERENCES, {"id": "x", **most, "expect": [2, 10]}, PLAN
+    )
+    assert (measured, held) == ("solved 2 of 4 (rate 0.07-0.93): not most of 4", False)
+    assert _check({**most, "expect": [2, 10]})[1] is True  # 2 of 3 is most
+
+
 def test_moved_count_counts_the_moved_seeds_that_reach_the_threshold():
     tuned = _cell(metric="acc_finetuned")
     assert _check({"kind": "moved-count", "cell": tuned, "expect": [3, 3]})[1] is True

@@ -1,7 +1,7 @@
 """Every planned reading's outcome, pinned: the verdicts (and the numbers printed beside them) of
 chapter 1's ViT predictions V1-V6, chapter 5's three predictions files (G/R, F, I) with their
 seed-by-seed readings of split cells, and chapter 6's P1-P13 with the rule for its references and
-its seed-by-seed readings.
+its seed-by-seed readings, on all seeds and on the blind ones.
 
 ``planned_verdicts.json`` was written by this file's ``outcomes()`` before the experiments layer
 was rewritten (issue 44), so a refactor that moves a verdict fails here. A change that moves one on
@@ -51,6 +51,11 @@ def outcomes() -> dict[str, Any]:
     found["chapter 6: cpu-transfer-far, references learned"] = learned.splitlines()
     seeds = chapter6.far_split_readings(far)
     found["chapter 6: cpu-transfer-far, split cells seed by seed"] = seeds.splitlines()
+    blind = chapter6.load_blind_far_transfer(far)
+    both = chapter6.blind_predictions_table(far, blind)
+    found["chapter 6: cpu-transfer-far, all seeds and blind seeds"] = _rows(both)
+    seeds = chapter6.far_split_readings(blind)
+    found["chapter 6: cpu-transfer-far, blind seeds, split cells seed by seed"] = seeds.splitlines()
     return found
 
 

@@ -72,6 +72,22 @@ def test_a_count_gap_needs_fishers_test_not_only_the_direction():
     assert check_prediction(found, {**p, "against": "task:none"}, SOLVED)[1]
 
 
+def test_a_gap_against_a_comparator_whose_positive_control_failed_is_not_readable():
+    found = results(*(run("rel", s, 0.99) for s in range(10)),
+                    *(run("abs", s, 0.99 if s < 2 else 0.3) for s in range(10)))  # fmt: skip
+    plan = {"solved": SOLVED, "predictions": [
+        {"id": "C", "text": "abs solves", "kind": "count", "cell": "task:abs", "expect": [8, 10]},
+        {"id": "G", "text": "rel beats abs", "kind": "gap", "cell": "task:rel",
+         "against": "task:abs", "split": "test", "expect": "above 0.2"},
+    ]}  # fmt: skip
+    assert check_prediction(found, plan["predictions"][1], SOLVED)[1]  # its interval alone holds
+    row = predictions_table(found, plan).splitlines()[-1]
+    assert row.endswith("| not readable |")
+    assert "not readable: abs failed its positive control C" in row
+    plan["predictions"][0]["expect"] = [2, 10]  # the control held: the gap is read
+    assert predictions_table(found, plan).splitlines()[-1].endswith("| yes |")
+
+
 def test_a_lift_gap_compares_two_splits_each_against_its_own_constant_answer():
     runs = []
     for s in range(6):

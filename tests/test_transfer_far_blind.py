@@ -115,7 +115,7 @@ def test_step_5_trains_seed_5_of_exactly_the_cells_lacking_a_fifth_blind_seed():
     ]
     assert all(w[w.index("--pilots") + 1] == "$PILOTS" for w in asked)
     assert "PILOTS=results/pilots/out/transfer" in SCRIPT.read_text()
-    ablations = _by_name(_commands("companion.ablation"))
+    ablations = _by_name(_commands("companion.commands.ablation"))
     for name, folders in STEPS.items():
         blind, planned = ablations[name], ablations[folders[0]]
         assert blind[blind.index("--seeds") + 1 :][:2] == ["5", "--pos"], name
@@ -123,7 +123,7 @@ def test_step_5_trains_seed_5_of_exactly_the_cells_lacking_a_fifth_blind_seed():
         # The same settings as the step the cells came from, but the name, seeds and codes.
         same = ("--name", "--seeds", "--pos")
         assert sorted(_without(blind, *same)) == sorted(_without(planned, *same)), name
-    moves = _by_name(_commands("companion.resolution_experiment"))
+    moves = _by_name(_commands("companion.commands.resolution_experiment"))
     assert _without(moves["cpu-transfer-far-blind"], "--name") == _without(
         moves["cpu-transfer-far"], "--name"
     )

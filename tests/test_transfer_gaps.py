@@ -174,8 +174,12 @@ def test_glance_shows_a_split_cell_as_a_count_and_a_solved_cell_as_a_number():
                         "world, grown, ft | world, ref |")  # fmt: skip
     assert lines[2] == ("| `rel` | +50.0 | 2/3 solved: +40.0 · 1 other: +0.0 | +45.0 | +10.0 | "
                         "+20.0 | +45.0 |")  # fmt: skip
-    assert lines[3] == ("| `abs` | 2/3 solved: +50.0 · 1 other: +10.0 | +5.0 | +10.0 | +0.0 | "
-                        "1/3 solved: +40.0 · 2 others: +0.0 | — |")  # fmt: skip
+    # abs split at 32 px: every moved entry reads the seeds that solved there apart from the other
+    assert lines[3] == ("| `abs` | 2/3 solved: +50.0 · 1 other: +10.0 | 2 solved at 32 px: +5.0 · "
+                        "1 not at 32 px: +5.0 | 2 solved at 32 px: +10.0 · 1 not at 32 px: +10.0 | "
+                        "2 solved at 32 px: +0.0 · 1 not at 32 px: +0.0 | "
+                        "2 solved at 32 px: (1/2 solved: +40.0 · 1 other: +0.0) · "
+                        "1 not at 32 px: +0.0 | — |")  # fmt: skip
     assert lines[-1].startswith("*`d`: lift over the constant answer (points)")
     assert "accuracy ≥ 80 %" in lines[-1]
 

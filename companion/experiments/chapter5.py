@@ -33,6 +33,12 @@ from typing import Any
 import numpy as np
 
 from companion.experiments.bootstrap import Interval, gap_interval, lift_gap_interval
+
+# The chapter imports everything it reads from here: the loaders and the cell tables below are
+# re-exported (``name as name``), each defined once where chapters 5 and 6 share it.
+from companion.experiments.placements import placement_readings as placement_readings
+from companion.experiments.placements import placement_table as placement_table
+from companion.experiments.placements import placements as placements
 from companion.experiments.predictions import (
     chosen,
     correct_by_seed,
@@ -43,9 +49,6 @@ from companion.experiments.predictions import (
     test_labels,
     threshold_of,
 )
-
-# The chapter imports everything it reads from here: the loaders and the cell tables below are
-# re-exported (``name as name``), each defined once where chapters 5 and 6 share it.
 from companion.experiments.predictions import load_predictions as load_predictions
 from companion.experiments.records import check_against_table
 from companion.experiments.results import describe_run as describe_run
@@ -158,7 +161,8 @@ def encoding_glance(
     One row per task and split, one column per encoding; each entry is the lift over the
     constant answer in points (mean over seeds, each split against the constant answer on its
     own images). Where the cell's seeds split into solved and unsolved by its task's rule, the
-    entry is the count and each group's lift instead, ``9/10 solved: +69.9 · 1 other: +45.8``:
+    entry is the count, the solved seeds' mean lift and each other seed's instead,
+    ``9/10 solved: +69.9 · 1 other: +45.8``:
     a mean of the two groups would describe neither."""
     lines = ["| task, split | " + " | ".join(f"`{p}`" for p in pos) + " |"]
     lines.append("|---" * (len(pos) + 1) + "|")
@@ -178,9 +182,25 @@ def encoding_glance(
     lines.append(
         "*Lift over the constant answer (points), mean over seeds, each split against the "
         "constant answer on its own images. Where a cell's seeds split, the count solved and "
-        "each group's lift (solved: " + "; ".join(rules) + ").*"
+        "the solved seeds' mean lift and each other seed's (solved: " + "; ".join(rules) + ").*"
     )
     return "\n".join(lines) + "\n"
+
+
+def failed_control(
+    results: dict[str, Any], predictions: dict[str, Any], prediction: dict[str, Any]
+) -> str | None:
+    """The id of the failed positive control of a gap's comparator, else None: the count
+    prediction on the cell a ``gap`` is read against (that cell solves the task). A gap against
+    a comparator whose control failed is not readable, whatever its interval says."""
+    against = prediction.get("against")
+    if prediction["kind"] != "gap" or against in (None, "constant"):
+        return None
+    for p in predictions["predictions"]:
+        held = p["kind"] == "count" and p["cell"] == against
+        if held and not check_prediction(results, p, predictions["solved"])[1]:
+            return str(p["id"])
+    return None
 
 
 def check_prediction(
@@ -315,10 +335,14 @@ def predictions_table(
         split = split_cells(results, p, predictions["solved"])
         if split:
             measured += f" (split cell: {', '.join(c.split(':', 1)[1] for c in split)})"
-        lines.append(
-            f"| {p['id']} | {p['text']} | {expected_text(p)} | {measured} | "
-            f"{'yes' if held else '**no**'} |"
-        )
+        control = failed_control(results, predictions, p)
+        if control is not None:
+            comparator = p["against"].split(":", 1)[1]
+            measured = (
+                f"not readable: {comparator} failed its positive control {control}; {measured}"
+            )
+        verdict = "not readable" if control is not None else "yes" if held else "**no**"
+        lines.append(f"| {p['id']} | {p['text']} | {expected_text(p)} | {measured} | {verdict} |")
     return "\n".join(lines)
 
 
@@ -358,6 +382,11 @@ def split_seed_readings(
         rule = solved[parse_cell(p["cell"])[0]]
         kept = [s for s in seeds if all(f[s] for f in flags.values())]
         lines = [f"{p['id']}  {p['text']} (expected: {_in_points(p['expect'])})"]
+        control = failed_control(results, predictions, p)
+        if control is not None:
+            comparator = p["against"].split(":", 1)[1]
+            lines.append(f"    not readable: {comparator} failed its positive control {control}; "
+                         f"only its solved seeds could be a baseline")  # fmt: skip
         for cell in split:
             k, n = sum(flags[cell].values()), len(flags[cell])
             lines.append(
@@ -379,6 +408,8 @@ def split_seed_readings(
                 continue
             i = prediction_interval(results, p, chosen_seeds)
             verdict = "yes" if meets(i, p["expect"]) else "no"
+            if control is not None and chosen_seeds is None:
+                verdict = "not readable"
             lines.append(
                 f"    {what:42} {100 * i.estimate:+6.1f} [{100 * i.low:+6.1f}, "
                 f"{100 * i.high:+6.1f}]  {_in_points(p['expect'])}: {verdict}"

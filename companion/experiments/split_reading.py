@@ -113,14 +113,14 @@ def accuracy_table(
 def glance_entry(lift: np.ndarray, won: np.ndarray) -> str:
     """One entry of a glance table from each seed's lift in points ``(seeds,)`` and whether it
     solved ``(seeds,)`` bool: the mean lift (``"+69.9"``), or where the seeds split, the count
-    solved and each group's lift (``"9/10 solved: +69.9 · 1 other: +45.8"``)."""
+    solved, their mean lift and each other seed's (``"8/10 solved: +69.9 · others: +45.8,
+    +3.1"``; seeds short of the mark need not agree with each other, so they are not averaged)."""
     if won.all() or not won.any():
         return f"{lift.mean():+.1f}"
-    rest = len(won) - int(won.sum())
-    return (
-        f"{int(won.sum())}/{len(won)} solved: {lift[won].mean():+.1f} · "
-        f"{rest} other{'s' if rest > 1 else ''}: {lift[~won].mean():+.1f}"
-    )
+    solved = f"{int(won.sum())}/{len(won)} solved: {lift[won].mean():+.1f}"
+    if len(won) - int(won.sum()) == 1:
+        return f"{solved} · 1 other: {lift[~won][0]:+.1f}"
+    return f"{solved} · others: " + ", ".join(f"{v:+.1f}" for v in lift[~won])
 
 
 def split_rows(

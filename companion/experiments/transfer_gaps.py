@@ -138,7 +138,8 @@ def transfer_glance(
     lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
     before_labels = test_labels(before, dataset, "test")
     for pos in codes:
-        trained = np.stack(list(correct_by_seed(before, f"{dataset}:{pos}", "test").values()))
+        trained = trained_matrix(before, dataset, pos)
+        at_32 = solved_flags(trained, threshold)
         entries = [f"`{pos}`", _entry(trained, before_labels, threshold)]
         for rendering in renderings:
             labels = moved_labels(references, {"dataset": dataset, "rendering": rendering})
@@ -147,9 +148,8 @@ def transfer_glance(
                 name = grown_condition(pos) if condition == WINDOW_GROWN else condition
                 for metric in ("acc", "acc_finetuned"):
                     cell = {**base, "condition": name, "metric": metric}
-                    entries.append(
-                        _entry(moved_matrix(rows, cell, size, len(labels))[1], labels, threshold)
-                    )
+                    moved = moved_matrix(rows, cell, size, len(labels))[1]
+                    entries.append(_entry(moved, labels, threshold, at_32))
             if (dataset, pos) in {(r["dataset"], r["pos"]) for r in references[rendering]["runs"]}:
                 entries.append(_entry(reference_matrix(references, base)[1], labels, threshold))
             else:
@@ -161,13 +161,26 @@ def transfer_glance(
         f"its own test images: trained at 32 px; moved to {size} px with the window kept or grown "
         f"(a bias table resized geometrically), as moved and after the short fine-tune (ft); "
         f"trained at {size} px (ref, — where none was). Where a cell's seeds split, the count "
-        f"solved (accuracy ≥ {100 * threshold:g} %) and each group's lift.*"
+        f"solved (accuracy ≥ {100 * threshold:g} %), their mean lift and each other seed's; a "
+        f"code whose 32-px seeds split is read in two groups, those that solved at 32 px and "
+        f"those that did not.*"
     )
     return "\n".join(lines) + "\n"
 
 
-def _entry(correct: np.ndarray, labels: np.ndarray, threshold: float) -> str:
-    """A glance entry: the mean lift in points, or the count solved and each group's lift."""
+def _entry(
+    correct: np.ndarray, labels: np.ndarray, threshold: float, at_32: np.ndarray | None = None
+) -> str:
+    """A glance entry: the mean lift in points where the seeds agree; where they split, the count
+    solved, the solved seeds' mean and each other seed's lift (seeds short of the mark need not
+    agree with each other). ``at_32`` ``(seeds,)`` bool: whether each seed solved at 32 px; where
+    it splits, each group is its own entry (a moved model of a seed that never solved had
+    nothing to keep)."""
+    if at_32 is not None and 0 < at_32.sum() < len(at_32):
+        groups = [(at_32, "solved"), (~at_32, "not")]
+        parts = [(int(g.sum()), name, _entry(correct[g], labels, threshold)) for g, name in groups]
+        return " · ".join(f"{k} {name} at 32 px: " + (f"({e})" if " · " in e else e)
+                          for k, name, e in parts)  # fmt: skip
     lift = 100 * (correct.mean(1) - np.bincount(labels).max() / len(labels))
     return glance_entry(lift, solved_flags(correct, threshold))
 
