@@ -63,7 +63,7 @@ INSTALL_TITLE = "# @title Install the book's companion package (Colab only)"
 INSTALL_MARKER = "# Colab only: install the book's companion package"
 #: What the install cell never changes: Colab's own builds, pinned to the versions it finds (timm,
 #: ipython and anywidget where the runtime preinstalls them, as Colab's current one does).
-KEEP = ("torch", "torchvision", "numpy", "matplotlib", "ipywidgets", "ipython", "timm", "anywidget")
+KEEP = ("torch", "torchvision", "numpy", "scipy", "matplotlib", "ipywidgets", "ipython", "timm", "anywidget")
 #: Chapters (by file-name prefix) whose install cell also installs an extra of the package (its
 #: optional dependencies, pyproject.toml): chapter 4 compares the book's Swin with timm's.
 EXTRAS = {"04_": "timm"}
