@@ -63,7 +63,10 @@ INSTALL_TITLE = "# @title Install the book's companion package (Colab only)"
 INSTALL_MARKER = "# Colab only: install the book's companion package"
 #: What the install cell never changes: Colab's own builds, pinned to the versions it finds (timm,
 #: ipython and anywidget where the runtime preinstalls them, as Colab's current one does).
-KEEP = ("torch", "torchvision", "numpy", "scipy", "matplotlib", "ipywidgets", "ipython", "timm", "anywidget")
+KEEP = (
+    "torch", "torchvision", "numpy", "scipy", "matplotlib",
+    "ipywidgets", "ipython", "timm", "anywidget",
+)  # fmt: skip
 #: Chapters (by file-name prefix) whose install cell also installs an extra of the package (its
 #: optional dependencies, pyproject.toml): chapter 4 compares the book's Swin with timm's.
 EXTRAS = {"04_": "timm"}
@@ -206,7 +209,7 @@ def install_cell_source(repo: Repository, extra: str | None = None) -> str:
         "VERSION": repo.version,
         "REQUIREMENT": repo.requirement(extra),
         "NEEDS": json.dumps(needs),
-        "KEEP": json.dumps(list(KEEP)),
+        "KEEP": f"{json.dumps(list(KEEP[:6]))}\nKEEP += {json.dumps(list(KEEP[6:]))}",  # two short lines
     }
     return re.sub(r"@([A-Z]+)@", lambda m: fields[m[1]], INSTALL_CELL)
 
