@@ -209,7 +209,7 @@ def install_cell_source(repo: Repository, extra: str | None = None) -> str:
         "VERSION": repo.version,
         "REQUIREMENT": repo.requirement(extra),
         "NEEDS": json.dumps(needs),
-        "KEEP": f"{json.dumps(list(KEEP[:6]))}\nKEEP += {json.dumps(list(KEEP[6:]))}",  # two short lines
+        "KEEP": f"{json.dumps(list(KEEP[:6]))}\nKEEP += {json.dumps(list(KEEP[6:]))}",
     }
     return re.sub(r"@([A-Z]+)@", lambda m: fields[m[1]], INSTALL_CELL)
 
