@@ -144,10 +144,12 @@ def lacking_blind_seeds(
 def twins_table(twins: Sequence[PilotTwin]) -> str:
     """The twins as a markdown table, one row per planned run."""
     lines = [
-        "| planned folder | run | equal to pilot | moves equal |",
+        "| planned folder | run | equal to the pilot run in | moves equal |",
         "|---|---|---|---|",
     ]
     for t in twins:
         moves = f"{t.moves} of {t.of}" if t.of else "—"
-        lines.append(f"| `{t.folder}` | `{t.run}` | `{t.pilot}/{t.pilot_run}` | {moves} |")
+        # The pilot's run name is the planned one (the usual case) or given after its folder.
+        pilot = t.pilot if t.pilot_run == t.run else f"{t.pilot}/{t.pilot_run}"
+        lines.append(f"| `{t.folder}` | `{t.run}` | `{pilot}` | {moves} |")
     return "\n".join(lines) + "\n"
