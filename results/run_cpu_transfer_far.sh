@@ -12,7 +12,7 @@
 #      world rendering with window 6, seeds 0-4, the first 10 epochs at distance 1 (the window
 #      and the curriculum chosen from results/pilots, section 4).
 #   4. cpu-transfer-far-48-scaled: abs and rel, the same in the scaled rendering.
-#   5. Blind seeds (added after the run, issue 45): the seed-0 runs of steps 1 and 3 that came out
+#   5. Blind seeds (added after the run): the seed-0 runs of steps 1 and 3 that came out
 #      bit for bit as pilot runs (results/pilots/out/transfer, run before predictions.md was
 #      written) were known when the predictions were written. Every cell left with fewer than five
 #      seeds that are no pilot's twin (companion.experiments.runs.blind_codes, read from the sealed
@@ -64,7 +64,7 @@ if step 4; then
         --curriculum-epochs 10 --seeds 0 1 2 3 4 --pos abs rel
 fi
 
-# 5. Blind seeds (issue 45): seed 5 of every cell with fewer than five seeds that are no
+# 5. Blind seeds: seed 5 of every cell with fewer than five seeds that are no
 #    pilot's twin, the settings of the step whose cell it is.
 if step 5; then
     PILOTS=results/pilots/out/transfer

@@ -548,7 +548,7 @@ def test_stopping_the_parent_stops_its_workers_at_once(how, wait):
         parent.wait()
 
 
-#: Headers written before the commands moved into ``companion.commands`` (issue 43) spell them so.
+#: Headers written before the commands moved into ``companion.commands`` spell them so.
 MOVED_COMMANDS = {
     f"companion.{name}": f"companion.commands.{name}"
     for name in ("ablation", "resolution_experiment", "learned_embedding")

@@ -194,7 +194,7 @@ def test_a_chapter_reads_results_through_its_reader_and_never_reaches_the_runs(n
 
 def test_the_package_keeps_at_most_18_top_level_modules():
     """Support and subject, counted as files beside ``__init__.py``: a new idea joins the module
-    it belongs to, or the folder of its role (issue 43)."""
+    it belongs to, or the folder of its role."""
     top = sorted(p.stem for p in COMPANION.glob("*.py") if p.stem != "__init__")
     assert len(top) <= 18, top
     assert set(top) == SUBJECT | {"_checks", "_io", "_startup"}

@@ -4,7 +4,7 @@ seed-by-seed readings of split cells, and chapter 6's P1-P13 with the rule for i
 its seed-by-seed readings, on all seeds and on the blind ones.
 
 ``planned_verdicts.json`` was written by this file's ``outcomes()`` before the experiments layer
-was rewritten (issue 44), so a refactor that moves a verdict fails here. A change that moves one on
+was rewritten, so a refactor that moves a verdict fails here. A change that moves one on
 purpose rewrites the file (``python tests/test_planned_verdicts.py``) and names each verdict that
 moved in its commit.
 """

@@ -1,4 +1,4 @@
-"""Chapter 6's blind seeds (issue 45): which planned runs are pilots' twins, read from the sealed
+"""Chapter 6's blind seeds: which planned runs are pilots' twins, read from the sealed
 records; chapter 6 prints every one of them and says what they are; and step 5 of
 results/run_cpu_transfer_far.sh trains seed 5 of exactly the cells left with fewer than five
 seeds that are no pilot's, with the settings of the step they came from."""
