@@ -449,7 +449,8 @@ def test_the_committed_predictions_match_the_sha256_the_run_recorded():
     assert predictions["draws"] >= 1000
 
 
-def test_the_predictions_were_committed_before_the_run_and_not_edited_after():
+def _history_or_skip():
+    """The repository root and a ``git`` runner in it; skips where there is no full history."""
     import subprocess
 
     from companion.train.provenance import PACKAGE_DIR
@@ -463,6 +464,11 @@ def test_the_predictions_were_committed_before_the_run_and_not_edited_after():
         pytest.skip("not a git clone: no history to check the order in")
     if git("rev-parse", "--is-shallow-repository").stdout.strip() == "true":
         pytest.skip("a shallow clone: the history that shows the order is missing")
+    return root, git
+
+
+def test_the_predictions_were_committed_before_the_run_and_not_edited_after():
+    root, git = _history_or_skip()
     path = "results/learned-vit/predictions.md"
     _, record = load_vit_embedding(root / "results" / "learned-vit")
     run = record["git"]["commit"]
@@ -544,19 +550,7 @@ def test_a_seed_run_that_recorded_another_rule_is_refused(tmp_path):
 
 
 def test_the_seed_rule_was_committed_before_the_runs_and_not_edited_after():
-    import subprocess
-
-    from companion.train.provenance import PACKAGE_DIR
-
-    root = PACKAGE_DIR.parent
-
-    def git(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
-
-    if git("rev-parse", "--is-inside-work-tree").returncode != 0:
-        pytest.skip("not a git clone: no history to check the order in")
-    if git("rev-parse", "--is-shallow-repository").stdout.strip() == "true":
-        pytest.skip("a shallow clone: the history that shows the order is missing")
+    root, git = _history_or_skip()
     path = "results/learned-vit-seeds/predictions.md"
     last = git("log", "-1", "--format=%H", "--", path).stdout.strip()
     assert last, f"{path} is not committed"
