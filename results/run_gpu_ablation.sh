@@ -41,6 +41,7 @@
 #   CIFAR_EPOCHS=30  CIFAR_WARMUP=2  CIFAR_BATCH=256       part 4 only
 #   CONFIG=tiny-cpu  DEVICE=cuda  PRECISION=auto  RESULTS_DIR=results  WORK_DIR=runs/ablation
 #   NAME_SUFFIX=  (appended to every results name)  FRESH=1 (discard this name's saved runs)
+#   PARTS="1 2 3"                                          which of parts 1-3 to run
 # Sizing to about 10 minutes (an estimate, not measured: no GPU run of it exists). Parts 1 to 3
 # are 215 runs and, with the defaults, 762,500 optimiser steps (the script prints the count
 # before it starts). A step of this small model on a GPU costs about what its kernel launches
@@ -83,6 +84,7 @@ RESULTS_DIR=${RESULTS_DIR:-results}
 WORK_DIR=${WORK_DIR:-runs/ablation}
 DATA_DIR=${DATA_DIR:-$HOME/.cache/vit-position-book}
 SUFFIX=${NAME_SUFFIX:-}
+PARTS=${PARTS:-"1 2 3"}
 FRESH_FLAG=${FRESH:+--fresh}
 
 if [[ -n "${ALLOW_CPU:-}" ]]; then
@@ -98,10 +100,12 @@ count() { set -- $1; echo $#; }
 n_seeds=$(count "$SEEDS")
 n_extra=$(count "$EXTRA_SEEDS")
 steps_per_epoch=$(( (TRAIN + BATCH - 1) / BATCH ))
-far_runs=$(( 4 * n_seeds + 2 * n_extra + 4 * n_seeds ))  # parts 1 and 3
-task_runs=$(( 8 * n_seeds + 9 * n_extra ))
+part() { [[ " $PARTS " == *" $1 "* ]]; }
+runs_of() { if part "$1"; then echo "$2"; else echo 0; fi; }
+far_runs=$(( $(runs_of 1 $(( 4 * n_seeds + 2 * n_extra ))) + $(runs_of 3 $(( 4 * n_seeds ))) ))
+task_runs=$(runs_of 2 $(( 8 * n_seeds + 9 * n_extra )))
 steps=$(( (far_runs * FAR_EPOCHS + task_runs * EPOCHS) * steps_per_epoch ))
-echo "plan: $far_runs + $task_runs runs, $steps optimiser steps ($steps_per_epoch per epoch), $JOBS at a time on $DEVICE"
+echo "plan: parts $PARTS, $far_runs + $task_runs runs, $steps optimiser steps ($steps_per_epoch per epoch), $JOBS at a time on $DEVICE"
 
 PLAIN=(--results-dir "$RESULTS_DIR" --work-dir "$WORK_DIR" --config "$CONFIG"
        --pos none abs rel abs+rel --seeds $SEEDS
@@ -111,21 +115,25 @@ PLAIN=(--results-dir "$RESULTS_DIR" --work-dir "$WORK_DIR" --config "$CONFIG"
 COMMON=("${PLAIN[@]}" --extra-seeds $EXTRA_SEEDS)
 
 start=$SECONDS
-"$PY" -m companion.commands.ablation --name "gpu-far-relation$SUFFIX" "${COMMON[@]}" \
-    --datasets far-relation-heldout --epochs "$FAR_EPOCHS" --curriculum-epochs "$CURRICULUM" \
-    --extra far-relation-heldout:none:pool-merge far-relation-heldout:rel:pool-merge
-echo "part 1 took $(( SECONDS - start )) s"
-
-"$PY" -m companion.commands.ablation --name "gpu-ablation$SUFFIX" "${COMMON[@]}" \
-    --datasets grid-cell relation --epochs "$EPOCHS" \
-    --extra grid-cell:none:torus grid-cell:rel:torus grid-cell:abs:torus grid-cell:rel:no-shift \
-            grid-cell:rel:abs-offset-bias grid-cell:abs+rel:abs-offset-bias \
-            relation:none:pool-merge relation:rel:pool-merge relation:abs:pool-merge
-echo "parts 1 and 2 took $(( SECONDS - start )) s"
-
-"$PY" -m companion.commands.ablation --name "gpu-interior-holdout$SUFFIX" "${PLAIN[@]}" \
-    --datasets far-relation-interior --epochs "$FAR_EPOCHS" --curriculum-epochs "$CURRICULUM"
-echo "parts 1 to 3 took $(( SECONDS - start )) s"
+if part 1; then
+    "$PY" -m companion.commands.ablation --name "gpu-far-relation$SUFFIX" "${COMMON[@]}" \
+        --datasets far-relation-heldout --epochs "$FAR_EPOCHS" --curriculum-epochs "$CURRICULUM" \
+        --extra far-relation-heldout:none:pool-merge far-relation-heldout:rel:pool-merge
+    echo "part 1 done at $(( SECONDS - start )) s"
+fi
+if part 2; then
+    "$PY" -m companion.commands.ablation --name "gpu-ablation$SUFFIX" "${COMMON[@]}" \
+        --datasets grid-cell relation --epochs "$EPOCHS" \
+        --extra grid-cell:none:torus grid-cell:rel:torus grid-cell:abs:torus grid-cell:rel:no-shift \
+                grid-cell:rel:abs-offset-bias grid-cell:abs+rel:abs-offset-bias \
+                relation:none:pool-merge relation:rel:pool-merge relation:abs:pool-merge
+    echo "part 2 done at $(( SECONDS - start )) s"
+fi
+if part 3; then
+    "$PY" -m companion.commands.ablation --name "gpu-interior-holdout$SUFFIX" "${PLAIN[@]}" \
+        --datasets far-relation-interior --epochs "$FAR_EPOCHS" --curriculum-epochs "$CURRICULUM"
+    echo "part 3 done at $(( SECONDS - start )) s"
+fi
 
 # 4. CIFAR-10 (optional): all 50 000 training images, random crop + flip, label smoothing,
 #    stochastic depth (the cifar config's own drop_path_rate of 0.1); no controlled variant.

@@ -56,6 +56,19 @@ def test_the_gpu_script_downloads_nothing_unless_asked():
         assert re.search(rf"^#.*\b{knob}=", text, re.MULTILINE), knob
 
 
+def test_parts_chooses_which_experiments_run_and_the_plan_counts_only_those():
+    # PYTHON=echo prints each command instead of running it: a dry run of the script.
+    knobs = {"ALLOW_CPU": "1", "PYTHON": "echo", "PARTS": "2 3", "SEEDS": "10 11",
+             "EXTRA_SEEDS": "10"}  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k not in ("CIFAR", "DOWNLOAD", "FRESH")}
+    done = subprocess.run(["bash", str(GPU)], env={**env, **knobs}, capture_output=True,
+                          text=True, timeout=60, check=True)  # fmt: skip
+    # Part 2: 8 x 2 + 9 x 1 runs of 20 epochs; part 3: 4 x 2 runs of 40; 8000 / 64 = 125 steps.
+    assert "plan: parts 2 3, 8 + 25 runs, 102500 optimiser steps (125 per epoch)" in done.stdout
+    names = re.findall(r"--name (\S+)", done.stdout)
+    assert names == ["gpu-ablation", "gpu-interior-holdout"]
+
+
 @pytest.mark.slow
 def test_the_gpu_script_runs_end_to_end_on_a_cpu_with_tiny_knobs(tmp_path):
     knobs = {
@@ -70,7 +83,7 @@ def test_the_gpu_script_runs_end_to_end_on_a_cpu_with_tiny_knobs(tmp_path):
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     # 4 + 2 far-relation runs and 4 interior ones, 8 + 9 on the two tasks; 64 / 16 = 4 steps
     # per epoch.
-    plan = "plan: 10 + 17 runs, 148 optimiser steps (4 per epoch), 1 at a time on cpu"
+    plan = "plan: parts 1 2 3, 10 + 17 runs, 148 optimiser steps (4 per epoch), 1 at a time on cpu"
     assert plan in done.stdout
     found = sorted(p.name for p in (tmp_path / "results").iterdir() if p.is_dir())
     # No CIFAR-10 without CIFAR=1.
