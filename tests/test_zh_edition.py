@@ -239,6 +239,18 @@ def test_typography_slips_are_named():
     assert "line break inside a sentence" in problems
 
 
+def test_a_line_break_before_or_after_a_bold_term_is_named_and_fixed():
+    broken = "角度为 $a + b$。\n**轴向** RoPE 只用行频率，\n**混合** RoPE 学习频率。"
+    problems = RULES.unit_problems(broken)
+    assert len(problems) == 2 and all("line break inside a sentence" in p for p in problems)
+    fixed = RULES.fixed(broken)
+    assert fixed == "角度为 $a + b$。**轴向** RoPE 只用行频率，**混合** RoPE 学习频率。"
+    assert RULES.unit_problems(fixed) == []
+    # A new paragraph, a list item or a formula wrapped onto the next line is no such break.
+    assert RULES.unit_problems("第一段。\n\n**第二段。**\n\n- 一项\n- **另一项**") == []
+    assert RULES.unit_problems("角度为 $a +\nb$，两行。") == []
+
+
 def test_a_forbidden_variant_fails_the_check_naming_chapter_and_unit(tmp_path, monkeypatch):
     english = "Gaps below a point are not readable."
     good = "低于一个点的差距不可读。"
