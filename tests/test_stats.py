@@ -4,6 +4,7 @@ checked against printed tables), the paired t test and Holm's adjustment."""
 import math
 
 import pytest
+from scipy import stats
 
 from companion.experiments.stats import format_p, holm, holm_bounds, paired_interval, t_quantile
 
@@ -42,10 +43,13 @@ def test_paired_interval_is_mean_plus_minus_t_times_standard_error():
         paired_interval([1.0])
 
 
-def row(pos, values, seeds=(0, 1, 2), variant="swin", dataset="relation"):
-    n = len(values)
-    return {"dataset": dataset, "pos": pos, "variant": variant, "n": n, "mean": sum(values) / n,
-            "std": 0.0, "seeds": list(seeds), "values": list(values)}  # fmt: skip
+def test_paired_interval_is_scipys_paired_t_test_interval():
+    a, b = [0.91, 0.85, 0.97, 0.78, 0.88], [0.80, 0.86, 0.83, 0.70, 0.79]
+    differences = [x - y for x, y in zip(a, b, strict=True)]
+    for confidence in (0.9, 0.95, 0.99):
+        by_scipy = stats.ttest_rel(a, b).confidence_interval(confidence)
+        _, low, high = paired_interval(differences, confidence)
+        assert (low, high) == pytest.approx((by_scipy.low, by_scipy.high), abs=1e-12)
 
 
 def test_holm_multiplies_by_rank_keeps_order_and_caps_at_one():

@@ -44,7 +44,7 @@ from companion.experiments.learned_embedding import shuffled_null as shuffled_nu
 from companion.experiments.learned_embedding import similarity_gap as similarity_gap
 from companion.experiments.predictions import PREDICTIONS, load_predictions, parse_predictions
 from companion.experiments.records import TABLE, check_against_table
-from companion.train.provenance import PACKAGE_DIR
+from companion.experiments.results import result_places
 
 RESULT_NAME = "learned-abs"
 EMBEDDING_FILE = "absolute_pos_embed.pt"
@@ -57,17 +57,8 @@ VIT_SEEDS_RESULT_NAME = "learned-vit-seeds"
 
 
 def _result_places(name: str, folder: str | Path | None) -> list[Path]:
-    """``[folder]``, or where chapter notebooks find ``results/<name>``: the current directory,
-    its parent (notebooks run in ``book/``), the installed package's ``book_results`` (a plain
-    install, as Colab's) and beside the package (a clone)."""
-    if folder is not None:
-        return [Path(folder)]
-    return [
-        Path.cwd() / "results" / name,
-        Path.cwd().parent / "results" / name,
-        PACKAGE_DIR / "book_results" / name,
-        PACKAGE_DIR.parent / "results" / name,
-    ]
+    """``[folder]``, or ``results/<name>`` where the chapters find their results."""
+    return [Path(folder)] if folder is not None else [p / name for p in result_places()]
 
 
 def _load_embedding(
@@ -91,12 +82,8 @@ def _load_embedding(
 
 def load_learned_embedding(folder: str | Path | None = None) -> tuple[Tensor, dict]:
     """The small Swin's saved ``(1, h, w, D)`` embedding and its provenance record, checked
-    against the folder's ``SHA256SUMS`` (``companion.experiments.integrity``).
-
-    Without ``folder``, ``results/learned-abs`` is looked for where chapter notebooks find their
-    results: the current directory, its parent (notebooks run in ``book/``), the installed
-    package's ``book_results`` (a plain install, as Colab's) and beside the package (a clone).
-    """
+    against the folder's ``SHA256SUMS``; without ``folder``, ``results/learned-abs`` where the
+    chapters find their results (``companion.experiments.results.result_places``)."""
     return _load_embedding(RESULT_NAME, EMBEDDING_FILE, folder)
 
 
