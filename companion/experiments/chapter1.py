@@ -56,28 +56,30 @@ VIT_EMBEDDING_FILE = "pos_embed.pt"
 VIT_SEEDS_RESULT_NAME = "learned-vit-seeds"
 
 
-def _result_places(name: str, folder: str | Path | None) -> list[Path]:
-    """``[folder]``, or ``results/<name>`` where the chapters find their results."""
-    return [Path(folder)] if folder is not None else [p / name for p in result_places()]
+def _find(name: str, folder: str | Path | None, *files: str) -> Path:
+    """``folder``, or ``results/<name>`` where the chapters find their results
+    (``companion.experiments.results.result_places``): the first that holds all of ``files``."""
+    places = [Path(folder)] if folder is not None else [p / name for p in result_places()]
+    for place in places:
+        if all((place / f).is_file() for f in files):
+            return place
+    raise FileNotFoundError(
+        f"folder: no {' with '.join(files)} in any of {[str(p) for p in places]}"
+    )
 
 
 def _load_embedding(
     name: str, embedding_file: str, folder: str | Path | None
 ) -> tuple[Tensor, dict]:
-    places = _result_places(name, folder)
-    for place in places:
-        if (place / embedding_file).is_file() and (place / PROVENANCE_FILE).is_file():
-            record = verified_json(place, PROVENANCE_FILE)
-            embedding = verified_tensors(place, embedding_file)
-            recorded = record.get("embedding_sha256")  # a run from before recorded none
-            if recorded is not None and recorded != read_manifest(place)[embedding_file]:
-                raise ResultsError(f"{place / embedding_file} is not the one its run recorded")
-            if any((p / TABLE).is_file() for p in place.resolve().parents):
-                check_against_table(place, record)  # a fresh run's --out has no table above
-            return embedding, record
-    raise FileNotFoundError(
-        f"folder: no {embedding_file} with {PROVENANCE_FILE} in any of {[str(p) for p in places]}"
-    )
+    place = _find(name, folder, embedding_file, PROVENANCE_FILE)
+    record = verified_json(place, PROVENANCE_FILE)
+    embedding = verified_tensors(place, embedding_file)
+    recorded = record.get("embedding_sha256")  # a run from before recorded none
+    if recorded is not None and recorded != read_manifest(place)[embedding_file]:
+        raise ResultsError(f"{place / embedding_file} is not the one its run recorded")
+    if any((p / TABLE).is_file() for p in place.resolve().parents):
+        check_against_table(place, record)  # a fresh run's --out has no table above
+    return embedding, record
 
 
 def load_learned_embedding(folder: str | Path | None = None) -> tuple[Tensor, dict]:
@@ -111,11 +113,7 @@ def similarity_predictions(folder: str | Path | None = None) -> dict[str, Any]:
     """The ``json`` block of the ViT folder's ``predictions.md`` (checked against its
     ``SHA256SUMS``): ``{"draws", "seed", "alpha", "predictions": [...]}``, each prediction
     ``{"id", "text", "kind": "similarity", "statistic", "alternative", "expect"}``."""
-    places = _result_places(VIT_RESULT_NAME, folder)
-    for place in places:
-        if (place / PREDICTIONS).is_file():
-            return load_predictions(place, kinds=("similarity",))
-    raise FileNotFoundError(f"folder: no {PREDICTIONS} in any of {[str(p) for p in places]}")
+    return load_predictions(_find(VIT_RESULT_NAME, folder, PREDICTIONS), kinds=("similarity",))
 
 
 def prediction_held(prediction: dict[str, Any], test: PermutationTest, alpha: float) -> bool:
@@ -199,10 +197,7 @@ def load_vit_seeds(folder: str | Path | None = None) -> tuple[dict[str, Any], di
     """The over-seeds rule (the ``json`` block of ``learned-vit-seeds/predictions.md``) and
     ``{seed: (embedding (1, h, w, D), provenance record)}`` for each of its seeds, each checked
     against its folder's ``SHA256SUMS`` and against the rule's sha256 its run recorded."""
-    places = _result_places(VIT_SEEDS_RESULT_NAME, folder)
-    place = next((p for p in places if (p / PREDICTIONS).is_file()), None)
-    if place is None:
-        raise FileNotFoundError(f"folder: no {PREDICTIONS} in any of {[str(p) for p in places]}")
+    place = _find(VIT_SEEDS_RESULT_NAME, folder, PREDICTIONS)
     rule = parse_predictions((place / PREDICTIONS).read_text(encoding="utf-8"), place, ())
     digest = file_sha256(place / PREDICTIONS)
     runs = {}
