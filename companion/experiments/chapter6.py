@@ -1,11 +1,9 @@
 """Chapter 6's reader: the far-relation transfer (every code trained at 32 px, moved to 48 px,
 beside the references trained at 48 px), read by the rules its predictions fixed before the run.
 
-``results/run_cpu_transfer_far.sh`` writes up to four folders: ``cpu-transfer-far`` (seeds 0-4 of
-every code at 32 px, their ``transfer.json`` and the committed ``predictions.md``),
-``cpu-transfer-far-more`` (seeds 5-9 of the codes whose 32-px cell split, with their moves) and
-the references the predictions name. :func:`load_far_transfer` reads and verifies them all and
-merges the extra seeds, so the chapter holds one :class:`FarTransfer`.
+The experiment's folders are read, verified and merged into one :class:`FarTransfer` by
+:mod:`companion.experiments.far_transfer` (:func:`load_far_transfer`, and on blind seeds only
+:func:`load_blind_far_transfer`); this module reads it.
 
 The planned comparisons (kinds in ``predictions.TRANSFER_KINDS``; a moved cell is ``{"dataset",
 "pos", "rendering", "condition", "metric"}``, ``"window-grown"`` read as the code's own grown
@@ -34,36 +32,28 @@ seeds that solved it (the others had nothing to keep) and says so.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from companion.experiments.bootstrap import Interval
-from companion.experiments.integrity import ResultsError
+from companion.experiments.far_transfer import BLIND, CONDITIONS, DATASET
+from companion.experiments.far_transfer import FarTransfer as FarTransfer  # re-exported
+from companion.experiments.far_transfer import load_blind_far_transfer as load_blind_far_transfer
+from companion.experiments.far_transfer import load_far_transfer as load_far_transfer
 from companion.experiments.pilots import find_pilot_twins as find_pilot_twins  # re-exported
 from companion.experiments.pilots import twins_table as twins_table  # re-exported
 from companion.experiments.predictions import (
     chosen,
     correct_by_seed,
-    load_far_transfer_predictions,
     meets,
     p_text,
-    test_labels,
     threshold_of,
 )
-from companion.experiments.records import check_against_table
 from companion.experiments.resolution_transfer import WINDOW_GROWN, WINDOW_KEPT, grown_condition
-from companion.experiments.results import describe_run, find_results, load_results, run_key
-from companion.experiments.split_reading import accuracy_table, split_codes
 from companion.experiments.stats import binomial_interval, holm_bounds
 from companion.experiments.transfer_gaps import (
     References,
     Rows,
     kind_gap,
-    merge_rows,
-    merge_runs,
     moved_labels,
     moved_matrix,
     points,
@@ -72,147 +62,10 @@ from companion.experiments.transfer_gaps import (
     trained_matrix,
     transfer_glance,
 )
-from companion.experiments.transfer_reading import load_references
-from companion.experiments.transfer_results import load_transfer
 
-DATASET = "far-relation"
-CONDITIONS = (WINDOW_KEPT, WINDOW_GROWN)
 #: A count prediction whose text says so is held only by more than half of the seeds read: the
 #: plan's ``expect`` range was written for five seeds, its word for any number of them.
 MOST = "in most seeds"
-#: The blind seeds a cell is read on: its first five that no pilot run equals.
-BLIND = 5
-
-
-@dataclass(frozen=True)
-class FarTransfer:
-    """The experiment's records, verified and merged.
-
-    ``before``: the 32-px runs (``{"runs", "test_sets"}``, the extra seeds merged in); ``rows``:
-    every move's ``transfer.json`` rows; ``references``: ``{rendering: results.json}`` trained at
-    ``plan["size"]`` px; ``plan``: the predictions' block; ``records``: each ablation and transfer
-    record as read (for :func:`~companion.experiments.results.describe_run`); ``codes``: the
-    codes trained at 32 px, in the plan's order."""
-
-    before: dict[str, Any]
-    rows: list[dict[str, Any]]
-    references: dict[str, dict[str, Any]]
-    plan: dict[str, Any]
-    records: tuple[dict[str, Any], ...]
-    codes: tuple[str, ...]
-
-    @property
-    def threshold(self) -> float:
-        """The predictions' "solved" test accuracy (a fraction)."""
-        return float(self.plan["solved"]["threshold"])
-
-    def constants(self) -> dict[str, float]:
-        """``{rendering: constant answer}``: the most frequent label's share of the test images
-        the moved models were tested on (their reference's)."""
-        return {
-            rendering: float(np.bincount(labels).max() / len(labels))
-            for rendering, reference in self.references.items()
-            for labels in [test_labels(reference, DATASET, "test")]
-        }
-
-    def run_lines(self) -> list[str]:
-        """Each record as :func:`~companion.experiments.results.describe_run` writes it."""
-        return [describe_run(record, budget=False) for record in self.records]
-
-    def accuracy_table(self) -> str:
-        """Markdown: every code's 32-px test accuracy and its seeds solved (the plan's rule)."""
-        rule = {"split": "test", "threshold": self.threshold}
-        cells = [f"{DATASET}:{pos}" for pos in self.codes]
-        return accuracy_table(self.before, DATASET, ["test"], rule, cells)
-
-    def seeds(self, pos: str) -> tuple[list[int], list[int]]:
-        """``(solved, all)``: the seeds of ``pos`` at 32 px reaching the threshold, and every
-        seed, sorted."""
-        by_seed = correct_by_seed(self.before, f"{DATASET}:{pos}", "test")
-        solved = [s for s in sorted(by_seed) if by_seed[s].mean() >= self.threshold]
-        return solved, sorted(by_seed)
-
-
-def _checked(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A folder's ``results.json`` and ``transfer.json``, each as the record table holds it."""
-    results, moves = load_results(folder), load_transfer(folder)
-    check_against_table(folder, results)
-    check_against_table(folder, moves, before=results)
-    return results, moves
-
-
-def load_far_transfer(name: str = "cpu-transfer-far") -> FarTransfer:
-    """Every folder of the experiment (:func:`find_results` finds ``name``; the extra seeds in
-    ``name``-more, needed exactly when a 32-px cell split; the references beside it), verified
-    against their ``SHA256SUMS`` and the record table (every count and per-image bits' hash),
-    and merged."""
-    folder = find_results(name)
-    plan = load_far_transfer_predictions(folder)
-    first, moves = _checked(folder)
-    ablations, transfers = [first], [moves]
-    split = split_codes(first, plan["solved"]["threshold"])
-    if split:
-        more_folder = find_results(f"{name}-more")
-        more, more_moves = _checked(more_folder)
-        if list(more["plan"]["pos"]) != split:
-            raise ResultsError(f"{more_folder} trained {more['plan']['pos']}, but the cells that "
-                               f"split in {folder} are {split}")  # fmt: skip
-        ablations.append(more)
-        transfers.append(more_moves)
-    references = load_references(folder.parent, plan["references"])
-    for rendering, reference in references.items():
-        check_against_table(folder.parent / plan["references"][rendering], reference)
-    return FarTransfer(before=merge_runs(*ablations), rows=merge_rows(*transfers),
-                       references=references, plan=plan,
-                       records=(*ablations, *transfers, *references.values()),
-                       codes=tuple(first["plan"]["pos"]))  # fmt: skip
-
-
-def load_blind_far_transfer(far: FarTransfer, name: str = "cpu-transfer-far") -> FarTransfer:
-    """``far`` read on blind seeds only: ``name``-blind and the world reference's blind folder
-    merged in (seed 5 of every cell left with fewer than five seeds no pilot ran, trained after
-    the run), every run equal to a pilot run (:func:`find_pilot_twins`) dropped with its moves,
-    and each cell cut to its first :data:`BLIND` remaining seeds, so every planned comparison
-    reads five seeds a side that the predictions did not know."""
-    world, scaled = far.plan["references"]["world"], far.plan["references"]["scaled"]
-    blind, blind_moves = _checked(find_results(f"{name}-blind"))
-    world_blind = load_results(find_results(f"{world}-blind"))
-    check_against_table(find_results(f"{world}-blind"), world_blind)
-    named = [name, f"{name}-more", f"{name}-blind", world, f"{world}-blind", scaled]
-    pilots: dict[str, set[str]] = {"before": set(), "world": set(), "scaled": set()}
-    for twin in find_pilot_twins(named):
-        folder = Path(twin.folder).name
-        side = next((r for r, n in (("world", world), ("scaled", scaled)) if folder.startswith(n)),
-                    "before")  # fmt: skip
-        pilots[side].add(twin.run)
-    before = _first_blind(merge_runs(far.before, blind), pilots["before"])
-    kept = {(r["dataset"], r["pos"], r["seed"]) for r in before["runs"]}
-    rows = merge_rows({"rows": far.rows}, blind_moves)
-    references = {**far.references, "world": merge_runs(far.references["world"], world_blind)}
-    return FarTransfer(
-        before=before,
-        rows=[r for r in rows if (r["dataset"], r["pos"], r["seed"]) in kept],
-        references={
-            rendering: _first_blind(ref, pilots[rendering]) for rendering, ref in references.items()
-        },
-        plan=far.plan,
-        records=(*far.records, blind, blind_moves, world_blind),
-        codes=far.codes,
-    )
-
-
-def _first_blind(results: dict[str, Any], pilots: set[str]) -> dict[str, Any]:
-    """``results`` with each cell's runs cut to its first :data:`BLIND` seeds outside
-    ``pilots`` (run keys)."""
-    by_cell: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-    for run in sorted(results["runs"], key=lambda r: r["seed"]):
-        key = run_key(run["dataset"], run["pos"], run["seed"], run.get("variant", "swin"))
-        if key not in pilots:
-            by_cell.setdefault((run["dataset"], run["pos"], run.get("variant", "swin")), []).append(
-                run
-            )
-    runs = [r for cell in by_cell.values() for r in cell[:BLIND]]
-    return {**results, "runs": runs}
 
 
 def _verdict(held: bool | None) -> str:
