@@ -37,6 +37,8 @@ from typing import Any
 from companion.experiments.bootstrap import Interval
 from companion.experiments.far_transfer import BLIND, CONDITIONS, DATASET
 from companion.experiments.far_transfer import FarTransfer as FarTransfer  # re-exported
+from companion.experiments.far_transfer import learned_line as learned_line  # re-exported
+from companion.experiments.far_transfer import learned_references as learned_references
 from companion.experiments.far_transfer import load_blind_far_transfer as load_blind_far_transfer
 from companion.experiments.far_transfer import load_far_transfer as load_far_transfer
 from companion.experiments.pilots import find_pilot_twins as find_pilot_twins  # re-exported
@@ -66,6 +68,10 @@ from companion.experiments.transfer_gaps import (
 #: A count prediction whose text says so is held only by more than half of the seeds read: the
 #: plan's ``expect`` range was written for five seeds, its word for any number of them.
 MOST = "in most seeds"
+
+
+def _outcome(held: bool | None) -> str:
+    return "not readable" if held is None else "held" if held else "failed"
 
 
 def _verdict(held: bool | None) -> str:
@@ -125,30 +131,37 @@ def _read_seeds(far: FarTransfer, pos: str) -> tuple[list[int], str]:
     return every, ""
 
 
-def _family_gaps(far: FarTransfer, pos: str, rendering: str, against: str) -> list[Interval | None]:
+def _family_gaps(
+    far: FarTransfer, pos: str, rendering: str, against: str
+) -> list[tuple[Interval, bool] | None]:
     """As moved, on the seeds :func:`_read_seeds` gives: the lift change with the window kept,
     with it grown, grown − kept, and (grown) ``pos`` − ``against`` on the seeds both are read on
-    (None for ``against`` itself and for ``none``)."""
+    (None for ``against`` itself and for ``none``); each with whether a moved cell it reads
+    splits on those seeds (some solved at the new size, some not)."""
     size, base = far.plan["size"], {"dataset": DATASET, "pos": pos, "rendering": rendering}
     kept = {**base, "condition": WINDOW_KEPT, "metric": "acc"}
     grown = {**base, "condition": grown_condition(pos), "metric": "acc"}
     seeds = _read_seeds(far, pos)[0]
     before = {**far.before, "runs": [r for r in far.before["runs"] if r["seed"] in seeds]}
     rows = [r for r in far.rows if r["seed"] in seeds]
-    gaps: list[Interval | None] = [
-        kind_gap(before, rows, far.references, "lift-change", [kept], size)[0],
-        kind_gap(before, rows, far.references, "lift-change", [grown], size)[0],
-        kind_gap(before, rows, far.references, "window-gain", [grown, kept], size)[0],
-    ]
+
+    def split(on: Rows, *cells: dict[str, str]) -> bool:
+        return bool(_moved_split(on, far.references, cells, size, far.threshold))
+
+    gaps: list[tuple[Interval, bool] | None] = [
+        (kind_gap(before, rows, far.references, "lift-change", [kept], size)[0], split(rows, kept)),
+        (kind_gap(before, rows, far.references, "lift-change", [grown], size)[0],
+         split(rows, grown)),
+        (kind_gap(before, rows, far.references, "window-gain", [grown, kept], size)[0],
+         split(rows, grown, kept)),
+    ]  # fmt: skip
     if pos in (against, "none"):
         return [*gaps, None]
     other = {**grown, "pos": against, "condition": grown_condition(against)}
     both = set(seeds) & set(_read_seeds(far, against)[0])
     on_both = [r for r in far.rows if r["seed"] in both]
-    return [
-        *gaps,
-        kind_gap(far.before, on_both, far.references, "code-gap", [grown, other], size)[0],
-    ]
+    gap = kind_gap(far.before, on_both, far.references, "code-gap", [grown, other], size)[0]
+    return [*gaps, (gap, split(on_both, grown, other))]
 
 
 def exploratory_family(
@@ -158,15 +171,17 @@ def exploratory_family(
     constant answer at the new size − the same seeds' at 32 px) with the window kept and grown,
     the window's gain (grown − kept), and (window grown) its accuracy − ``against``'s, in points
     with 95 % two-stage bootstrap intervals; ``*`` marks a gap whose p-value, Holm-adjusted over
-    every gap of every table, is below 0.05. A split code is read on its solved seeds."""
-    entries: list[tuple[str, str, list[Interval | None]]] = []
+    every gap of every table, is below 0.05. A split code is read on its solved seeds; ``†``
+    marks a gap that reads a moved cell whose seeds split at the new size, a mean over solved and
+    unsolved seeds, to be read by the counts of the glance table, not as one number."""
+    entries: list[tuple[str, str, list[tuple[Interval, bool] | None]]] = []
     for rendering in renderings:
         for pos in far.codes:
             note = _read_seeds(far, pos)[1]
             entries.append(
                 (rendering, f"`{pos}`{note}", _family_gaps(far, pos, rendering, against))
             )
-    tested = [i for *_, gaps in entries for i in gaps if i is not None]
+    tested = [g[0] for *_, gaps in entries for g in gaps if g is not None]
     adjusted = iter(holm_bounds([i.p for i in tested], [i.floor for i in tested]))
     tables: list[str] = []
     for rendering in renderings:
@@ -174,8 +189,8 @@ def exploratory_family(
                  f"| grown: − `{against}` |", "|---|---|---|---|---|"]  # fmt: skip
         for drawn, label, gaps in entries:
             if drawn == rendering:
-                cells = ["—" if i is None else points(i) + "\\*" * (next(adjusted)[0] < 0.05)
-                         for i in gaps]  # fmt: skip
+                cells = ["—" if g is None else points(g[0]) + "\\*" * (next(adjusted)[0] < 0.05)
+                         + " †" * g[1] for g in gaps]  # fmt: skip
                 lines.append(f"| {label} | " + " | ".join(cells) + " |")
         tables.append("\n".join(lines))
     note = (
@@ -183,7 +198,9 @@ def exploratory_family(
         f"{far.plan['size']} px (a bias table resized geometrically when the window grows). "
         f"`*`: p below 0.05 after Holm's adjustment over all {len(tested)} gaps. A code whose "
         f"32-px seeds split is read on the seeds that solved it, and beside `{against}` on the "
-        f"seeds both are read on.*"
+        f"seeds both are read on. †: a moved cell it reads split at {far.plan['size']} px (some "
+        f"seeds solved, some did not), so the gap is a mean over both: read the cell by its count "
+        f"and seeds (the glance table).*"
     )
     return "\n\n".join(tables) + "\n\n" + note + "\n"
 
@@ -192,7 +209,8 @@ def far_split_readings(far: FarTransfer) -> str:
     """For every planned gap that reads a code whose 32-px seeds split, or a moved cell whose seeds
     split at the new size: whether each seed solved the task (at 32 px, and moved), the gap seed
     by seed, and where a 32-px cell split, the gap on the seeds where every code it reads solved
-    (exploratory: the rule fixed before the run asks for both readings). Points. A gap
+    (exploratory: the rule fixed before the run asks for both readings). Points. Each block
+    names the planned verdict first, so the exploratory line after it changes none. A gap
     against a reference is read only on the reference's seeds that learned; the others are named
     as not readable."""
     blocks = []
@@ -202,7 +220,7 @@ def far_split_readings(far: FarTransfer) -> str:
         cells = [moved_cell(p[k]) for k in (("cell",) if "cell" in p else ("a", "b"))]
         codes = list(dict.fromkeys(c["pos"] for c in cells))
         split = [pos for pos in codes if _read_seeds(far, pos)[1]]
-        moved_split = _moved_split(far, cells)
+        moved_split = _moved_split(far.rows, far.references, cells, far.plan["size"], far.threshold)
         if not split and not moved_split:
             continue
         seeds = sorted(set.intersection(*(set(far.seeds(pos)[1]) for pos in codes)))
@@ -219,11 +237,13 @@ def far_split_readings(far: FarTransfer) -> str:
         else:
             dropped = []
         solved = {pos: far.seeds(pos)[0] for pos in codes}
-        lines = [f"{p['id']}  {p['text']}"]
+        held = check_far_transfer_prediction(far.before, far.rows, far.references, p, far.plan)[1]
+        lines = [f"{p['id']}  {p['text']}", f"  planned reading: {_outcome(held)}"]
         if dropped:
             named = ", ".join(map(str, dropped))
             lines.append(f"  not readable on seed {named}: the reference did not learn there")
-        labelled = [(f"{pos} solved", solved[pos]) for pos in split] + moved_split
+        labelled = [(f"{pos} solved", solved[pos]) for pos in split]
+        labelled += [(f"{name} at {far.plan['size']} solved", won) for name, won, _ in moved_split]
         width = max(14, *(len(label) + 1 for label, _ in labelled))
         lines.append(f"  {'seed':{width}}" + "".join(f"{s:>7}" for s in seeds))
         for label, won in labelled:
@@ -236,33 +256,42 @@ def far_split_readings(far: FarTransfer) -> str:
             continue
         kept = [s for s in seeds if all(s in solved[pos] for pos in codes)]
         interval = _gap_on(far, p["kind"], cells, kept)
-        verdict = "within" if meets(interval, p["expect"]) else "outside"
         where = "every code solved" + " and the reference learned" * (p["kind"] == "moved-gap")
         lines.append(
-            f"  on the {len(kept)} seeds where {where} (exploratory): "
+            f"  exploratory, on the {len(kept)} seeds where {where}: "
             f"{100 * interval.estimate:+.1f} [{100 * interval.low:+.1f}, "
-            f"{100 * interval.high:+.1f}], {verdict} the expectation"
+            f"{100 * interval.high:+.1f}] (seeds chosen after the run: no verdict)"
         )
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 
 
 def _moved_split(
-    far: FarTransfer, cells: Sequence[Mapping[str, str]]
-) -> list[tuple[str, list[int]]]:
-    """``(label, seeds that solved)`` of each moved cell whose seeds split at the new size."""
+    rows: Rows, references: References, cells: Sequence[Mapping[str, str]], size: int,
+    threshold: float,
+) -> list[tuple[str, list[int], int]]:  # fmt: skip
+    """``(name, seeds that solved, seeds)`` of each moved cell whose seeds split at ``size`` px
+    (``name``: ``"rel grown-geometric"``, ``" ft"`` added after the fine-tune)."""
     found = []
     for cell in dict.fromkeys(tuple(sorted(c.items())) for c in cells):
         moved = dict(cell)
-        seeds, correct = moved_matrix(far.rows, moved, far.plan["size"],
-                                      len(moved_labels(far.references, moved)))  # fmt: skip
-        won = solved_flags(correct, far.threshold)
+        seeds, correct = moved_matrix(rows, moved, size, len(moved_labels(references, moved)))
+        won = solved_flags(correct, threshold)
         if 0 < won.sum() < len(won):
-            name = moved["condition"].removeprefix("window-")
+            name = f"{moved['pos']} {moved['condition'].removeprefix('window-')}"
             name += " ft" * (moved.get("metric") == "acc_finetuned")
-            label = f"{moved['pos']} {name} at {far.plan['size']} solved"
-            found.append((label, [s for s, w in zip(seeds, won, strict=True) if w]))
+            found.append((name, [s for s, w in zip(seeds, won, strict=True) if w], len(seeds)))
     return found
+
+
+def _moved_split_note(
+    rows: Rows, references: References, cells: Sequence[Mapping[str, str]], size: int,
+    threshold: float,
+) -> str:  # fmt: skip
+    """``" (split at 48 px: rel grown-geometric 1 of 5)"``: the moved cells whose seeds split."""
+    found = _moved_split(rows, references, cells, size, threshold)
+    split = [f"{name} {len(won)} of {n}" for name, won, n in found]
+    return f" (split at {size} px: {', '.join(split)})" if split else ""
 
 
 def _gap_on(
@@ -284,34 +313,6 @@ def moved_cell(cell: Mapping[str, str]) -> dict[str, str]:
     if found["condition"] == WINDOW_GROWN:
         found["condition"] = grown_condition(found["pos"])
     return found
-
-
-def learned_references(
-    references: References, dataset: str, codes: Sequence[str], plan: Mapping[str, Any]
-) -> dict[str, dict[str, tuple[int, int]]]:
-    """``{rendering: {pos: (seeds reaching learned.threshold on test, seeds)}}`` for each code of
-    ``codes`` with a reference in that rendering."""
-    found: dict[str, dict[str, tuple[int, int]]] = {}
-    threshold = plan["learned"]["threshold"]
-    for rendering, reference in references.items():
-        trained = {r["pos"] for r in reference["runs"] if r["dataset"] == dataset}
-        flags = {pos: solved_flags(trained_matrix(reference, dataset, pos), threshold)
-                 for pos in codes if pos in trained}  # fmt: skip
-        found[rendering] = {pos: (int(f.sum()), len(f)) for pos, f in flags.items()}
-    return found
-
-
-def learned_line(
-    references: References, dataset: str, codes: Sequence[str], plan: Mapping[str, Any]
-) -> str:
-    """``"Trained at 48 px, seeds reaching 90 % ...: world abs 4/4, world rel 2/4 (not
-    learned)."``: each reference's count, for the chapter's text."""
-    need, parts = plan["learned"]["seeds"], []
-    for rendering, by_pos in learned_references(references, dataset, codes, plan).items():
-        parts += [f"{rendering} {pos} {k}/{n}{' (not learned)' * (k < need)}"
-                  for pos, (k, n) in by_pos.items()]  # fmt: skip
-    return (f"Trained at {plan['size']} px, seeds reaching {100 * plan['learned']['threshold']:g} "
-            f"% test accuracy (learned: at least {need}): {', '.join(parts)}.")  # fmt: skip
 
 
 def check_far_transfer_prediction(
@@ -350,7 +351,9 @@ def check_far_transfer_prediction(
                     f"{len(flags)} seeds, {learned['seeds']} needed"), None  # fmt: skip
     interval, note = kind_gap(before, rows, references, kind, cells, size)
     text = points(interval) + p_text(interval, prediction["expect"]) + note
-    return text + split_note(before, cells, threshold), meets(interval, prediction["expect"])
+    text += split_note(before, cells, threshold)
+    text += _moved_split_note(rows, references, cells, size, threshold)
+    return text, meets(interval, prediction["expect"])
 
 
 def _expected(prediction: Mapping[str, Any]) -> str:

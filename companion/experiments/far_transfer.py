@@ -16,6 +16,7 @@ which 32-px cells split is read from the record table's counts, not from the per
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,13 @@ from companion.experiments.records import check_against_table, load_table
 from companion.experiments.resolution_transfer import WINDOW_GROWN, WINDOW_KEPT
 from companion.experiments.results import describe_run, find_results, load_results, run_key
 from companion.experiments.split_reading import accuracy_table
-from companion.experiments.transfer_gaps import merge_rows, merge_runs
+from companion.experiments.transfer_gaps import (
+    References,
+    merge_rows,
+    merge_runs,
+    solved_flags,
+    trained_matrix,
+)
 from companion.experiments.transfer_reading import load_references
 from companion.experiments.transfer_results import load_transfer
 
@@ -183,3 +190,31 @@ def _first_blind(results: dict[str, Any], pilots: set[str]) -> dict[str, Any]:
             )
     runs = [r for cell in by_cell.values() for r in cell[:BLIND]]
     return {**results, "runs": runs}
+
+
+def learned_references(
+    references: References, dataset: str, codes: Sequence[str], plan: Mapping[str, Any]
+) -> dict[str, dict[str, tuple[int, int]]]:
+    """``{rendering: {pos: (seeds reaching learned.threshold on test, seeds)}}`` for each code of
+    ``codes`` with a reference in that rendering."""
+    found: dict[str, dict[str, tuple[int, int]]] = {}
+    threshold = plan["learned"]["threshold"]
+    for rendering, reference in references.items():
+        trained = {r["pos"] for r in reference["runs"] if r["dataset"] == dataset}
+        flags = {pos: solved_flags(trained_matrix(reference, dataset, pos), threshold)
+                 for pos in codes if pos in trained}  # fmt: skip
+        found[rendering] = {pos: (int(f.sum()), len(f)) for pos, f in flags.items()}
+    return found
+
+
+def learned_line(
+    references: References, dataset: str, codes: Sequence[str], plan: Mapping[str, Any]
+) -> str:
+    """``"Trained at 48 px, seeds reaching 90 % ...: world abs 4/4, world rel 2/4 (not
+    learned)."``: each reference's count, for the chapter's text."""
+    need, parts = plan["learned"]["seeds"], []
+    for rendering, by_pos in learned_references(references, dataset, codes, plan).items():
+        parts += [f"{rendering} {pos} {k}/{n}{' (not learned)' * (k < need)}"
+                  for pos, (k, n) in by_pos.items()]  # fmt: skip
+    return (f"Trained at {plan['size']} px, seeds reaching {100 * plan['learned']['threshold']:g} "
+            f"% test accuracy (learned: at least {need}): {', '.join(parts)}.")  # fmt: skip
