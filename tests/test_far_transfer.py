@@ -20,8 +20,10 @@ from companion.experiments.chapter6 import (
     load_far_transfer,
 )
 from companion.experiments.evaluation import labels_text, pack_bits
+from companion.experiments.far_transfer import _split_in_table
 from companion.experiments.integrity import ResultsError, write_manifest
 from companion.experiments.records import write_table
+from companion.experiments.results import find_results, load_results
 from companion.experiments.split_reading import split_codes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -142,6 +144,16 @@ def test_split_codes_names_the_codes_some_of_whose_seeds_solved_and_some_did_not
     results["plan"] = {"datasets": [D], "pos": ["none", "abs", "rel", "cpb"]}
     assert split_codes(results, 0.9) == ["abs", "cpb"]
     assert split_codes(results, 0.99) == ["cpb"]  # 0.95 no longer solves
+
+
+def test_the_split_counted_on_the_record_table_is_the_one_the_per_image_bits_give():
+    # the load decides which cells need their extra seeds from the table's counts
+    folder = find_results("cpu-transfer-far")
+    results = load_results(folder)
+    for threshold in (0.9, 0.99, 0.5):
+        expected = split_codes(results, threshold)
+        assert _split_in_table(folder, results["plan"]["pos"], threshold) == expected
+    assert split_codes(results, 0.9) == ["abs", "cpb"]
 
 
 def _published(tmp_path: Path, references: dict[str, str]) -> Path:
