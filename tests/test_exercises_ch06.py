@@ -39,6 +39,12 @@ def test_bicubic_moves_a_preferred_offset_outwards_and_geometric_keeps_it():
     assert peak_after_resize(7, 7, "bicubic") == (0, 2)  # same window: unchanged
 
 
+def test_the_exercise_s_offsets_land_where_its_solution_says():
+    assert peak_after_resize(7, 14, "bicubic", (0, 3)) == (0, 6)  # 3 * 27/13 = 6.2
+    assert peak_after_resize(7, 14, "geometric", (0, 3)) == (0, 4)  # 1 + q + q^2 = 4.02
+    assert peak_after_resize(4, 8, "geometric") == (0, 3)  # q capped at 1.5: offset 2 at 2.5
+
+
 def test_cpb_reach_matches_the_coordinate_table():
     trained, reached = cpb_reach(7, 12)
     assert trained == pytest.approx(math.log2(9) / 3)

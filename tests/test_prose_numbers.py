@@ -49,17 +49,9 @@ EXEMPT: dict[str, dict[str, str]] = {
     },
     "06_resolution_and_beyond.ipynb": {
         "360": "arithmetic in the prose: 529 - 169 new rows",
-        "3.5": "arithmetic in the prose: offset 2 stretched by 23/13",
         "2.5": "arithmetic in the prose: 1 + 1.5",
         "132": "arithmetic in the prose: P(P - 1) at P = 12",
         "240": "arithmetic in the prose: P(P - 1) at P = 16",
-        "1.40": "not printed yet: the text's rate",
-        "1.77": "not printed yet: the figure's spacing, drawn",
-        "10.6": "not printed yet: the figure's spacing, drawn",
-        "2.24": "not printed yet: the figure's positions, drawn",
-        "3.78": "not printed yet: the figure's positions, drawn",
-        "5.69": "not printed yet: the figure's positions, drawn",
-        "8.06": "not printed yet: the figure's positions, drawn",
     },
 }
 #: Chapters whose exemptions may outlive their number (none: a stale exemption is an error).

@@ -68,8 +68,8 @@ KEEP = (
     "ipywidgets", "ipython", "timm", "anywidget",
 )  # fmt: skip
 #: Chapters (by file-name prefix) whose install cell also installs an extra of the package (its
-#: optional dependencies, pyproject.toml): chapter 4 compares the book's Swin with timm's.
-EXTRAS = {"04_": "timm"}
+#: optional dependencies, pyproject.toml): chapters 4 and 6 compare the book's Swin with timm's.
+EXTRAS = {"04_": "timm", "06_": "timm"}
 COLAB = "https://colab.research.google.com"
 BADGE = f"{COLAB}/assets/colab-badge.svg"
 COLAB_LINK = re.compile(re.escape(COLAB) + r"/github/[^\s)\"'<>\]]+")

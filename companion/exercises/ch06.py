@@ -20,7 +20,8 @@ from companion.rope import rotate_pairs
 #: states them (tests/test_exercise_answers.py); an empty tuple is a question whose answer is no
 #: value a reader could meet before (an identity to check).
 ANSWERS: dict[int, tuple[str, ...]] = {
-    1: ("bicubic: peak at (0, 4)", "geometric: peak at (0, 3)"),  # where (0, 2) goes, 7->12, 4->8
+    # where (0, 3) goes for 7 -> 14, and (0, 2) for 4 -> 8 geometric (section 6.3 shows 7 -> 12)
+    1: ("bicubic: peak at (0, 6)", "geometric: peak at (0, 4)", "geometric: peak at (0, 3)"),
     2: ("1.323", "1.383"),  # the largest MLP input at windows 12 and 24
     3: (),  # the same logit from the offset alone
     4: ("0.576", "0.767"),  # the formula's share of new pairs at 48 and 64 px

@@ -1,11 +1,9 @@
 """Chapter 6's reader: the far-relation transfer (every code trained at 32 px, moved to 48 px,
 beside the references trained at 48 px), read by the rules its predictions fixed before the run.
 
-``results/run_cpu_transfer_far.sh`` writes up to four folders: ``cpu-transfer-far`` (seeds 0-4 of
-every code at 32 px, their ``transfer.json`` and the committed ``predictions.md``),
-``cpu-transfer-far-more`` (seeds 5-9 of the codes whose 32-px cell split, with their moves) and
-the references the predictions name. :func:`load_far_transfer` reads and verifies them all and
-merges the extra seeds, so the chapter holds one :class:`FarTransfer`.
+The experiment's folders are read, verified and merged into one :class:`FarTransfer` by
+:mod:`companion.experiments.far_transfer` (:func:`load_far_transfer`, and on blind seeds only
+:func:`load_blind_far_transfer`); this module reads it.
 
 The planned comparisons (kinds in ``predictions.TRANSFER_KINDS``; a moved cell is ``{"dataset",
 "pos", "rendering", "condition", "metric"}``, ``"window-grown"`` read as the code's own grown
@@ -34,36 +32,30 @@ seeds that solved it (the others had nothing to keep) and says so.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from companion.experiments.bootstrap import Interval
-from companion.experiments.integrity import ResultsError
+from companion.experiments.far_transfer import BLIND, CONDITIONS, DATASET
+from companion.experiments.far_transfer import FarTransfer as FarTransfer  # re-exported
+from companion.experiments.far_transfer import learned_line as learned_line  # re-exported
+from companion.experiments.far_transfer import learned_references as learned_references
+from companion.experiments.far_transfer import load_blind_far_transfer as load_blind_far_transfer
+from companion.experiments.far_transfer import load_far_transfer as load_far_transfer
 from companion.experiments.pilots import find_pilot_twins as find_pilot_twins  # re-exported
 from companion.experiments.pilots import twins_table as twins_table  # re-exported
 from companion.experiments.predictions import (
     chosen,
     correct_by_seed,
-    load_far_transfer_predictions,
     meets,
     p_text,
-    test_labels,
     threshold_of,
 )
-from companion.experiments.records import check_against_table
 from companion.experiments.resolution_transfer import WINDOW_GROWN, WINDOW_KEPT, grown_condition
-from companion.experiments.results import describe_run, find_results, load_results, run_key
-from companion.experiments.split_reading import accuracy_table, split_codes
 from companion.experiments.stats import binomial_interval, holm_bounds
 from companion.experiments.transfer_gaps import (
     References,
     Rows,
     kind_gap,
-    merge_rows,
-    merge_runs,
     moved_labels,
     moved_matrix,
     points,
@@ -72,146 +64,14 @@ from companion.experiments.transfer_gaps import (
     trained_matrix,
     transfer_glance,
 )
-from companion.experiments.transfer_results import load_references, load_transfer
 
-DATASET = "far-relation"
-CONDITIONS = (WINDOW_KEPT, WINDOW_GROWN)
 #: A count prediction whose text says so is held only by more than half of the seeds read: the
 #: plan's ``expect`` range was written for five seeds, its word for any number of them.
 MOST = "in most seeds"
-#: The blind seeds a cell is read on: its first five that no pilot run equals.
-BLIND = 5
 
 
-@dataclass(frozen=True)
-class FarTransfer:
-    """The experiment's records, verified and merged.
-
-    ``before``: the 32-px runs (``{"runs", "test_sets"}``, the extra seeds merged in); ``rows``:
-    every move's ``transfer.json`` rows; ``references``: ``{rendering: results.json}`` trained at
-    ``plan["size"]`` px; ``plan``: the predictions' block; ``records``: each ablation and transfer
-    record as read (for :func:`~companion.experiments.results.describe_run`); ``codes``: the
-    codes trained at 32 px, in the plan's order."""
-
-    before: dict[str, Any]
-    rows: list[dict[str, Any]]
-    references: dict[str, dict[str, Any]]
-    plan: dict[str, Any]
-    records: tuple[dict[str, Any], ...]
-    codes: tuple[str, ...]
-
-    @property
-    def threshold(self) -> float:
-        """The predictions' "solved" test accuracy (a fraction)."""
-        return float(self.plan["solved"]["threshold"])
-
-    def constants(self) -> dict[str, float]:
-        """``{rendering: constant answer}``: the most frequent label's share of the test images
-        the moved models were tested on (their reference's)."""
-        return {
-            rendering: float(np.bincount(labels).max() / len(labels))
-            for rendering, reference in self.references.items()
-            for labels in [test_labels(reference, DATASET, "test")]
-        }
-
-    def run_lines(self) -> list[str]:
-        """Each record as :func:`~companion.experiments.results.describe_run` writes it."""
-        return [describe_run(record, budget=False) for record in self.records]
-
-    def accuracy_table(self) -> str:
-        """Markdown: every code's 32-px test accuracy and its seeds solved (the plan's rule)."""
-        rule = {"split": "test", "threshold": self.threshold}
-        cells = [f"{DATASET}:{pos}" for pos in self.codes]
-        return accuracy_table(self.before, DATASET, ["test"], rule, cells)
-
-    def seeds(self, pos: str) -> tuple[list[int], list[int]]:
-        """``(solved, all)``: the seeds of ``pos`` at 32 px reaching the threshold, and every
-        seed, sorted."""
-        by_seed = correct_by_seed(self.before, f"{DATASET}:{pos}", "test")
-        solved = [s for s in sorted(by_seed) if by_seed[s].mean() >= self.threshold]
-        return solved, sorted(by_seed)
-
-
-def _checked(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A folder's ``results.json`` and ``transfer.json``, each as the record table holds it."""
-    results, moves = load_results(folder), load_transfer(folder)
-    check_against_table(folder, results)
-    check_against_table(folder, moves, before=results)
-    return results, moves
-
-
-def load_far_transfer(name: str = "cpu-transfer-far") -> FarTransfer:
-    """Every folder of the experiment (:func:`find_results` finds ``name``; the extra seeds in
-    ``name``-more, needed exactly when a 32-px cell split; the references beside it), verified
-    against their ``SHA256SUMS`` and the record table (every count and per-image bits' hash),
-    and merged."""
-    folder = find_results(name)
-    plan = load_far_transfer_predictions(folder)
-    first, moves = _checked(folder)
-    ablations, transfers = [first], [moves]
-    split = split_codes(first, plan["solved"]["threshold"])
-    if split:
-        more_folder = find_results(f"{name}-more")
-        more, more_moves = _checked(more_folder)
-        if list(more["plan"]["pos"]) != split:
-            raise ResultsError(f"{more_folder} trained {more['plan']['pos']}, but the cells that "
-                               f"split in {folder} are {split}")  # fmt: skip
-        ablations.append(more)
-        transfers.append(more_moves)
-    references = load_references(folder.parent, plan["references"])
-    for rendering, reference in references.items():
-        check_against_table(folder.parent / plan["references"][rendering], reference)
-    return FarTransfer(before=merge_runs(*ablations), rows=merge_rows(*transfers),
-                       references=references, plan=plan,
-                       records=(*ablations, *transfers, *references.values()),
-                       codes=tuple(first["plan"]["pos"]))  # fmt: skip
-
-
-def load_blind_far_transfer(far: FarTransfer, name: str = "cpu-transfer-far") -> FarTransfer:
-    """``far`` read on blind seeds only: ``name``-blind and the world reference's blind folder
-    merged in (seed 5 of every cell left with fewer than five seeds no pilot ran, trained after
-    the run), every run equal to a pilot run (:func:`find_pilot_twins`) dropped with its moves,
-    and each cell cut to its first :data:`BLIND` remaining seeds, so every planned comparison
-    reads five seeds a side that the predictions did not know."""
-    world, scaled = far.plan["references"]["world"], far.plan["references"]["scaled"]
-    blind, blind_moves = _checked(find_results(f"{name}-blind"))
-    world_blind = load_results(find_results(f"{world}-blind"))
-    check_against_table(find_results(f"{world}-blind"), world_blind)
-    named = [name, f"{name}-more", f"{name}-blind", world, f"{world}-blind", scaled]
-    pilots: dict[str, set[str]] = {"before": set(), "world": set(), "scaled": set()}
-    for twin in find_pilot_twins(named):
-        folder = Path(twin.folder).name
-        side = next((r for r, n in (("world", world), ("scaled", scaled)) if folder.startswith(n)),
-                    "before")  # fmt: skip
-        pilots[side].add(twin.run)
-    before = _first_blind(merge_runs(far.before, blind), pilots["before"])
-    kept = {(r["dataset"], r["pos"], r["seed"]) for r in before["runs"]}
-    rows = merge_rows({"rows": far.rows}, blind_moves)
-    references = {**far.references, "world": merge_runs(far.references["world"], world_blind)}
-    return FarTransfer(
-        before=before,
-        rows=[r for r in rows if (r["dataset"], r["pos"], r["seed"]) in kept],
-        references={
-            rendering: _first_blind(ref, pilots[rendering]) for rendering, ref in references.items()
-        },
-        plan=far.plan,
-        records=(*far.records, blind, blind_moves, world_blind),
-        codes=far.codes,
-    )
-
-
-def _first_blind(results: dict[str, Any], pilots: set[str]) -> dict[str, Any]:
-    """``results`` with each cell's runs cut to its first :data:`BLIND` seeds outside
-    ``pilots`` (run keys)."""
-    by_cell: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-    for run in sorted(results["runs"], key=lambda r: r["seed"]):
-        key = run_key(run["dataset"], run["pos"], run["seed"], run.get("variant", "swin"))
-        if key not in pilots:
-            by_cell.setdefault((run["dataset"], run["pos"], run.get("variant", "swin")), []).append(
-                run
-            )
-    runs = [r for cell in by_cell.values() for r in cell[:BLIND]]
-    return {**results, "runs": runs}
+def _outcome(held: bool | None) -> str:
+    return "not readable" if held is None else "held" if held else "failed"
 
 
 def _verdict(held: bool | None) -> str:
@@ -271,30 +131,37 @@ def _read_seeds(far: FarTransfer, pos: str) -> tuple[list[int], str]:
     return every, ""
 
 
-def _family_gaps(far: FarTransfer, pos: str, rendering: str, against: str) -> list[Interval | None]:
+def _family_gaps(
+    far: FarTransfer, pos: str, rendering: str, against: str
+) -> list[tuple[Interval, bool] | None]:
     """As moved, on the seeds :func:`_read_seeds` gives: the lift change with the window kept,
     with it grown, grown − kept, and (grown) ``pos`` − ``against`` on the seeds both are read on
-    (None for ``against`` itself and for ``none``)."""
+    (None for ``against`` itself and for ``none``); each with whether a moved cell it reads
+    splits on those seeds (some solved at the new size, some not)."""
     size, base = far.plan["size"], {"dataset": DATASET, "pos": pos, "rendering": rendering}
     kept = {**base, "condition": WINDOW_KEPT, "metric": "acc"}
     grown = {**base, "condition": grown_condition(pos), "metric": "acc"}
     seeds = _read_seeds(far, pos)[0]
     before = {**far.before, "runs": [r for r in far.before["runs"] if r["seed"] in seeds]}
     rows = [r for r in far.rows if r["seed"] in seeds]
-    gaps: list[Interval | None] = [
-        kind_gap(before, rows, far.references, "lift-change", [kept], size)[0],
-        kind_gap(before, rows, far.references, "lift-change", [grown], size)[0],
-        kind_gap(before, rows, far.references, "window-gain", [grown, kept], size)[0],
-    ]
+
+    def split(on: Rows, *cells: dict[str, str]) -> bool:
+        return bool(_moved_split(on, far.references, cells, size, far.threshold))
+
+    gaps: list[tuple[Interval, bool] | None] = [
+        (kind_gap(before, rows, far.references, "lift-change", [kept], size)[0], split(rows, kept)),
+        (kind_gap(before, rows, far.references, "lift-change", [grown], size)[0],
+         split(rows, grown)),
+        (kind_gap(before, rows, far.references, "window-gain", [grown, kept], size)[0],
+         split(rows, grown, kept)),
+    ]  # fmt: skip
     if pos in (against, "none"):
         return [*gaps, None]
     other = {**grown, "pos": against, "condition": grown_condition(against)}
     both = set(seeds) & set(_read_seeds(far, against)[0])
     on_both = [r for r in far.rows if r["seed"] in both]
-    return [
-        *gaps,
-        kind_gap(far.before, on_both, far.references, "code-gap", [grown, other], size)[0],
-    ]
+    gap = kind_gap(far.before, on_both, far.references, "code-gap", [grown, other], size)[0]
+    return [*gaps, (gap, split(on_both, grown, other))]
 
 
 def exploratory_family(
@@ -304,15 +171,17 @@ def exploratory_family(
     constant answer at the new size − the same seeds' at 32 px) with the window kept and grown,
     the window's gain (grown − kept), and (window grown) its accuracy − ``against``'s, in points
     with 95 % two-stage bootstrap intervals; ``*`` marks a gap whose p-value, Holm-adjusted over
-    every gap of every table, is below 0.05. A split code is read on its solved seeds."""
-    entries: list[tuple[str, str, list[Interval | None]]] = []
+    every gap of every table, is below 0.05. A split code is read on its solved seeds; ``†``
+    marks a gap that reads a moved cell whose seeds split at the new size, a mean over solved and
+    unsolved seeds, to be read by the counts of the glance table, not as one number."""
+    entries: list[tuple[str, str, list[tuple[Interval, bool] | None]]] = []
     for rendering in renderings:
         for pos in far.codes:
             note = _read_seeds(far, pos)[1]
             entries.append(
                 (rendering, f"`{pos}`{note}", _family_gaps(far, pos, rendering, against))
             )
-    tested = [i for *_, gaps in entries for i in gaps if i is not None]
+    tested = [g[0] for *_, gaps in entries for g in gaps if g is not None]
     adjusted = iter(holm_bounds([i.p for i in tested], [i.floor for i in tested]))
     tables: list[str] = []
     for rendering in renderings:
@@ -320,8 +189,8 @@ def exploratory_family(
                  f"| grown: − `{against}` |", "|---|---|---|---|---|"]  # fmt: skip
         for drawn, label, gaps in entries:
             if drawn == rendering:
-                cells = ["—" if i is None else points(i) + "\\*" * (next(adjusted)[0] < 0.05)
-                         for i in gaps]  # fmt: skip
+                cells = ["—" if g is None else points(g[0]) + "\\*" * (next(adjusted)[0] < 0.05)
+                         + " †" * g[1] for g in gaps]  # fmt: skip
                 lines.append(f"| {label} | " + " | ".join(cells) + " |")
         tables.append("\n".join(lines))
     note = (
@@ -329,7 +198,9 @@ def exploratory_family(
         f"{far.plan['size']} px (a bias table resized geometrically when the window grows). "
         f"`*`: p below 0.05 after Holm's adjustment over all {len(tested)} gaps. A code whose "
         f"32-px seeds split is read on the seeds that solved it, and beside `{against}` on the "
-        f"seeds both are read on.*"
+        f"seeds both are read on. †: a moved cell it reads split at {far.plan['size']} px (some "
+        f"seeds solved, some did not), so the gap is a mean over both: read the cell by its count "
+        f"and seeds (the glance table).*"
     )
     return "\n\n".join(tables) + "\n\n" + note + "\n"
 
@@ -338,7 +209,8 @@ def far_split_readings(far: FarTransfer) -> str:
     """For every planned gap that reads a code whose 32-px seeds split, or a moved cell whose seeds
     split at the new size: whether each seed solved the task (at 32 px, and moved), the gap seed
     by seed, and where a 32-px cell split, the gap on the seeds where every code it reads solved
-    (exploratory: the rule fixed before the run asks for both readings). Points. A gap
+    (exploratory: the rule fixed before the run asks for both readings). Points. Each block
+    names the planned verdict first, so the exploratory line after it changes none. A gap
     against a reference is read only on the reference's seeds that learned; the others are named
     as not readable."""
     blocks = []
@@ -348,7 +220,7 @@ def far_split_readings(far: FarTransfer) -> str:
         cells = [moved_cell(p[k]) for k in (("cell",) if "cell" in p else ("a", "b"))]
         codes = list(dict.fromkeys(c["pos"] for c in cells))
         split = [pos for pos in codes if _read_seeds(far, pos)[1]]
-        moved_split = _moved_split(far, cells)
+        moved_split = _moved_split(far.rows, far.references, cells, far.plan["size"], far.threshold)
         if not split and not moved_split:
             continue
         seeds = sorted(set.intersection(*(set(far.seeds(pos)[1]) for pos in codes)))
@@ -365,11 +237,13 @@ def far_split_readings(far: FarTransfer) -> str:
         else:
             dropped = []
         solved = {pos: far.seeds(pos)[0] for pos in codes}
-        lines = [f"{p['id']}  {p['text']}"]
+        held = check_far_transfer_prediction(far.before, far.rows, far.references, p, far.plan)[1]
+        lines = [f"{p['id']}  {p['text']}", f"  planned reading: {_outcome(held)}"]
         if dropped:
             named = ", ".join(map(str, dropped))
             lines.append(f"  not readable on seed {named}: the reference did not learn there")
-        labelled = [(f"{pos} solved", solved[pos]) for pos in split] + moved_split
+        labelled = [(f"{pos} solved", solved[pos]) for pos in split]
+        labelled += [(f"{name} at {far.plan['size']} solved", won) for name, won, _ in moved_split]
         width = max(14, *(len(label) + 1 for label, _ in labelled))
         lines.append(f"  {'seed':{width}}" + "".join(f"{s:>7}" for s in seeds))
         for label, won in labelled:
@@ -382,33 +256,42 @@ def far_split_readings(far: FarTransfer) -> str:
             continue
         kept = [s for s in seeds if all(s in solved[pos] for pos in codes)]
         interval = _gap_on(far, p["kind"], cells, kept)
-        verdict = "within" if meets(interval, p["expect"]) else "outside"
         where = "every code solved" + " and the reference learned" * (p["kind"] == "moved-gap")
         lines.append(
-            f"  on the {len(kept)} seeds where {where} (exploratory): "
+            f"  exploratory, on the {len(kept)} seeds where {where}: "
             f"{100 * interval.estimate:+.1f} [{100 * interval.low:+.1f}, "
-            f"{100 * interval.high:+.1f}], {verdict} the expectation"
+            f"{100 * interval.high:+.1f}] (seeds chosen after the run: no verdict)"
         )
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 
 
 def _moved_split(
-    far: FarTransfer, cells: Sequence[Mapping[str, str]]
-) -> list[tuple[str, list[int]]]:
-    """``(label, seeds that solved)`` of each moved cell whose seeds split at the new size."""
+    rows: Rows, references: References, cells: Sequence[Mapping[str, str]], size: int,
+    threshold: float,
+) -> list[tuple[str, list[int], int]]:  # fmt: skip
+    """``(name, seeds that solved, seeds)`` of each moved cell whose seeds split at ``size`` px
+    (``name``: ``"rel grown-geometric"``, ``" ft"`` added after the fine-tune)."""
     found = []
     for cell in dict.fromkeys(tuple(sorted(c.items())) for c in cells):
         moved = dict(cell)
-        seeds, correct = moved_matrix(far.rows, moved, far.plan["size"],
-                                      len(moved_labels(far.references, moved)))  # fmt: skip
-        won = solved_flags(correct, far.threshold)
+        seeds, correct = moved_matrix(rows, moved, size, len(moved_labels(references, moved)))
+        won = solved_flags(correct, threshold)
         if 0 < won.sum() < len(won):
-            name = moved["condition"].removeprefix("window-")
+            name = f"{moved['pos']} {moved['condition'].removeprefix('window-')}"
             name += " ft" * (moved.get("metric") == "acc_finetuned")
-            label = f"{moved['pos']} {name} at {far.plan['size']} solved"
-            found.append((label, [s for s, w in zip(seeds, won, strict=True) if w]))
+            found.append((name, [s for s, w in zip(seeds, won, strict=True) if w], len(seeds)))
     return found
+
+
+def _moved_split_note(
+    rows: Rows, references: References, cells: Sequence[Mapping[str, str]], size: int,
+    threshold: float,
+) -> str:  # fmt: skip
+    """``" (split at 48 px: rel grown-geometric 1 of 5)"``: the moved cells whose seeds split."""
+    found = _moved_split(rows, references, cells, size, threshold)
+    split = [f"{name} {len(won)} of {n}" for name, won, n in found]
+    return f" (split at {size} px: {', '.join(split)})" if split else ""
 
 
 def _gap_on(
@@ -430,34 +313,6 @@ def moved_cell(cell: Mapping[str, str]) -> dict[str, str]:
     if found["condition"] == WINDOW_GROWN:
         found["condition"] = grown_condition(found["pos"])
     return found
-
-
-def learned_references(
-    references: References, dataset: str, codes: Sequence[str], plan: Mapping[str, Any]
-) -> dict[str, dict[str, tuple[int, int]]]:
-    """``{rendering: {pos: (seeds reaching learned.threshold on test, seeds)}}`` for each code of
-    ``codes`` with a reference in that rendering."""
-    found: dict[str, dict[str, tuple[int, int]]] = {}
-    threshold = plan["learned"]["threshold"]
-    for rendering, reference in references.items():
-        trained = {r["pos"] for r in reference["runs"] if r["dataset"] == dataset}
-        flags = {pos: solved_flags(trained_matrix(reference, dataset, pos), threshold)
-                 for pos in codes if pos in trained}  # fmt: skip
-        found[rendering] = {pos: (int(f.sum()), len(f)) for pos, f in flags.items()}
-    return found
-
-
-def learned_line(
-    references: References, dataset: str, codes: Sequence[str], plan: Mapping[str, Any]
-) -> str:
-    """``"Trained at 48 px, seeds reaching 90 % ...: world abs 4/4, world rel 2/4 (not
-    learned)."``: each reference's count, for the chapter's text."""
-    need, parts = plan["learned"]["seeds"], []
-    for rendering, by_pos in learned_references(references, dataset, codes, plan).items():
-        parts += [f"{rendering} {pos} {k}/{n}{' (not learned)' * (k < need)}"
-                  for pos, (k, n) in by_pos.items()]  # fmt: skip
-    return (f"Trained at {plan['size']} px, seeds reaching {100 * plan['learned']['threshold']:g} "
-            f"% test accuracy (learned: at least {need}): {', '.join(parts)}.")  # fmt: skip
 
 
 def check_far_transfer_prediction(
@@ -496,7 +351,9 @@ def check_far_transfer_prediction(
                     f"{len(flags)} seeds, {learned['seeds']} needed"), None  # fmt: skip
     interval, note = kind_gap(before, rows, references, kind, cells, size)
     text = points(interval) + p_text(interval, prediction["expect"]) + note
-    return text + split_note(before, cells, threshold), meets(interval, prediction["expect"])
+    text += split_note(before, cells, threshold)
+    text += _moved_split_note(rows, references, cells, size, threshold)
+    return text, meets(interval, prediction["expect"])
 
 
 def _expected(prediction: Mapping[str, Any]) -> str:

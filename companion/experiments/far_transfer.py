@@ -1,0 +1,219 @@
+"""Chapter 6's far-relation transfer read from its folders: verified, merged, and cut to the
+seeds no pilot ran.
+
+``results/run_cpu_transfer_far.sh`` writes up to four folders: ``cpu-transfer-far`` (seeds 0-4 of
+every code at 32 px, their ``transfer.json`` and the committed ``predictions.md``),
+``cpu-transfer-far-more`` (seeds 5-9 of the codes whose 32-px cell split, with their moves) and
+the references the predictions name. :func:`load_far_transfer` reads and verifies them all and
+merges the extra seeds, so the chapter holds one :class:`FarTransfer`;
+:func:`load_blind_far_transfer` gives the same experiment on blind seeds only.
+
+Loading walks down the package once: this module alone calls the results' readers
+(:mod:`~companion.experiments.results`, :mod:`~companion.experiments.transfer_results`), the
+predictions' parser and the record table;
+which 32-px cells split is read from the record table's counts, not from the per-image bits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from companion.experiments.integrity import ResultsError
+from companion.experiments.pilots import find_pilot_twins
+from companion.experiments.predictions import (
+    correct_by_seed,
+    load_far_transfer_predictions,
+    test_labels,
+)
+from companion.experiments.records import check_against_table, load_table
+from companion.experiments.resolution_transfer import WINDOW_GROWN, WINDOW_KEPT
+from companion.experiments.results import describe_run, find_results, load_results, run_key
+from companion.experiments.split_reading import accuracy_table
+from companion.experiments.transfer_gaps import (
+    References,
+    merge_rows,
+    merge_runs,
+    solved_flags,
+    trained_matrix,
+)
+from companion.experiments.transfer_results import load_references, load_transfer
+
+DATASET = "far-relation"
+CONDITIONS = (WINDOW_KEPT, WINDOW_GROWN)
+#: The blind seeds a cell is read on: its first five that no pilot run equals.
+BLIND = 5
+
+
+@dataclass(frozen=True)
+class FarTransfer:
+    """The experiment's records, verified and merged.
+
+    ``before``: the 32-px runs (``{"runs", "test_sets"}``, the extra seeds merged in); ``rows``:
+    every move's ``transfer.json`` rows; ``references``: ``{rendering: results.json}`` trained at
+    ``plan["size"]`` px; ``plan``: the predictions' block; ``records``: each ablation and transfer
+    record as read (for :func:`~companion.experiments.results.describe_run`); ``codes``: the
+    codes trained at 32 px, in the plan's order."""
+
+    before: dict[str, Any]
+    rows: list[dict[str, Any]]
+    references: dict[str, dict[str, Any]]
+    plan: dict[str, Any]
+    records: tuple[dict[str, Any], ...]
+    codes: tuple[str, ...]
+
+    @property
+    def threshold(self) -> float:
+        """The predictions' "solved" test accuracy (a fraction)."""
+        return float(self.plan["solved"]["threshold"])
+
+    def constants(self) -> dict[str, float]:
+        """``{rendering: constant answer}``: the most frequent label's share of the test images
+        the moved models were tested on (their reference's)."""
+        return {
+            rendering: float(np.bincount(labels).max() / len(labels))
+            for rendering, reference in self.references.items()
+            for labels in [test_labels(reference, DATASET, "test")]
+        }
+
+    def run_lines(self) -> list[str]:
+        """Each record as :func:`~companion.experiments.results.describe_run` writes it."""
+        return [describe_run(record, budget=False) for record in self.records]
+
+    def accuracy_table(self) -> str:
+        """Markdown: every code's 32-px test accuracy and its seeds solved (the plan's rule)."""
+        rule = {"split": "test", "threshold": self.threshold}
+        cells = [f"{DATASET}:{pos}" for pos in self.codes]
+        return accuracy_table(self.before, DATASET, ["test"], rule, cells)
+
+    def seeds(self, pos: str) -> tuple[list[int], list[int]]:
+        """``(solved, all)``: the seeds of ``pos`` at 32 px reaching the threshold, and every
+        seed, sorted."""
+        by_seed = correct_by_seed(self.before, f"{DATASET}:{pos}", "test")
+        solved = [s for s in sorted(by_seed) if by_seed[s].mean() >= self.threshold]
+        return solved, sorted(by_seed)
+
+
+def _checked(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A folder's ``results.json`` and ``transfer.json``, each as the record table holds it."""
+    results, moves = load_results(folder), load_transfer(folder)
+    check_against_table(folder, results)
+    check_against_table(folder, moves, before=results)
+    return results, moves
+
+
+def _split_in_table(folder: Path, codes: list[str], threshold: float) -> list[str]:
+    """The codes of ``folder``'s 32-px runs some of whose seeds reach ``threshold`` test accuracy
+    and some do not, in ``codes``' order: counted on the record table (its ``correct`` and
+    ``total``, the per-image bits' sums), which the folder was just checked against."""
+    solved: dict[str, list[bool]] = {}
+    for row in load_table(folder.parent):
+        if (row["experiment"], row["record"], row["split"]) == (folder.name, "results", "test"):
+            solved.setdefault(row["code"], []).append(row["correct"] / row["total"] >= threshold)
+    return [pos for pos in codes if 0 < sum(solved.get(pos, [])) < len(solved.get(pos, []))]
+
+
+def load_far_transfer(name: str = "cpu-transfer-far") -> FarTransfer:
+    """Every folder of the experiment (:func:`find_results` finds ``name``; the extra seeds in
+    ``name``-more, needed exactly when a 32-px cell split; the references beside it), verified
+    against their ``SHA256SUMS`` and the record table (every count and per-image bits' hash),
+    and merged."""
+    folder = find_results(name)
+    plan = load_far_transfer_predictions(folder)
+    first, moves = _checked(folder)
+    ablations, transfers = [first], [moves]
+    split = _split_in_table(folder, list(first["plan"]["pos"]), plan["solved"]["threshold"])
+    if split:
+        more_folder = find_results(f"{name}-more")
+        more, more_moves = _checked(more_folder)
+        if list(more["plan"]["pos"]) != split:
+            raise ResultsError(f"{more_folder} trained {more['plan']['pos']}, but the cells that "
+                               f"split in {folder} are {split}")  # fmt: skip
+        ablations.append(more)
+        transfers.append(more_moves)
+    references = load_references(folder.parent, plan["references"])
+    for rendering, reference in references.items():
+        check_against_table(folder.parent / plan["references"][rendering], reference)
+    return FarTransfer(before=merge_runs(*ablations), rows=merge_rows(*transfers),
+                       references=references, plan=plan,
+                       records=(*ablations, *transfers, *references.values()),
+                       codes=tuple(first["plan"]["pos"]))  # fmt: skip
+
+
+def load_blind_far_transfer(far: FarTransfer, name: str = "cpu-transfer-far") -> FarTransfer:
+    """``far`` read on blind seeds only: ``name``-blind and the world reference's blind folder
+    merged in (seed 5 of every cell left with fewer than five seeds no pilot ran, trained after
+    the run), every run equal to a pilot run (:func:`find_pilot_twins`) dropped with its moves,
+    and each cell cut to its first :data:`BLIND` remaining seeds, so every planned comparison
+    reads five seeds a side that the predictions did not know."""
+    world, scaled = far.plan["references"]["world"], far.plan["references"]["scaled"]
+    blind, blind_moves = _checked(find_results(f"{name}-blind"))
+    world_blind = load_results(find_results(f"{world}-blind"))
+    check_against_table(find_results(f"{world}-blind"), world_blind)
+    named = [name, f"{name}-more", f"{name}-blind", world, f"{world}-blind", scaled]
+    pilots: dict[str, set[str]] = {"before": set(), "world": set(), "scaled": set()}
+    for twin in find_pilot_twins(named):
+        folder = Path(twin.folder).name
+        side = next((r for r, n in (("world", world), ("scaled", scaled)) if folder.startswith(n)),
+                    "before")  # fmt: skip
+        pilots[side].add(twin.run)
+    before = _first_blind(merge_runs(far.before, blind), pilots["before"])
+    kept = {(r["dataset"], r["pos"], r["seed"]) for r in before["runs"]}
+    rows = merge_rows({"rows": far.rows}, blind_moves)
+    references = {**far.references, "world": merge_runs(far.references["world"], world_blind)}
+    return FarTransfer(
+        before=before,
+        rows=[r for r in rows if (r["dataset"], r["pos"], r["seed"]) in kept],
+        references={
+            rendering: _first_blind(ref, pilots[rendering]) for rendering, ref in references.items()
+        },
+        plan=far.plan,
+        records=(*far.records, blind, blind_moves, world_blind),
+        codes=far.codes,
+    )
+
+
+def _first_blind(results: dict[str, Any], pilots: set[str]) -> dict[str, Any]:
+    """``results`` with each cell's runs cut to its first :data:`BLIND` seeds outside
+    ``pilots`` (run keys)."""
+    by_cell: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for run in sorted(results["runs"], key=lambda r: r["seed"]):
+        key = run_key(run["dataset"], run["pos"], run["seed"], run.get("variant", "swin"))
+        if key not in pilots:
+            by_cell.setdefault((run["dataset"], run["pos"], run.get("variant", "swin")), []).append(
+                run
+            )
+    runs = [r for cell in by_cell.values() for r in cell[:BLIND]]
+    return {**results, "runs": runs}
+
+
+def learned_references(
+    references: References, dataset: str, codes: Sequence[str], plan: Mapping[str, Any]
+) -> dict[str, dict[str, tuple[int, int]]]:
+    """``{rendering: {pos: (seeds reaching learned.threshold on test, seeds)}}`` for each code of
+    ``codes`` with a reference in that rendering."""
+    found: dict[str, dict[str, tuple[int, int]]] = {}
+    threshold = plan["learned"]["threshold"]
+    for rendering, reference in references.items():
+        trained = {r["pos"] for r in reference["runs"] if r["dataset"] == dataset}
+        flags = {pos: solved_flags(trained_matrix(reference, dataset, pos), threshold)
+                 for pos in codes if pos in trained}  # fmt: skip
+        found[rendering] = {pos: (int(f.sum()), len(f)) for pos, f in flags.items()}
+    return found
+
+
+def learned_line(
+    references: References, dataset: str, codes: Sequence[str], plan: Mapping[str, Any]
+) -> str:
+    """``"Trained at 48 px, seeds reaching 90 % ...: world abs 4/4, world rel 2/4 (not
+    learned)."``: each reference's count, for the chapter's text."""
+    need, parts = plan["learned"]["seeds"], []
+    for rendering, by_pos in learned_references(references, dataset, codes, plan).items():
+        parts += [f"{rendering} {pos} {k}/{n}{' (not learned)' * (k < need)}"
+                  for pos, (k, n) in by_pos.items()]  # fmt: skip
+    return (f"Trained at {plan['size']} px, seeds reaching {100 * plan['learned']['threshold']:g} "
+            f"% test accuracy (learned: at least {need}): {', '.join(parts)}.")  # fmt: skip
