@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # Chapter 5's experiments on one CUDA GPU: the design of results/run_cpu_ablation.sh, at GPU scale.
 #
-# NOT RUN YET: every result the book shows comes from a CPU (results/cpu-far-relation/,
-# results/cpu-ablation/). Run this from the repository root of a clean commit, after
-# `pip install -e .`, on a machine with a CUDA GPU:
+# Run from the repository root of a clean commit, after `pip install -e .`, on a machine with a
+# CUDA GPU:
 #
 #     bash results/run_gpu_ablation.sh
+#
+# Run once so far, at the CPU runs' settings on blind seeds (each folder's predictions.md says
+# why), on one NVIDIA H200 with 16 host cores and CUDA's multi-process service (MPS) running:
+#     PARTS=2 (then PARTS=1) SEEDS="10 11 12 13 14 15 16 17 18 19" EXTRA_SEEDS="10 11 12 13 14" \
+#         TRAIN=2000 BATCH=16 PRECISION=fp32 JOBS=16 bash results/run_gpu_ablation.sh
+# wrote results/gpu-ablation/ and results/gpu-far-relation/ (their results.json headers hold the
+# command, commit, hardware and wall time). Part 3 (gpu-interior-holdout) has not run: its
+# predictions.md is committed, its results are not.
 #
 # What it runs (chapter 5's current design, the same cells as run_cpu_ablation.sh):
 #   1. gpu-far-relation: the far-relation-heldout task (direction between two objects; training
@@ -42,16 +49,16 @@
 #   CONFIG=tiny-cpu  DEVICE=cuda  PRECISION=auto  RESULTS_DIR=results  WORK_DIR=runs/ablation
 #   NAME_SUFFIX=  (appended to every results name)  FRESH=1 (discard this name's saved runs)
 #   PARTS="1 2 3"                                          which of parts 1-3 to run
-# Sizing to about 10 minutes (an estimate, not measured: no GPU run of it exists). Parts 1 to 3
-# are 215 runs and, with the defaults, 762,500 optimiser steps (the script prints the count
-# before it starts). A step of this small model on a GPU costs about what its kernel launches
-# cost on the host CPU: on the 2-core CPU of the committed runs a step of batch 16 took about
-# 23 ms all told, so expect roughly 5-10 ms per step on a modern host, and JOBS processes
-# sharing the GPU, one core each: 762,500 x 10 ms / 12 = about 11 minutes, plus drawing the
-# images (a few seconds per run) and the tests. If the first part runs long, cut in this order:
-# TRAIN with BATCH (steps per epoch), then JOBS up to the host's cores, then EPOCHS; the seeds
-# last, since chapter 5 reads split cells as counts over 10 seeds. With CUDA's multi-process
-# service (MPS) running, the processes' kernels can share the GPU at once.
+# Sizing. Parts 1 to 3 are 215 runs and, with the defaults, 762,500 optimiser steps (the script
+# prints the count before it starts). This small model's step is bound by its kernel launches,
+# not by the GPU's arithmetic, so the pace is set by the host's cores and by how many processes
+# share the GPU: measured on the H200 above with MPS and JOBS=16, an epoch of 125 steps took
+# about 2 s per process, and part 2 (125 runs of 20 epochs) and part 1 (50 runs of 40) took
+# about 5 minutes each (the headers' wall_s), so all three parts take about 15 minutes there.
+# Without MPS the processes take turns on the GPU and it is slower. If a part runs long, cut in
+# this order: TRAIN with BATCH (steps per epoch), then JOBS up to the host's cores, then EPOCHS;
+# the seeds last, since chapter 5 reads split cells as counts over 10 seeds. Start MPS with
+# `nvidia-cuda-mps-control -d` (as root; `echo quit | nvidia-cuda-mps-control` stops it).
 # Stopping and starting again is safe: finished runs are kept (in WORK_DIR) and reused, but only
 # with the same settings and code; FRESH=1 passes --fresh.
 #

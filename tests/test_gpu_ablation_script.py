@@ -1,6 +1,6 @@
 """results/run_gpu_ablation.sh runs chapter 5's current design (the cells of
 run_cpu_ablation.sh), downloads nothing unless asked, and runs end to end on a CPU with tiny
-budget knobs (a smoke test: the script has not been run on a GPU)."""
+budget knobs (a smoke test; the GPU folders it wrote on a lent GPU are in results/)."""
 
 from __future__ import annotations
 

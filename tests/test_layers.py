@@ -18,6 +18,10 @@ SUBJECT = {
 }  # fmt: skip
 #: ``python -m companion.commands.<name>``: the experiments' commands, above every layer.
 COMMANDS = {"ablation", "resolution_experiment", "learned_embedding"}
+#: What a chapter may import from ``companion.experiments`` beside its own reader
+#: (``chapter<N>``): the papers' tables and the statistics chapter 4 reads an embedding with,
+#: from the modules that define them.
+SHARED_READERS = {"paper", "paper_reading", "learned_embedding", "stats"}
 #: The layers in order, by the folder (or module set) that holds them.
 LAYERS = ["support", "subject", "data", "train", "experiments", "figures", "exercises", "runs"]
 
@@ -184,7 +188,7 @@ def test_the_layer_check_finds_an_import_against_the_order():
 def test_a_chapter_reads_results_through_its_reader_and_never_reaches_the_runs(notebook):
     graph = import_graph()
     direct = notebook_imports(notebook)
-    readers = {"companion.experiments.reading"}  # the papers' tables, and chapters without a reader
+    readers = {f"companion.experiments.{m}" for m in SHARED_READERS}
     if notebook.stem[:2].isdigit():
         readers.add(f"companion.experiments.chapter{int(notebook.stem[:2])}")
     assert {m for m in direct if layer(m) == "experiments"} <= readers

@@ -5,10 +5,8 @@ What the book runs (the roots): the chapters' code cells, the rest of ``companio
 figure, the training loop), ``tools/``, ``benchmarks/``, the scripts under ``results/`` and the
 commands (a module's ``if __name__ == "__main__":`` block). From a root, a name is alive when an
 alive definition's source names it (a private ``_name`` only within its own module); the tests
-do not count, and neither does a re-export (``companion/experiments/reading.py`` lists names for
-the chapters; a chapter naming one is what keeps it). Public names are matched as words, so one
-that shares its spelling with another stays alive with it: the check errs towards keeping code,
-never towards deleting it.
+do not count. Public names are matched as words, so one that shares its spelling with another
+stays alive with it: the check errs towards keeping code, never towards deleting it.
 """
 
 import ast
@@ -19,7 +17,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYER = ROOT / "companion" / "experiments"
-REEXPORTS = {LAYER / "reading.py"}
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -42,8 +39,6 @@ def _definitions() -> dict[tuple[Path, str], str]:
     command's ``if __name__ == "__main__":`` block as ``(module, "__main__")``."""
     found: dict[tuple[Path, str], str] = {}
     for path in sorted(LAYER.rglob("*.py")):
-        if path in REEXPORTS:
-            continue
         text = path.read_text(encoding="utf-8")
         for node in ast.parse(text).body:
             source = ast.get_source_segment(text, node) or ""

@@ -174,11 +174,12 @@ def test_a_plain_install_ships_the_books_results(tmp_path):
     shipped = sum(
         f.stat().st_size for f in (site / "companion" / "book_results").rglob("*") if f.is_file()
     )
-    # About 5.2 MB today (chapter 5's folders with ten seeds, chapter 6's far-relation transfer
+    # About 7.4 MB today (chapter 5's folders with ten seeds and their blind GPU replication,
+    # chapter 6's far-relation transfer
     # with its blind seeds and the transfer pilots it is compared with, and the record table the
     # readers check them against, 0.34 MB): a guard against checkpoints or datasets slipping into
     # the package (a tiny-cpu checkpoint alone is several MB), not a budget for curves.
-    assert shipped < 6_000_000, f"{shipped} bytes of results in the package: keep them small"
+    assert shipped < 8_500_000, f"{shipped} bytes of results in the package: keep them small"
     for unread in ("cpu-transfer", "cpu-transfer-48-world"):  # no chapter reads them
         assert not (site / "companion" / "book_results" / unread).exists()
     # Of the pilots, only the transfer pilots' records ship: chapter 6 compares its runs to them.

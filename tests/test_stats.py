@@ -1,11 +1,24 @@
 """The paired t interval behind every gap the book reads, the t quantile it rests on (SciPy's,
-checked against printed tables), the paired t test and Holm's adjustment."""
+checked against printed tables), the paired t test and Holm's adjustment; split cells counted
+with an exact interval, and the random-table null for favourite offsets."""
 
 import math
+import random
 
 import pytest
+from scipy import stats
 
-from companion.experiments.stats import format_p, holm, holm_bounds, paired_interval, t_quantile
+from companion.experiments.stats import (
+    binomial_interval,
+    chebyshev_distance,
+    format_p,
+    holm,
+    holm_bounds,
+    paired_interval,
+    ring_null,
+    ring_probability,
+    t_quantile,
+)
 
 #: t_{0.975, df} for df = 1..30, as printed in every statistics table (3 decimals).
 T975 = (
@@ -42,10 +55,13 @@ def test_paired_interval_is_mean_plus_minus_t_times_standard_error():
         paired_interval([1.0])
 
 
-def row(pos, values, seeds=(0, 1, 2), variant="swin", dataset="relation"):
-    n = len(values)
-    return {"dataset": dataset, "pos": pos, "variant": variant, "n": n, "mean": sum(values) / n,
-            "std": 0.0, "seeds": list(seeds), "values": list(values)}  # fmt: skip
+def test_paired_interval_is_scipys_paired_t_test_interval():
+    a, b = [0.91, 0.85, 0.97, 0.78, 0.88], [0.80, 0.86, 0.83, 0.70, 0.79]
+    differences = [x - y for x, y in zip(a, b, strict=True)]
+    for confidence in (0.9, 0.95, 0.99):
+        by_scipy = stats.ttest_rel(a, b).confidence_interval(confidence)
+        _, low, high = paired_interval(differences, confidence)
+        assert (low, high) == pytest.approx((by_scipy.low, by_scipy.high), abs=1e-12)
 
 
 def test_holm_multiplies_by_rank_keeps_order_and_caps_at_one():
@@ -99,3 +115,45 @@ def test_holm_bounds_a_measured_term_that_sets_the_maximum_is_a_number():
     assert holm_bounds([0.5], [0.0]) == [(0.5, False)]  # no floor: never a bound
     with pytest.raises(ValueError, match="same length"):
         holm_bounds([0.1, 0.2], [0.0])
+
+
+@pytest.mark.parametrize(
+    ("k", "n", "low", "high"),
+    # Clopper-Pearson values from the beta quantiles (R's binom.test).
+    [
+        (3, 5, 0.1466328, 0.9472550),
+        (0, 5, 0.0, 0.5218238),
+        (5, 5, 0.4781762, 1.0),
+        (1, 10, 0.0025286, 0.4450161),
+    ],
+)
+def test_binomial_interval_matches_the_exact_clopper_pearson_values(k, n, low, high):
+    got = binomial_interval(k, n)
+    assert got == pytest.approx((low, high), abs=1e-6)
+
+
+def test_binomial_interval_names_a_count_outside_zero_to_n():
+    with pytest.raises(ValueError, match="k must be an integer in"):
+        binomial_interval(6, 5)
+
+
+def test_ring_probability_of_distance_two_or_three_in_a_4x4_window_is_40_of_49():
+    assert ring_probability((4, 4), (2, 3)) == pytest.approx(40 / 49)
+    assert ring_probability((4, 4), (0,)) == pytest.approx(1 / 49)
+
+
+def test_ring_probability_is_where_random_tables_put_their_arg_max():
+    rng = random.Random(0)
+    offsets = [(dy, dx) for dy in range(-3, 4) for dx in range(-3, 4)]
+    hits = 0
+    for _ in range(20000):
+        values = [rng.random() for _ in offsets]
+        best = offsets[values.index(max(values))]
+        hits += chebyshev_distance(best) in (2, 3)
+    assert hits / 20000 == pytest.approx(40 / 49, abs=0.01)
+
+
+def test_ring_null_counts_the_favourites_and_states_the_expected_count():
+    line = ring_null([(0, 2), (3, 3), (1, 0)], (4, 4), (2, 3))
+    assert line.startswith("2 of 3 at distance 2 or 3 | random tables: p = 81.6%,")
+    assert "2.4 expected" in line

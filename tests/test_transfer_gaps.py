@@ -17,8 +17,7 @@ from companion.experiments.transfer_gaps import (
     solved_flags,
     transfer_glance,
 )
-from companion.experiments.transfer_reading import load_references, moved_correct
-from companion.experiments.transfer_results import load_transfer
+from companion.experiments.transfer_results import load_references, load_transfer, moved_correct
 
 IMAGES = 200
 #: Labels with a constant answer of 0.5 (label 0 on half the images).

@@ -201,6 +201,16 @@ RULES = zh_edition.glossary()
         ("每个 query 只关注几个键。", "query"),
         ("（$M = 7$ 时少 14 倍）", "少 14 倍"),
         ("每个 *query* 只关注几个键。", "query"),  # italics make no title of one word
+        ("它是一个 1-D 索引。", "1-D"),
+        # The calques a native reader found: each is a forbidden variant of its glossary entry.
+        ("ViT 把图像看成一袋图块。", "一袋"),
+        ("实际的区别在于簿记。", "簿记"),
+        ("每个堆栈只有第一层拥有一张表。", "堆栈"),
+        ("区间同时覆盖训练用的种子和测试图像。", "同时覆盖"),
+        ("最负的偏移落在第 0 行。", "最负"),
+        ("这是个平局，平局时舍入到偶数。", "平局"),
+        ("分化单元按计数来读。", "分化单元"),
+        ("在每个单元的五个盲种子上读。", "每个单元"),
     ],
 )
 def test_a_forbidden_variant_or_an_untranslated_term_is_named(chinese, quoted):
@@ -216,6 +226,7 @@ def test_a_forbidden_variant_or_an_untranslated_term_is_named(chinese, quoted):
         "调用 `attn(query, key)` 即可，$q - k$ 是偏移。",  # code and formulas are exempt
         "见 *Self-Attention with Relative Position Representations*。",  # a title
         "不到一个点的差距不可读；二维偏移；只有 1/14；95% 区间；4×4 窗口。",
+        "下面的单元格逐单元检查；每个 block 512 个隐藏单元。",  # other senses of 单元
     ],
 )
 def test_the_glossary_rendering_code_and_glosses_pass(chinese):
@@ -226,6 +237,18 @@ def test_typography_slips_are_named():
     problems = " | ".join(RULES.unit_problems("95 % 区间，4 x 4 窗口，一句话\n断成两行。"))
     assert "'5 %'" in problems and "'4 x 4'" in problems
     assert "line break inside a sentence" in problems
+
+
+def test_a_line_break_before_or_after_a_bold_term_is_named_and_fixed():
+    broken = "角度为 $a + b$。\n**轴向** RoPE 只用行频率，\n**混合** RoPE 学习频率。"
+    problems = RULES.unit_problems(broken)
+    assert len(problems) == 2 and all("line break inside a sentence" in p for p in problems)
+    fixed = RULES.fixed(broken)
+    assert fixed == "角度为 $a + b$。**轴向** RoPE 只用行频率，**混合** RoPE 学习频率。"
+    assert RULES.unit_problems(fixed) == []
+    # A new paragraph, a list item or a formula wrapped onto the next line is no such break.
+    assert RULES.unit_problems("第一段。\n\n**第二段。**\n\n- 一项\n- **另一项**") == []
+    assert RULES.unit_problems("角度为 $a +\nb$，两行。") == []
 
 
 def test_a_forbidden_variant_fails_the_check_naming_chapter_and_unit(tmp_path, monkeypatch):

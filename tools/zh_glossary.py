@@ -42,17 +42,20 @@ _HEADING_LINE = re.compile(r"^#{1,6} .*$", re.M)
 # semicolon (相对位置偏置（relative position bias，Swin）), or a title of several words in italics
 # (*Attention Is All You Need*; a lone *query* is no title): English by design.
 _GLOSS = re.compile(rf"（[^（），；{_CJK}]*[）；，]|(?<!\*)\*[^*{_CJK}\n]+ [^*{_CJK}\n]+\*(?!\*)")
+# A line break between Chinese text (or a bold marker next to it) and more of the same sentence:
+# Markdown joins the lines with a space, which Chinese does not have (。\n**轴向** too).
+_LINE_BREAK = re.compile(rf"(?:(?<=[{_CJK}])|(?<=\*\*))\n(?=[{_CJK}]|\*\*)")
 _TYPOGRAPHY = (
     (re.compile(r"\d\s+%"), "write 95%, not 95 % (no space before the percent sign)"),
     (re.compile(r"\d\s*[xX]\s*\d"), "write 4×4 with the multiplication sign ×, not the letter x"),
-    (re.compile(rf"[{_CJK}]\n(?=[{_CJK}])"), "line break inside a sentence (renders as a space)"),
+    (_LINE_BREAK, "line break inside a sentence (renders as a space)"),
 )
 
 
 _TYPOGRAPHY_FIXES = (
     (re.compile(r"(?<=\d)\s+(?=%)"), ""),
     (re.compile(r"(?<=\d)\s*[xX]\s*(?=\d)"), "×"),
-    (re.compile(rf"(?<=[{_CJK}])\n(?=[{_CJK}])"), ""),
+    (_LINE_BREAK, ""),
 )
 _CJK_OR_EMPHASIS = re.compile(rf"[{_CJK}*]")
 _FENCE_LINE = re.compile(r"^(`{3,}|:{3,})\s*(\{([\w-]+)\})?")

@@ -44,7 +44,7 @@ from companion.experiments.learned_embedding import shuffled_null as shuffled_nu
 from companion.experiments.learned_embedding import similarity_gap as similarity_gap
 from companion.experiments.predictions import PREDICTIONS, load_predictions, parse_predictions
 from companion.experiments.records import TABLE, check_against_table
-from companion.train.provenance import PACKAGE_DIR
+from companion.experiments.results import result_places
 
 RESULT_NAME = "learned-abs"
 EMBEDDING_FILE = "absolute_pos_embed.pt"
@@ -56,47 +56,36 @@ VIT_EMBEDDING_FILE = "pos_embed.pt"
 VIT_SEEDS_RESULT_NAME = "learned-vit-seeds"
 
 
-def _result_places(name: str, folder: str | Path | None) -> list[Path]:
-    """``[folder]``, or where chapter notebooks find ``results/<name>``: the current directory,
-    its parent (notebooks run in ``book/``), the installed package's ``book_results`` (a plain
-    install, as Colab's) and beside the package (a clone)."""
-    if folder is not None:
-        return [Path(folder)]
-    return [
-        Path.cwd() / "results" / name,
-        Path.cwd().parent / "results" / name,
-        PACKAGE_DIR / "book_results" / name,
-        PACKAGE_DIR.parent / "results" / name,
-    ]
+def _find(name: str, folder: str | Path | None, *files: str) -> Path:
+    """``folder``, or ``results/<name>`` where the chapters find their results
+    (``companion.experiments.results.result_places``): the first that holds all of ``files``."""
+    places = [Path(folder)] if folder is not None else [p / name for p in result_places()]
+    for place in places:
+        if all((place / f).is_file() for f in files):
+            return place
+    raise FileNotFoundError(
+        f"folder: no {' with '.join(files)} in any of {[str(p) for p in places]}"
+    )
 
 
 def _load_embedding(
     name: str, embedding_file: str, folder: str | Path | None
 ) -> tuple[Tensor, dict]:
-    places = _result_places(name, folder)
-    for place in places:
-        if (place / embedding_file).is_file() and (place / PROVENANCE_FILE).is_file():
-            record = verified_json(place, PROVENANCE_FILE)
-            embedding = verified_tensors(place, embedding_file)
-            recorded = record.get("embedding_sha256")  # a run from before recorded none
-            if recorded is not None and recorded != read_manifest(place)[embedding_file]:
-                raise ResultsError(f"{place / embedding_file} is not the one its run recorded")
-            if any((p / TABLE).is_file() for p in place.resolve().parents):
-                check_against_table(place, record)  # a fresh run's --out has no table above
-            return embedding, record
-    raise FileNotFoundError(
-        f"folder: no {embedding_file} with {PROVENANCE_FILE} in any of {[str(p) for p in places]}"
-    )
+    place = _find(name, folder, embedding_file, PROVENANCE_FILE)
+    record = verified_json(place, PROVENANCE_FILE)
+    embedding = verified_tensors(place, embedding_file)
+    recorded = record.get("embedding_sha256")  # a run from before recorded none
+    if recorded is not None and recorded != read_manifest(place)[embedding_file]:
+        raise ResultsError(f"{place / embedding_file} is not the one its run recorded")
+    if any((p / TABLE).is_file() for p in place.resolve().parents):
+        check_against_table(place, record)  # a fresh run's --out has no table above
+    return embedding, record
 
 
 def load_learned_embedding(folder: str | Path | None = None) -> tuple[Tensor, dict]:
     """The small Swin's saved ``(1, h, w, D)`` embedding and its provenance record, checked
-    against the folder's ``SHA256SUMS`` (``companion.experiments.integrity``).
-
-    Without ``folder``, ``results/learned-abs`` is looked for where chapter notebooks find their
-    results: the current directory, its parent (notebooks run in ``book/``), the installed
-    package's ``book_results`` (a plain install, as Colab's) and beside the package (a clone).
-    """
+    against the folder's ``SHA256SUMS``; without ``folder``, ``results/learned-abs`` where the
+    chapters find their results (``companion.experiments.results.result_places``)."""
     return _load_embedding(RESULT_NAME, EMBEDDING_FILE, folder)
 
 
@@ -124,11 +113,7 @@ def similarity_predictions(folder: str | Path | None = None) -> dict[str, Any]:
     """The ``json`` block of the ViT folder's ``predictions.md`` (checked against its
     ``SHA256SUMS``): ``{"draws", "seed", "alpha", "predictions": [...]}``, each prediction
     ``{"id", "text", "kind": "similarity", "statistic", "alternative", "expect"}``."""
-    places = _result_places(VIT_RESULT_NAME, folder)
-    for place in places:
-        if (place / PREDICTIONS).is_file():
-            return load_predictions(place, kinds=("similarity",))
-    raise FileNotFoundError(f"folder: no {PREDICTIONS} in any of {[str(p) for p in places]}")
+    return load_predictions(_find(VIT_RESULT_NAME, folder, PREDICTIONS), kinds=("similarity",))
 
 
 def prediction_held(prediction: dict[str, Any], test: PermutationTest, alpha: float) -> bool:
@@ -212,10 +197,7 @@ def load_vit_seeds(folder: str | Path | None = None) -> tuple[dict[str, Any], di
     """The over-seeds rule (the ``json`` block of ``learned-vit-seeds/predictions.md``) and
     ``{seed: (embedding (1, h, w, D), provenance record)}`` for each of its seeds, each checked
     against its folder's ``SHA256SUMS`` and against the rule's sha256 its run recorded."""
-    places = _result_places(VIT_SEEDS_RESULT_NAME, folder)
-    place = next((p for p in places if (p / PREDICTIONS).is_file()), None)
-    if place is None:
-        raise FileNotFoundError(f"folder: no {PREDICTIONS} in any of {[str(p) for p in places]}")
+    place = _find(VIT_SEEDS_RESULT_NAME, folder, PREDICTIONS)
     rule = parse_predictions((place / PREDICTIONS).read_text(encoding="utf-8"), place, ())
     digest = file_sha256(place / PREDICTIONS)
     runs = {}

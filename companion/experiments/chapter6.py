@@ -72,8 +72,7 @@ from companion.experiments.transfer_gaps import (
     trained_matrix,
     transfer_glance,
 )
-from companion.experiments.transfer_reading import load_references
-from companion.experiments.transfer_results import load_transfer
+from companion.experiments.transfer_results import load_references, load_transfer
 
 DATASET = "far-relation"
 CONDITIONS = (WINDOW_KEPT, WINDOW_GROWN)

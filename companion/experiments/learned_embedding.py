@@ -42,22 +42,24 @@ def grid_table(pos_embed: Tensor) -> tuple[Tensor, tuple[int, int]]:
     return pos_embed.reshape(h * w, d), (h, w)
 
 
+def _grid_coordinates(grid: tuple[int, int]) -> tuple[Tensor, Tensor]:
+    """The row and the column of each of the ``h * w`` cells, row-major: two ``(N,)``."""
+    rows, cols = torch.meshgrid(torch.arange(grid[0]), torch.arange(grid[1]), indexing="ij")
+    return rows.reshape(-1), cols.reshape(-1)
+
+
 def neighbour_pairs(grid_size: int | tuple[int, int]) -> Tensor:
     """``(N, N)`` bool: cells that touch along a row or a column (4-neighbours)."""
-    h, w = to_pair("grid_size", grid_size)
-    rows, cols = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
-    dist = (rows.reshape(-1, 1) - rows.reshape(1, -1)).abs()
-    dist = dist + (cols.reshape(-1, 1) - cols.reshape(1, -1)).abs()
-    return dist == 1
+    rows, cols = _grid_coordinates(to_pair("grid_size", grid_size))
+    return (rows[:, None] - rows[None]).abs() + (cols[:, None] - cols[None]).abs() == 1
 
 
 def same_parity_pairs(grid_size: int | tuple[int, int]) -> Tensor:
     """``(N, N)`` bool: distinct cells with the same (row mod 2, column mod 2), i.e. the same
     slot in their 2 x 2 patch-merging group."""
-    h, w = to_pair("grid_size", grid_size)
-    rows, cols = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
-    slot = (rows % 2 * 2 + cols % 2).reshape(-1)
-    return (slot[:, None] == slot[None, :]) & ~torch.eye(h * w, dtype=torch.bool)
+    rows, cols = _grid_coordinates(to_pair("grid_size", grid_size))
+    slot = rows % 2 * 2 + cols % 2
+    return (slot[:, None] == slot[None, :]) & ~torch.eye(len(slot), dtype=torch.bool)
 
 
 def cosine_matrix(table: Tensor) -> Tensor:
@@ -142,11 +144,6 @@ def permutation_p_value(
 # --------------------------------------------------------------------------- layout statistics
 # Each takes the (N, N) cosine-similarity matrix of an (h, w) grid's embedding (rows row-major)
 # and returns one number; the shuffle null permutes the matrix's rows and columns alike.
-
-
-def _grid_coordinates(grid: tuple[int, int]) -> tuple[Tensor, Tensor]:
-    rows, cols = torch.meshgrid(torch.arange(grid[0]), torch.arange(grid[1]), indexing="ij")
-    return rows.reshape(-1), cols.reshape(-1)
 
 
 def _check_sim(sim: Tensor, grid_size: int | tuple[int, int]) -> tuple[int, int]:

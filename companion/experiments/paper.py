@@ -12,43 +12,24 @@ from __future__ import annotations
 
 SWIN_TABLE4_SOURCE = "Liu et al. 2021, Swin Transformer, arXiv:2103.14030, Table 4 (Swin-T)"
 
+#: Table 4's metrics with the names the book prints.
+TABLE4_METRICS: dict[str, str] = {
+    "imagenet_top1": "ImageNet top-1",
+    "imagenet_top5": "ImageNet top-5",
+    "coco_ap_box": "COCO AP box",
+    "coco_ap_mask": "COCO AP mask",
+    "ade20k_miou": "ADE20K mIoU",
+}
 #: position encoding -> metric -> value, in the paper's row order.
 SWIN_TABLE4: dict[str, dict[str, float]] = {
-    "none": {
-        "imagenet_top1": 80.1,
-        "imagenet_top5": 94.9,
-        "coco_ap_box": 49.2,
-        "coco_ap_mask": 42.6,
-        "ade20k_miou": 43.8,
-    },
-    "absolute": {
-        "imagenet_top1": 80.5,
-        "imagenet_top5": 95.2,
-        "coco_ap_box": 49.0,
-        "coco_ap_mask": 42.4,
-        "ade20k_miou": 43.2,
-    },
-    "absolute + relative": {
-        "imagenet_top1": 81.3,
-        "imagenet_top5": 95.6,
-        "coco_ap_box": 50.2,
-        "coco_ap_mask": 43.4,
-        "ade20k_miou": 44.0,
-    },
-    "relative w/o app.": {
-        "imagenet_top1": 79.3,
-        "imagenet_top5": 94.7,
-        "coco_ap_box": 48.2,
-        "coco_ap_mask": 41.9,
-        "ade20k_miou": 44.1,
-    },
-    "relative (default)": {
-        "imagenet_top1": 81.3,
-        "imagenet_top5": 95.6,
-        "coco_ap_box": 50.5,
-        "coco_ap_mask": 43.7,
-        "ade20k_miou": 46.1,
-    },
+    row: dict(zip(TABLE4_METRICS, values, strict=True))
+    for row, values in (
+        ("none", (80.1, 94.9, 49.2, 42.6, 43.8)),
+        ("absolute", (80.5, 95.2, 49.0, 42.4, 43.2)),
+        ("absolute + relative", (81.3, 95.6, 50.2, 43.4, 44.0)),
+        ("relative w/o app.", (79.3, 94.7, 48.2, 41.9, 44.1)),
+        ("relative (default)", (81.3, 95.6, 50.5, 43.7, 46.1)),
+    )
 }
 
 #: The book's ``pos`` switch (``companion.swin``) -> the paper's row with the same encoding.
@@ -98,14 +79,6 @@ def rope_vit_swin_markdown() -> str:
     return "\n".join(lines) + f"\n\n*Source: {ROPE_VIT_SWIN_SOURCE}.*"
 
 
-#: Table 4's metrics with the names the book prints.
-TABLE4_METRICS: dict[str, str] = {
-    "imagenet_top1": "ImageNet top-1",
-    "imagenet_top5": "ImageNet top-5",
-    "coco_ap_box": "COCO AP box",
-    "coco_ap_mask": "COCO AP mask",
-    "ade20k_miou": "ADE20K mIoU",
-}
 #: The differences between Table 4's rows that chapter 5 discusses: ``(a, b)`` reads "a - b".
 TABLE4_GAPS: tuple[tuple[str, str], ...] = (
     ("relative (default)", "absolute"),

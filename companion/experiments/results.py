@@ -127,22 +127,20 @@ def mean_std(row: dict[str, Any], scale: float = 1.0, spec: str = ".3f") -> str:
     return mean if row["std"] is None else f"{mean} ± {format(scale * row['std'], spec)}"
 
 
-def find_results(name: str, search: Sequence[Path] | None = None) -> Path:
-    """The folder ``results/<name>``: looked for in the current directory, its parent (the book's
-    notebooks run in ``book/``), in the installed package (``companion/book_results``, the package
+def result_places() -> list[Path]:
+    """Where the chapters find ``results/``: the current directory, its parent (the book's
+    notebooks run in ``book/``), the installed package (``companion/book_results``, the package
     data a plain install such as Colab's ships) and beside the package (a clone, an editable
-    install). No network: the results travel with the package.
-    """
-    places = (
-        search
-        if search is not None
-        else [
-            Path.cwd() / "results",
-            Path.cwd().parent / "results",
-            PACKAGE_DIR / "book_results",
-            PACKAGE_DIR.parent / "results",
-        ]
-    )
+    install). No network: the results travel with the package."""
+    here = Path.cwd()
+    return [here / "results", here.parent / "results", PACKAGE_DIR / "book_results",
+            PACKAGE_DIR.parent / "results"]  # fmt: skip
+
+
+def find_results(name: str, search: Sequence[Path] | None = None) -> Path:
+    """The folder ``results/<name>`` (one with a ``results.json``), in the first of ``search``
+    (by default :func:`result_places`) that holds it."""
+    places = result_places() if search is None else search
     for place in places:
         if (Path(place) / name / "results.json").is_file():
             return Path(place) / name

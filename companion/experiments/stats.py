@@ -1,39 +1,22 @@
-"""The statistics the book reads its runs with: paired t intervals over seeds, Holm, counts of
-solved seeds and a null for table patterns.
+"""The statistics the book reads its runs with. What SciPy (preinstalled on Colab) has comes from
+``scipy.stats``: Student's t, the exact binomial interval, Fisher's exact test, the binomial tail;
+what is the book's own is small and named for what it does.
 
-Reading a gap between two ablation cells: a paired t interval over seeds.
+A gap between two ablation cells trained with the same seeds (each seed's data order and initial
+draw shared) is read over the per-seed differences ``d_i = a_i - b_i``: their mean with the paired
+t interval ``mean(d) ± t_{(1+c)/2, n-1} * sd(d) / sqrt(n)`` (:func:`paired_interval`, ``sd`` with
+``n - 1``). Not a percentile bootstrap over seeds: with n = 5 it resamples 126 distinct sets and
+its interval is too narrow; the t interval is the standard choice for small paired samples.
 
-Two cells trained with the same seeds share each seed's data order and initial draw, so the
-per-seed differences ``d_i = a_i - b_i`` are the honest unit: their mean, with the interval
+A family of gaps not planned before the run is exploratory: :func:`holm` adjusts its p-values
+(:func:`holm_bounds` where some sit at their floor, printed by :func:`format_p`), and a gap whose
+adjusted p is below 0.05 is one the family's error rate allows reading.
 
-    mean(d) ± t_{(1+c)/2, n-1} * sd(d) / sqrt(n),
-
-(``sd`` the sample standard deviation, ``n - 1`` in the denominator). Why a t interval and not
-a bootstrap: with n = 5 seeds a percentile bootstrap can only resample 5 numbers (126 distinct
-resamples) and its interval is systematically too narrow; the t interval is the standard choice
-for small paired samples, and exact when the differences are roughly normal.
-
-The t distribution, the exact binomial interval and Fisher's exact test come from SciPy
-(``scipy.stats``, preinstalled on Colab); what is the book's own is small and named for what it
-does: Holm's step-down adjustment, a p-value at its floor printed as a bound, and the ring null
-for table patterns.
-
-The book prints many such intervals. When a family of gaps was not planned before the run, each
-interval is exploratory, and :func:`holm` adjusts the gaps' p-values for the size of the family
-(:func:`holm_bounds` where some p-values sit at their floor): a gap whose Holm-adjusted p is below
-0.05 is one the whole family's error rate allows reading.
-
-Where a mean and a t interval would mislead, this module also reads an ablation another way:
-
-- **Split cells.** When some seeds solve a task and others stall, the seeds are two groups, not
-  one noisy number: a t interval over them can run past the attainable 0-100 %. Such a cell is
-  reported as a count, solved ``k`` of ``n`` (``companion.experiments.split_reading``), with an
-  exact binomial interval on the rate (:func:`binomial_interval`, Clopper-Pearson); two such
-  counts are compared with Fisher's exact test (:func:`fisher_exact`). The right zero, the
-  constant answer on the same test images, is ``companion.experiments.split_reading``'s too.
-- **A null for table patterns.** The arg-max of a table of exchangeable random numbers lands on
-  every offset with the same probability, so "most favourites lie at distance 2 or 3" has to be
-  set against the share of offsets at that distance (:func:`ring_probability`).
+A split cell (some seeds solve the task, others stall) is a count, solved ``k`` of ``n``
+(``companion.experiments.split_reading``), with an exact Clopper-Pearson interval on the rate
+(:func:`binomial_interval`); two counts are compared by Fisher's exact test (:func:`fisher_exact`).
+A pattern in a table of exchangeable random numbers ("most favourites lie at distance 2 or 3") is
+set against the share of offsets at that distance (:func:`ring_null`).
 """
 
 from __future__ import annotations

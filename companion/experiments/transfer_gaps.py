@@ -1,7 +1,7 @@
 """Chapter 6's paired reading of a resolution-transfer experiment, in points.
 
 A model moved to ``S`` px is read against its **reference** (the same code trained at ``S`` px in
-the same rendering, :func:`companion.experiments.transfer_reading.load_references`) as a
+the same rendering, :func:`companion.experiments.transfer_results.load_references`) as a
 *difference*, not a ratio: moved accuracy − reference accuracy, in points (100 × accuracy). The
 ratio ("the share of the reference's lift kept") has no scale where the
 reference learnt little; a difference always has one.
@@ -29,7 +29,7 @@ from companion.experiments.predictions import correct_by_seed, test_labels
 from companion.experiments.resolution_transfer import WINDOW_GROWN, grown_condition
 from companion.experiments.split_reading import glance_entry
 from companion.experiments.stats import format_p
-from companion.experiments.transfer_reading import moved_correct
+from companion.experiments.transfer_results import moved_correct
 
 Rows = Sequence[dict[str, Any]]
 References = Mapping[str, dict[str, Any]]

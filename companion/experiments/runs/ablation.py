@@ -4,29 +4,18 @@
         --epochs 12
 
 Each grid point is one :func:`companion.train.train` run in ``<work-dir>/<name>/<key>/``; when it
-finishes, its record ``<key>.json`` (its own recorded settings, the hash of the code that trained
-it, the hardware, every epoch's metrics) and its bias tables ``<key>.bias.pt`` are written beside
-it. Only when *every* run has finished is ``results/<name>/`` written, all at once (built in a
-staging folder, then swapped in), so a failed or interrupted ablation never replaces or mixes
-into published results:
-
-* ``results.json``: a header (hardware, torch, git commit and whether the tree was dirty, this
-  command, the date) and every run's final metrics, all taken from the runs' own records;
-* ``results.md``: mean ± std (over seeds) of the final test accuracy per cell x dataset;
-* ``curves/<key>.json``: each run's per-epoch metrics and settings, ``<key>`` being
-  ``<dataset>__<pos>__seed<k>``, or ``<dataset>__<pos>__<variant>__seed<k>`` for a controlled
-  variant (``--extra grid-cell:rel:torus`` adds that cell, for every seed);
-* ``bias/<dataset>__<pos>[__<variant>].pt``: for the first seed of every cell whose model has
-  them, the learned relative position bias tables of every block (``weights_only``-loadable).
-
-Stopping and starting again is safe: a finished run is reused only when its recorded settings and
-code hash equal the requested ones, and an interrupted run resumes from its checkpoint only under
-the same condition; otherwise the ablation refuses, saying how to start afresh (``--fresh``, or a
-new ``--name``).
-
-The plan (the grid and its checks) is :mod:`~companion.experiments.runs.ablation_plan`'s; writing
-``results/<name>/`` is :mod:`~companion.experiments.runs.ablation_publish`'s; this module trains
-the runs and is the command.
+finishes, its sealed record ``<key>.json`` (settings, code hash, hardware, every epoch's metrics,
+every test split image by image) and its bias tables ``<key>.bias.pt`` are written beside it.
+Only when *every* run has finished is ``results/<name>/`` published, all at once
+(:mod:`~companion.experiments.runs.ablation_publish`), so a failed or interrupted ablation never
+replaces or mixes into published results: ``results.json`` (a provenance header and every run's
+record), ``results.md`` (mean ± std over seeds per cell), ``curves/<key>.json`` (each run's
+epochs; ``<key>`` is ``<dataset>__<pos>[__<variant>]__seed<k>``) and
+``bias/<dataset>__<pos>[__<variant>].pt`` (the first seed's bias tables). Stopping and starting
+again is safe: a finished run is reused, and an interrupted one resumed from its checkpoint, only
+when its recorded settings and code hash equal the requested ones; otherwise the ablation refuses,
+saying how to start afresh (``--fresh``, or a new ``--name``). The grid and its checks are
+:mod:`~companion.experiments.runs.ablation_plan`'s.
 """
 
 from __future__ import annotations

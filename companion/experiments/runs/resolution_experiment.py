@@ -1,25 +1,20 @@
 """The resolution-transfer experiment: a finished 32-px ablation, every run moved to larger images.
 
-Two steps. The ablation runner trains every position code at 32 px and publishes ``results/<name>/``
-(chapter 5's provenance); this module then takes each of its runs from the work folder's checkpoint,
-moves it to every size under every condition of ``companion.experiments.resolution_transfer`` and
-measures the test accuracy on the task drawn at that size in each rendering
-(``companion.data.make_dataset(..., size=S, rendering=R)``: ``"scaled"``, the same test scenes with
-more pixels; ``"world"``, a larger canvas with objects as at 32 px), as moved and after a short
+The ablation runner trains every position code at 32 px and publishes ``results/<name>/``; this
+module takes each run's checkpoint (checked against the hash the ablation published), moves it to
+every size under every condition of ``companion.experiments.resolution_transfer`` and measures its
+test accuracy on the task drawn at that size in each rendering (``"scaled"``: the same scenes
+with more pixels; ``"world"``: a larger canvas, objects as at 32 px), as moved and after a short
 fine-tune on the training split drawn the same way::
 
     python -m companion.commands.ablation --name cpu-transfer --config tiny-cpu --seeds 0 1 2 ...
     python -m companion.commands.resolution_experiment --name cpu-transfer --sizes 48 --jobs 2
 
+It writes ``transfer.json`` (provenance, settings, one row per run x rendering x size x
+condition, the hashes of the runs moved) and ``transfer.md`` (mean ± std over seeds) atomically.
 The references, models trained at the larger size itself, are ordinary ablations with
-``--img-size`` and ``--rendering`` (``results/run_cpu_transfer.sh`` holds the full commands of
-the published run; :mod:`companion.experiments.transfer_reading` reads them together).
-
-It writes ``results/<name>/transfer.json`` (a provenance header, the settings, one row per run x
-rendering x size x condition, and the content hashes of the runs it was computed from) and
-``transfer.md`` (mean ± std over seeds), atomically, after checking every checkpoint against the
-hash the ablation published for it. :mod:`companion.experiments.transfer_results` reads the
-record back.
+``--img-size`` and ``--rendering`` (``results/run_cpu_transfer.sh``);
+:mod:`companion.experiments.transfer_results` reads them and the record.
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
-"""Chapter 6's planned reading: a moved cell as the share of its reference's lift it keeps."""
+"""Reading chapter 6's moved models back: which images a moved run got right, and its references
+checked to be drawn as they are read."""
 
 import numpy as np
 import pytest
 import torch
 
 from companion.experiments.evaluation import labels_text, pack_bits
-from companion.experiments.transfer_reading import load_references, moved_correct
+from companion.experiments.transfer_results import load_references, moved_correct
 
 IMAGES = 200
 #: Labels with a constant answer of 0.5 (label 0 on half the images).
@@ -58,7 +59,7 @@ def test_moved_correct_names_a_missing_cell_and_a_bad_metric():
 
 
 def test_a_reference_must_be_drawn_in_the_rendering_it_is_read_for(tmp_path, monkeypatch):
-    import companion.experiments.transfer_reading as reading
+    import companion.experiments.transfer_results as reading
 
     monkeypatch.setattr(reading, "load_results", lambda folder: _reference({"rel": 0.9}))
     assert load_references(tmp_path, {"world": "w"})["world"]["runs"][0]["pos"] == "rel"
