@@ -15,7 +15,13 @@ from companion.experiments.results import load_results
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
 CHAPTER = ROOT / "book" / "05_train_swin.ipynb"
-PLANNED = ("cpu-ablation", "cpu-far-relation", "interior-holdout")
+PLANNED = (
+    "cpu-ablation",
+    "cpu-far-relation",
+    "interior-holdout",
+    "gpu-ablation",
+    "gpu-far-relation",
+)
 
 
 def _git(*args: str) -> str:

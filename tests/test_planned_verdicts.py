@@ -18,7 +18,13 @@ from typing import Any
 from companion.experiments import chapter1, chapter5, chapter6
 
 SNAPSHOT = Path(__file__).with_name("planned_verdicts.json")
-CHAPTER5 = ("cpu-ablation", "cpu-far-relation", "interior-holdout")
+CHAPTER5 = (
+    "cpu-ablation",
+    "cpu-far-relation",
+    "interior-holdout",
+    "gpu-ablation",
+    "gpu-far-relation",
+)
 
 
 def _rows(markdown: str) -> dict[str, list[str]]:
