@@ -1,7 +1,8 @@
 """Every planned reading's outcome, pinned: the verdicts (and the numbers printed beside them) of
 chapter 1's ViT predictions V1-V6, chapter 5's three predictions files (G/R, F, I) with their
-seed-by-seed readings of split cells, and chapter 6's P1-P13 with the rule for its references and
-its seed-by-seed readings, on all seeds and on the blind ones.
+seed-by-seed readings of split cells and G/R on the seeds they did not know, and chapter 6's
+P1-P13 with the rule for its references and its seed-by-seed readings, on all seeds and on the
+blind ones.
 
 ``planned_verdicts.json`` was written by this file's ``outcomes()`` before the experiments layer
 was rewritten, so a refactor that moves a verdict fails here. A change that moves one on
@@ -17,7 +18,13 @@ from typing import Any
 from companion.experiments import chapter1, chapter5, chapter6
 
 SNAPSHOT = Path(__file__).with_name("planned_verdicts.json")
-CHAPTER5 = ("cpu-ablation", "cpu-far-relation", "interior-holdout")
+CHAPTER5 = (
+    "cpu-ablation",
+    "cpu-far-relation",
+    "interior-holdout",
+    "gpu-ablation",
+    "gpu-far-relation",
+)
 
 
 def _rows(markdown: str) -> dict[str, list[str]]:
@@ -44,6 +51,9 @@ def outcomes() -> dict[str, Any]:
         found[f"chapter 5: {name}"] = _rows(chapter5.predictions_table(results, plan))
         seeds = chapter5.split_seed_readings(results, plan)
         found[f"chapter 5: {name}, split cells seed by seed"] = seeds.splitlines()
+        if name in chapter5.KNOWN_BEFORE:
+            both = chapter5.blind_predictions_table(results, plan, chapter5.KNOWN_BEFORE[name])
+            found[f"chapter 5: {name}, all seeds and blind seeds"] = _rows(both)
     far = chapter6.load_far_transfer()
     table = chapter6.far_transfer_predictions_table(far.before, far.rows, far.references, far.plan)
     found["chapter 6: cpu-transfer-far"] = _rows(table)

@@ -16,6 +16,7 @@ from companion.experiments.chapter5 import (
     split_seed_readings,
 )
 from companion.experiments.evaluation import labels_text, pack_bits
+from companion.experiments.prediction_checks import check_on_seeds
 from companion.experiments.predictions import load_predictions
 
 N = 400
@@ -86,6 +87,41 @@ def test_a_gap_against_a_comparator_whose_positive_control_failed_is_not_readabl
     assert "not readable: abs failed its positive control C" in row
     plan["predictions"][0]["expect"] = [2, 10]  # the control held: the gap is read
     assert predictions_table(found, plan).splitlines()[-1].endswith("| yes |")
+
+
+def test_a_prediction_whose_named_control_failed_is_not_readable():
+    found = results(*(run("abs", s, 0.99 if s < 2 else 0.3) for s in range(10)))
+    plan = {"solved": SOLVED, "predictions": [
+        {"id": "C1", "text": "abs solves (the control for G1)", "kind": "count", "cell": "task:abs",
+         "expect": [8, 10]},
+        {"id": "G1", "text": "abs beats the constant answer", "kind": "gap", "cell": "task:abs",
+         "against": "constant", "split": "test", "expect": "above 0.0"},
+    ]}  # fmt: skip
+    row = predictions_table(found, plan).splitlines()[-1]
+    assert row.endswith("| not readable |")
+    assert "not readable: abs failed its positive control C1" in row
+    plan["predictions"][0]["text"] = "abs solves"  # names no control: G1 is read
+    assert predictions_table(found, plan).splitlines()[-1].endswith("| **no** |")
+
+
+def test_a_gaps_seed_by_seed_line_keeps_only_the_seeds_where_its_baseline_solved():
+    found = results(*(run("rel", s, 0.99 if s != 5 else 0.5) for s in range(8)),
+                    *(run("abs", s, 0.99 if s in (1, 5) else 0.3) for s in range(8)))  # fmt: skip
+    plan = {"solved": SOLVED, "predictions": [
+        {"id": "G", "text": "rel beats abs", "kind": "gap", "cell": "task:rel",
+         "against": "task:abs", "split": "test", "expect": "above 0.2"}]}  # fmt: skip
+    lines = split_seed_readings(found, plan).splitlines()
+    seeds = next(line for line in lines if line.strip().startswith("seed"))
+    assert seeds.split()[1:] == ["1", "5"]
+    assert "the 1 solved seeds" in "\n".join(lines)  # seed 1: both solved
+
+
+def test_a_count_on_fewer_seeds_is_read_as_the_same_share():
+    found = results(*(run("rel", s, 0.99 if s < 9 else 0.3) for s in range(10)))
+    p = {"id": "C", "text": "rel solves", "kind": "count", "cell": "task:rel", "expect": [9, 10]}
+    assert check_on_seeds(found, p, SOLVED, [0, 1, 2, 3, 4])[1]  # 5 of 5 as 10 of 10
+    assert not check_on_seeds(found, p, SOLVED, [5, 6, 7, 8, 9])[1]  # 4 of 5 as 8 of 10
+    assert check_on_seeds(found, p, SOLVED, [5, 6, 7, 8, 9])[0].startswith("solved 4 of 5")
 
 
 def test_a_lift_gap_compares_two_splits_each_against_its_own_constant_answer():

@@ -22,11 +22,17 @@ then says "against 0"), and at its floor as a bound (:func:`companion.experiment
 A gap or lift-gap that reads a cell whose seeds split is also read seed by seed and on the solved
 seeds alone (:func:`split_seed_readings`). The exploratory gaps (:func:`gaps_lines`) are
 Holm-adjusted over the pairs printed; a split cell is read by its count, never its mean.
+
+Each prediction is checked by :mod:`companion.experiments.prediction_checks`, which also says
+when a comparison is not readable (its positive control failed). Where the predictions were
+written after an earlier run whose runs the planned folder repeats (:data:`KNOWN_BEFORE`),
+:func:`blind_predictions_table` reads them also on the seeds they did not know.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +45,21 @@ from companion.experiments.bootstrap import Interval, gap_interval, lift_gap_int
 from companion.experiments.placements import placement_readings as placement_readings
 from companion.experiments.placements import placement_table as placement_table
 from companion.experiments.placements import placements as placements
+from companion.experiments.prediction_checks import (
+    check_on_seeds,
+    control_note,
+    gap_cells,
+    on_seeds,
+)
+from companion.experiments.prediction_checks import check_prediction as check_prediction
+from companion.experiments.prediction_checks import failed_control as failed_control
+from companion.experiments.prediction_checks import per_seed as per_seed
+from companion.experiments.prediction_checks import prediction_interval as prediction_interval
+from companion.experiments.prediction_checks import split_cells as split_cells
 from companion.experiments.predictions import (
     chosen,
     correct_by_seed,
     meets,
-    p_text,
     parse_cell,
     solved_seeds,
     test_labels,
@@ -68,7 +84,7 @@ from companion.experiments.split_reading import (
 )
 from companion.experiments.split_reading import split_rows as split_rows
 from companion.experiments.split_reading import variant_pairs as variant_pairs
-from companion.experiments.stats import binomial_interval, fisher_exact, format_p, holm_bounds
+from companion.experiments.stats import format_p, holm_bounds
 from companion.experiments.stats import ring_null as ring_null
 
 
@@ -187,131 +203,6 @@ def encoding_glance(
     return "\n".join(lines) + "\n"
 
 
-def failed_control(
-    results: dict[str, Any], predictions: dict[str, Any], prediction: dict[str, Any]
-) -> str | None:
-    """The id of the failed positive control of a gap's comparator, else None: the count
-    prediction on the cell a ``gap`` is read against (that cell solves the task). A gap against
-    a comparator whose control failed is not readable, whatever its interval says."""
-    against = prediction.get("against")
-    if prediction["kind"] != "gap" or against in (None, "constant"):
-        return None
-    for p in predictions["predictions"]:
-        held = p["kind"] == "count" and p["cell"] == against
-        if held and not check_prediction(results, p, predictions["solved"])[1]:
-            return str(p["id"])
-    return None
-
-
-def check_prediction(
-    results: dict[str, Any], prediction: dict[str, Any], solved: dict[str, Any]
-) -> tuple[str, bool]:
-    """``(what was measured, whether the prediction held)`` for one prediction."""
-    kind, cell = prediction["kind"], prediction["cell"]
-    if kind == "count":
-        flags = solved_seeds(results, cell, solved)
-        k, n = sum(flags.values()), len(flags)
-        low, high = binomial_interval(k, n)
-        lo, hi = prediction["expect"]
-        return f"solved {k} of {n} (rate {low:.2f}-{high:.2f})", lo <= k <= hi
-    if kind == "count-gap":
-        flags = solved_seeds(results, cell, solved)
-        other = solved_seeds(results, prediction["against"], solved)
-        ka, na = sum(flags.values()), len(flags)
-        kb, nb = sum(other.values()), len(other)
-        p = fisher_exact(ka, na, kb, nb)
-        return f"{ka} of {na} against {kb} of {nb}, Fisher p = {p:.2g}", ka > kb and p < 0.05
-    interval = prediction_interval(results, prediction)
-    return f"{interval}{p_text(interval, prediction['expect'])}", meets(
-        interval, prediction["expect"]
-    )
-
-
-def _gap_cells(prediction: dict[str, Any]) -> list[str]:
-    """The cells a gap or lift-gap prediction reads (not the constant answer)."""
-    cells = [prediction["cell"]]
-    if prediction["kind"] == "gap" and prediction["against"] != "constant":
-        cells.append(prediction["against"])
-    return cells
-
-
-def _gap_matrices(
-    results: dict[str, Any], prediction: dict[str, Any], seeds: Sequence[int] | None
-) -> tuple[list[int], list[np.ndarray]]:
-    """The seeds a gap or lift-gap prediction is read on (those all its cells have, or the
-    given ``seeds``) and its ``(seeds, images)`` arrays: ``[a]`` against the constant answer,
-    ``[a, b]`` for two cells, ``[first, second]`` for a lift-gap."""
-    cell = prediction["cell"]
-    if prediction["kind"] == "lift-gap":
-        found = [correct_by_seed(results, cell, prediction[k]) for k in ("first", "second")]
-    else:
-        found = [correct_by_seed(results, c, prediction["split"]) for c in _gap_cells(prediction)]
-    common = sorted(set.intersection(*(set(f) for f in found)))
-    if seeds is not None:
-        missing = sorted(set(seeds) - set(common))
-        if missing or not seeds:
-            raise ValueError(f"seeds must be some of {common} (the cells' common seeds), got "
-                             f"{list(seeds)}")  # fmt: skip
-        common = sorted(seeds)
-    return common, [np.stack([f[s] for s in common]) for f in found]
-
-
-def prediction_interval(
-    results: dict[str, Any], prediction: dict[str, Any], seeds: Sequence[int] | None = None
-) -> Interval:
-    """The bootstrap interval a ``gap`` or ``lift-gap`` prediction is read with, on the seeds
-    its cells share (the planned reading) or on ``seeds`` only."""
-    if prediction["kind"] not in ("gap", "lift-gap"):
-        raise ValueError(f"prediction must be a gap or lift-gap, got kind {prediction['kind']!r}")
-    dataset = parse_cell(prediction["cell"])[0]
-    _, arrays = _gap_matrices(results, prediction, seeds)
-    if prediction["kind"] == "lift-gap":
-        first, second = prediction["first"], prediction["second"]
-        return lift_gap_interval(
-            arrays[0], test_labels(results, dataset, first),
-            arrays[1], test_labels(results, dataset, second),
-        )  # fmt: skip
-    if len(arrays) == 1:
-        return gap_interval(arrays[0], labels=test_labels(results, dataset, prediction["split"]))
-    return gap_interval(arrays[0], arrays[1])
-
-
-def per_seed(results: dict[str, Any], prediction: dict[str, Any]) -> dict[int, float]:
-    """``{seed: the statistic of a gap or lift-gap prediction on that seed alone}`` (a fraction):
-    the cell's accuracy minus the constant answer or the other cell's, or for a lift-gap the
-    change of the cell's lift over the constant answer from ``first`` to ``second``."""
-    dataset = parse_cell(prediction["cell"])[0]
-    seeds, arrays = _gap_matrices(results, prediction, None)
-
-    def constant(split: str) -> float:
-        labels = test_labels(results, dataset, split)
-        return float(np.bincount(labels).max() / len(labels))
-
-    if prediction["kind"] == "lift-gap":
-        first, second = arrays[0].mean(1), arrays[1].mean(1)
-        values = (second - constant(prediction["second"])) - (first - constant(prediction["first"]))
-    elif len(arrays) == 1:
-        values = arrays[0].mean(1) - constant(prediction["split"])
-    else:
-        values = arrays[0].mean(1) - arrays[1].mean(1)
-    return dict(zip(seeds, (float(v) for v in values), strict=True))
-
-
-def split_cells(
-    results: dict[str, Any], prediction: dict[str, Any], solved: dict[str, Any]
-) -> list[str]:
-    """The cells a gap or lift-gap prediction reads whose seeds split into solved and unsolved
-    by ``solved``'s rule (a count or count-gap reads its cells as counts: never listed)."""
-    if prediction["kind"] not in ("gap", "lift-gap"):
-        return []
-    found = []
-    for cell in _gap_cells(prediction):
-        flags = solved_seeds(results, cell, solved).values()
-        if 0 < sum(flags) < len(flags):
-            found.append(cell)
-    return found
-
-
 def expected_text(prediction: dict[str, Any]) -> str:
     expect = prediction["expect"]
     return expect if isinstance(expect, str) else "{}-{} seeds".format(*expect)
@@ -328,22 +219,96 @@ def predictions_table(
     results: dict[str, Any], predictions: dict[str, Any], ids: Sequence[str] | None = None
 ) -> str:
     """A Markdown table: every prediction (or those in ``ids``), what it expected, what was
-    measured, whether it held."""
+    measured, whether it held ("not readable" where its positive control failed)."""
     lines = ["| id | prediction | expected | measured | held |", "|---|---|---|---|---|"]
     for p in chosen(predictions, ids):
-        measured, held = check_prediction(results, p, predictions["solved"])
-        split = split_cells(results, p, predictions["solved"])
-        if split:
-            measured += f" (split cell: {', '.join(c.split(':', 1)[1] for c in split)})"
-        control = failed_control(results, predictions, p)
-        if control is not None:
-            comparator = p["against"].split(":", 1)[1]
-            measured = (
-                f"not readable: {comparator} failed its positive control {control}; {measured}"
-            )
-        verdict = "not readable" if control is not None else "yes" if held else "**no**"
+        measured, verdict = _measured(results, predictions, p)
         lines.append(f"| {p['id']} | {p['text']} | {expected_text(p)} | {measured} | {verdict} |")
     return "\n".join(lines)
+
+
+def _measured(
+    results: dict[str, Any], predictions: dict[str, Any], p: dict[str, Any],
+    seeds: Sequence[int] | None = None,
+) -> tuple[str, str]:  # fmt: skip
+    """``(what was measured, verdict)`` of one prediction, on ``seeds`` or on all."""
+    solved = predictions["solved"]
+    if seeds is None:
+        measured, held = check_prediction(results, p, solved)
+    else:
+        measured, held = check_on_seeds(results, p, solved, seeds)
+        results = on_seeds(results, seeds)
+    split = split_cells(results, p, solved)
+    if split:
+        measured += f" (split cell: {', '.join(c.split(':', 1)[1] for c in split)})"
+    control = failed_control(results, predictions, p)
+    if control is not None:
+        return f"{control_note(control)}; {measured}", "not readable"
+    return measured, "yes" if held else "**no**"
+
+
+@dataclass(frozen=True)
+class Known:
+    """The runs of a planned folder that its predictions knew: an earlier run of the same grid
+    (committed at ``commit``) was seen before they were written, and its runs, seeds ``seeds``
+    of each of its ``cells``, came out equal in the planned folder."""
+
+    commit: str
+    seeds: tuple[int, ...]
+    cells: tuple[str, ...]
+
+    def blind(self, results: dict[str, Any], cells: Sequence[str]) -> list[int]:
+        """The seeds every one of ``cells`` ran on and none of them had in the earlier run."""
+        ran = [{r["seed"] for r in results["runs"] if _cell(r) == c} for c in cells]
+        known = self.seeds if set(cells) & set(self.cells) else ()
+        return sorted(set.intersection(*ran) - set(known))
+
+
+def _cell(run: dict[str, Any]) -> str:
+    variant = run.get("variant", "swin")
+    return f"{run['dataset']}:{run['pos']}" + ("" if variant == "swin" else f":{variant}")
+
+
+#: The earlier runs chapter 5's predictions were written after: the 5-seed grid at 59772f9, its
+#: four encodings on both tasks and six variants (not the three positive controls, new in the
+#: plan). ``tests/test_known_seeds.py`` finds exactly these runs again, from the git history.
+KNOWN_BEFORE = {
+    "cpu-ablation": Known("59772f9", (0, 1, 2, 3, 4), tuple(
+        [f"{d}:{p}" for d in ("grid-cell", "relation") for p in ("none", "abs", "rel", "abs+rel")]
+        + [f"grid-cell:{c}" for c in ("none:torus", "rel:torus", "rel:no-shift",
+                                      "rel:abs-offset-bias")]
+        + ["relation:none:pool-merge", "relation:rel:pool-merge"])),
+}  # fmt: skip
+
+
+def blind_predictions_table(
+    results: dict[str, Any], predictions: dict[str, Any], known: Known,
+    ids: Sequence[str] | None = None,
+) -> str:  # fmt: skip
+    """Markdown: every prediction (of ``ids``) read on all seeds and on the seeds its cells ran
+    on that the predictions did not know (:class:`Known`), by the same rules and thresholds; a
+    count on fewer seeds is read as the same share (:func:`check_on_seeds`)."""
+    lines = ["| id | expected | all seeds | held | seeds the predictions did not know | held |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    for p in chosen(predictions, ids):
+        read = [*_measured(results, predictions, p)]
+        against = p.get("against")
+        cells = [p["cell"]] + ([against] if against not in (None, "constant") else [])
+        blind = known.blind(results, cells)
+        if blind:
+            measured, verdict = _measured(results, predictions, p, blind)
+            read += [f"seeds {_span(blind)}: {measured}", verdict]
+        else:
+            read += ["none: every seed was known", "—"]
+        lines.append(f"| {p['id']} | {expected_text(p)} | " + " | ".join(read) + " |")
+    return "\n".join(lines)
+
+
+def _span(seeds: Sequence[int]) -> str:
+    """``[5, 6, 7, 8, 9]`` -> ``"5–9"``; others joined by commas."""
+    if seeds and list(seeds) == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2:
+        return f"{seeds[0]}–{seeds[-1]}"
+    return ", ".join(map(str, seeds))
 
 
 def _statistic_name(prediction: dict[str, Any]) -> str:
@@ -367,9 +332,11 @@ def split_seed_readings(
     results: dict[str, Any], predictions: dict[str, Any], ids: Sequence[str] | None = None
 ) -> str:
     """For every gap or lift-gap prediction (of ``ids``) that reads a split cell (its seeds
-    split into solved and unsolved by the predictions' rule): its statistic seed by seed, the
-    planned reading over every seed, and the same reading on the seeds where every cell it
-    reads solved the task (exploratory: no prediction named it). Points throughout."""
+    split into solved and unsolved by the predictions' rule): its statistic seed by seed (only
+    on the seeds where the cell it is read against solved: a baseline that did not learn is
+    none), the planned reading over every seed ("not readable" where its positive control
+    failed), then the same reading on the seeds where every cell it reads solved the task
+    (exploratory: no prediction named it). Points throughout."""
     solved = predictions["solved"]
     blocks = []
     for p in chosen(predictions, ids):
@@ -377,22 +344,22 @@ def split_seed_readings(
         if not split:
             continue
         values = per_seed(results, p)
-        seeds = sorted(values)
-        flags = {c: solved_seeds(results, c, solved) for c in _gap_cells(p)}
+        flags = {c: solved_seeds(results, c, solved) for c in gap_cells(p)}
+        baseline = p.get("against") if p["kind"] == "gap" and p["against"] != "constant" else None
+        seeds = [s for s in sorted(values) if baseline is None or flags[baseline][s]]
         rule = solved[parse_cell(p["cell"])[0]]
         kept = [s for s in seeds if all(f[s] for f in flags.values())]
         lines = [f"{p['id']}  {p['text']} (expected: {_in_points(p['expect'])})"]
         control = failed_control(results, predictions, p)
         if control is not None:
-            comparator = p["against"].split(":", 1)[1]
-            lines.append(f"    not readable: {comparator} failed its positive control {control}; "
-                         f"only its solved seeds could be a baseline")  # fmt: skip
+            lines.append(f"    {control_note(control)}")
         for cell in split:
             k, n = sum(flags[cell].values()), len(flags[cell])
             lines.append(
                 f"    {cell.split(':', 1)[1]} solved `{rule['split']}` in {k} of {n} seeds"
             )
-        lines.append(f"    {_statistic_name(p)}, per seed (points):")
+        where = "" if baseline is None else f" where {baseline.split(':', 1)[1]} solved"
+        lines.append(f"    {_statistic_name(p)}, per seed{where} (points):")
         lines.append("    " + f"{'seed':18}" + "".join(f"{s:>7}" for s in seeds))
         for cell, f in flags.items():
             name = f"{cell.split(':', 1)[1]} solved"
@@ -400,7 +367,7 @@ def split_seed_readings(
                 f"{'yes' if f[s] else 'no':>7}" for s in seeds))  # fmt: skip
         lines.append("    " + f"{'points':18}" + "".join(f"{100 * values[s]:+7.1f}" for s in seeds))
         for what, chosen_seeds in (
-            (f"all {len(seeds)} seeds (the planned reading)", None),
+            (f"all {len(values)} seeds (the planned reading)", None),
             (f"the {len(kept)} solved seeds (exploratory)", kept),
         ):
             if chosen_seeds is not None and len(chosen_seeds) == 0:

@@ -19,7 +19,7 @@ Every folder is read verified (:mod:`companion.experiments.results`), pilots inc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,12 @@ def fingerprint(run: dict[str, Any]) -> tuple[Any, ...]:
     return splits, run["final"]["test_loss"]
 
 
+def final_metrics(run: dict[str, Any]) -> tuple[Any, ...]:
+    """What a run recorded before runs kept per-image bits: its final test and train accuracy
+    and loss (the losses, to float precision, a fingerprint of the weights)."""
+    return tuple(run["final"][k] for k in ("test_acc", "test_loss", "train_acc", "train_loss"))
+
+
 def _moves(folder: Path) -> dict[str, dict[tuple[Any, ...], tuple[Any, ...]]]:
     """``{run key: {(size, rendering, condition): per-image bits as moved and fine-tuned}}``
     of a folder's moves (empty without a ``transfer.json``)."""
@@ -75,21 +81,28 @@ def _moves(folder: Path) -> dict[str, dict[tuple[Any, ...], tuple[Any, ...]]]:
     return found
 
 
-def pilot_twins(planned: Sequence[str | Path], pilots: Sequence[str | Path]) -> list[PilotTwin]:
+def pilot_twins(
+    planned: Sequence[str | Path],
+    pilots: Sequence[str | Path],
+    same: Callable[[dict[str, Any]], tuple[Any, ...]] = fingerprint,
+    read_pilot: Callable[[Path], dict[str, Any]] = load_results,
+) -> list[PilotTwin]:
     """Every run of the ``planned`` folders whose per-image results equal a run of one of the
-    ``pilots`` folders (:func:`fingerprint`), with how many of its moves equal that pilot's, in
-    the folders' order and each folder's run order."""
+    ``pilots`` folders (``same``: :func:`fingerprint`, or :func:`final_metrics` for a pilot
+    that kept no per-image bits; each pilot folder's ``results.json`` read by ``read_pilot``),
+    with how many of its moves equal that pilot's, in the folders' order and each folder's run
+    order."""
     seen: dict[tuple[Any, ...], tuple[Path, str]] = {}
     for folder in map(Path, pilots):
-        for run in load_results(folder)["runs"]:
-            seen.setdefault(fingerprint(run), (folder, _key(run)))
+        for run in read_pilot(folder)["runs"]:
+            seen.setdefault(same(run), (folder, _key(run)))
     twins = []
     for folder in map(Path, planned):
         moves = _moves(folder)
         for run in load_results(folder)["runs"]:
-            if fingerprint(run) not in seen:
+            if same(run) not in seen:
                 continue
-            pilot, pilot_run = seen[fingerprint(run)]
+            pilot, pilot_run = seen[same(run)]
             mine, theirs = moves.get(_key(run), {}), _moves(pilot).get(pilot_run, {})
             equal = sum(theirs.get(where) == bits for where, bits in mine.items())
             twins.append(PilotTwin(folder.name, _key(run), pilot.name, pilot_run, equal, len(mine)))
