@@ -9,8 +9,8 @@ merges the extra seeds, so the chapter holds one :class:`FarTransfer`;
 :func:`load_blind_far_transfer` gives the same experiment on blind seeds only.
 
 Loading walks down the package once: this module alone calls the results' readers
-(:mod:`~companion.experiments.results`, :mod:`~companion.experiments.transfer_results`), the
-predictions' parser and the record table;
+(:mod:`~companion.experiments.results`: every file verified there), the predictions' parser,
+the references' check and the record table;
 which 32-px cells split is read from the record table's counts, not from the per-image bits.
 """
 
@@ -26,13 +26,21 @@ import numpy as np
 from companion.experiments.integrity import ResultsError
 from companion.experiments.pilots import find_pilot_twins
 from companion.experiments.predictions import (
+    PREDICTIONS,
     correct_by_seed,
-    load_far_transfer_predictions,
+    parse_far_transfer_predictions,
     test_labels,
 )
 from companion.experiments.records import check_against_table, load_table
 from companion.experiments.resolution_transfer import WINDOW_GROWN, WINDOW_KEPT
-from companion.experiments.results import describe_run, find_results, load_results, run_key
+from companion.experiments.results import (
+    describe_run,
+    find_results,
+    load_results,
+    load_transfer,
+    read_text,
+    run_key,
+)
 from companion.experiments.split_reading import accuracy_table
 from companion.experiments.transfer_gaps import (
     References,
@@ -41,7 +49,7 @@ from companion.experiments.transfer_gaps import (
     solved_flags,
     trained_matrix,
 )
-from companion.experiments.transfer_results import load_references, load_transfer
+from companion.experiments.transfer_results import check_references
 
 DATASET = "far-relation"
 CONDITIONS = (WINDOW_KEPT, WINDOW_GROWN)
@@ -100,7 +108,8 @@ class FarTransfer:
 
 def _checked(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """A folder's ``results.json`` and ``transfer.json``, each as the record table holds it."""
-    results, moves = load_results(folder), load_transfer(folder)
+    results = load_results(folder)
+    moves = load_transfer(folder, results)
     check_against_table(folder, results)
     check_against_table(folder, moves, before=results)
     return results, moves
@@ -123,7 +132,7 @@ def load_far_transfer(name: str = "cpu-transfer-far") -> FarTransfer:
     against their ``SHA256SUMS`` and the record table (every count and per-image bits' hash),
     and merged."""
     folder = find_results(name)
-    plan = load_far_transfer_predictions(folder)
+    plan = parse_far_transfer_predictions(read_text(folder, PREDICTIONS), folder / PREDICTIONS)
     first, moves = _checked(folder)
     ablations, transfers = [first], [moves]
     split = _split_in_table(folder, list(first["plan"]["pos"]), plan["solved"]["threshold"])
@@ -135,7 +144,8 @@ def load_far_transfer(name: str = "cpu-transfer-far") -> FarTransfer:
                                f"split in {folder} are {split}")  # fmt: skip
         ablations.append(more)
         transfers.append(more_moves)
-    references = load_references(folder.parent, plan["references"])
+    references = {r: load_results(folder.parent / n) for r, n in plan["references"].items()}
+    check_references(references, plan["references"])
     for rendering, reference in references.items():
         check_against_table(folder.parent / plan["references"][rendering], reference)
     return FarTransfer(before=merge_runs(*ablations), rows=merge_rows(*transfers),

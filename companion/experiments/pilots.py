@@ -24,8 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from companion.experiments.results import find_results, load_results, run_key
-from companion.experiments.transfer_results import DERIVED, load_transfer
+from companion.experiments.results import (
+    DERIVED,
+    find_results,
+    load_results,
+    load_transfer,
+    run_key,
+)
 
 #: The blind seeds a cell needs: the predictions' five.
 BLIND_SEEDS = 5
@@ -67,7 +72,7 @@ def _moves(folder: Path) -> dict[str, dict[tuple[Any, ...], tuple[Any, ...]]]:
     if not (folder / DERIVED[0]).is_file():
         return {}
     found: dict[str, dict[tuple[Any, ...], tuple[Any, ...]]] = {}
-    for row in load_transfer(folder)["rows"]:
+    for row in load_transfer(folder, load_results(folder))["rows"]:
         if row["condition"] != "trained":
             where = (row["size"], row["rendering"], row["condition"])
             bits = (row["correct"], row.get("correct_finetuned"))

@@ -1,7 +1,7 @@
 """Chapter 6's paired reading of a resolution-transfer experiment, in points.
 
 A model moved to ``S`` px is read against its **reference** (the same code trained at ``S`` px in
-the same rendering, :func:`companion.experiments.transfer_results.load_references`) as a
+the same rendering, :func:`companion.experiments.transfer_results.check_references`) as a
 *difference*, not a ratio: moved accuracy − reference accuracy, in points (100 × accuracy). The
 ratio ("the share of the reference's lift kept") has no scale where the
 reference learnt little; a difference always has one.
