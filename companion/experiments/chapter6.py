@@ -51,6 +51,7 @@ from companion.experiments.predictions import (
     threshold_of,
 )
 from companion.experiments.resolution_transfer import WINDOW_GROWN, WINDOW_KEPT, grown_condition
+from companion.experiments.split_reading import seed_matrix
 from companion.experiments.stats import binomial_interval, holm_bounds
 from companion.experiments.transfer_gaps import (
     References,
@@ -61,7 +62,6 @@ from companion.experiments.transfer_gaps import (
     points,
     solved_flags,
     split_note,
-    trained_matrix,
     transfer_glance,
 )
 
@@ -284,16 +284,6 @@ def _moved_split(
     return found
 
 
-def _moved_split_note(
-    rows: Rows, references: References, cells: Sequence[Mapping[str, str]], size: int,
-    threshold: float,
-) -> str:  # fmt: skip
-    """``" (split at 48 px: rel grown-geometric 1 of 5)"``: the moved cells whose seeds split."""
-    found = _moved_split(rows, references, cells, size, threshold)
-    split = [f"{name} {len(won)} of {n}" for name, won, n in found]
-    return f" (split at {size} px: {', '.join(split)})" if split else ""
-
-
 def _gap_on(
     far: FarTransfer, kind: str, cells: list[dict[str, str]], seeds: Sequence[int]
 ) -> Interval:
@@ -324,7 +314,7 @@ def check_far_transfer_prediction(
     kind, size, threshold = prediction["kind"], plan["size"], plan["solved"]["threshold"]
     if kind in ("count", "moved-count"):
         if kind == "count":
-            correct = trained_matrix(before, *prediction["cell"].split(":", 1))
+            correct = seed_matrix(before, prediction["cell"], "test")[1]
         else:
             cell = moved_cell(prediction["cell"])
             correct = moved_matrix(rows, cell, size, len(moved_labels(references, cell)))[1]
@@ -343,7 +333,8 @@ def check_far_transfer_prediction(
         cell, learned = cells[0], plan["learned"]
         reference = references[cell["rendering"]]
         flags = solved_flags(
-            trained_matrix(reference, cell["dataset"], cell["pos"]), learned["threshold"]
+            seed_matrix(reference, f"{cell['dataset']}:{cell['pos']}", "test")[1],
+            learned["threshold"],
         )
         if flags.sum() < learned["seeds"]:
             return (f"not readable: {cell['pos']} trained at {size} px in {cell['rendering']} "
@@ -352,7 +343,11 @@ def check_far_transfer_prediction(
     interval, note = kind_gap(before, rows, references, kind, cells, size)
     text = points(interval) + p_text(interval, prediction["expect"]) + note
     text += split_note(before, cells, threshold)
-    text += _moved_split_note(rows, references, cells, size, threshold)
+    moved_split = [
+        f"{name} {len(won)} of {n}"
+        for name, won, n in _moved_split(rows, references, cells, size, threshold)
+    ]
+    text += f" (split at {size} px: {', '.join(moved_split)})" * bool(moved_split)
     return text, meets(interval, prediction["expect"])
 
 

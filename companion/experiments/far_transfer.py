@@ -40,13 +40,12 @@ from companion.experiments.results import (
     read_text,
     run_key,
 )
-from companion.experiments.split_reading import accuracy_table
+from companion.experiments.split_reading import accuracy_table, seed_matrix
 from companion.experiments.transfer_gaps import (
     References,
     merge_rows,
     merge_runs,
     solved_flags,
-    trained_matrix,
 )
 from companion.experiments.transfer_results import check_references
 
@@ -227,7 +226,7 @@ def learned_references(
     threshold = plan["learned"]["threshold"]
     for rendering, reference in references.items():
         trained = {r["pos"] for r in reference["runs"] if r["dataset"] == dataset}
-        flags = {pos: solved_flags(trained_matrix(reference, dataset, pos), threshold)
+        flags = {pos: solved_flags(seed_matrix(reference, f"{dataset}:{pos}", "test")[1], threshold)
                  for pos in codes if pos in trained}  # fmt: skip
         found[rendering] = {pos: (int(f.sum()), len(f)) for pos, f in flags.items()}
     return found

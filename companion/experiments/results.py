@@ -90,16 +90,11 @@ def summarize(runs: Sequence[dict[str, Any]], metric: str = "test_acc") -> list[
     return rows
 
 
-def _cells(summary: Sequence[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
-    """``(dataset, cell label) -> summary row``."""
-    return {(r["dataset"], cell_label(r["pos"], r.get("variant", "swin"))): r for r in summary}
-
-
 def results_table(summary: Sequence[dict[str, Any]], chance: dict[str, float]) -> str:
     """Markdown: one row per cell (``pos``, then ``pos:variant`` for the controlled variants),
     one column per dataset, cells ``mean ± std`` in percent."""
     datasets = list(dict.fromkeys(r["dataset"] for r in summary))
-    cell = _cells(summary)
+    cell = {(r["dataset"], cell_label(r["pos"], r.get("variant", "swin"))): r for r in summary}
     labels = list(dict.fromkeys(name for _, name in cell))
     labels = [c for c in labels if ":" not in c] + [c for c in labels if ":" in c]
     ns = sorted({r["n"] for r in summary})
