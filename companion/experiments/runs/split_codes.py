@@ -33,7 +33,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def work() -> None:
         text = read_text(args.folder, PREDICTIONS)
-        threshold = parse_far_transfer_predictions(text)["solved"]["threshold"]
+        plan = parse_far_transfer_predictions(text, args.folder / PREDICTIONS)
+        threshold = plan["solved"]["threshold"]
         print(" ".join(split_codes(load_results(args.folder), threshold)))
 
     return run_reporting_errors(parser.prog, work, args.debug)  # a bad folder: one line
