@@ -1,16 +1,12 @@
 """Reading a resolution-transfer record back: chapter 6's moved models and their references.
 
-``results/<name>/transfer.json`` is written by
-:mod:`companion.experiments.runs.resolution_experiment` (one row per run x rendering x size x
-condition) and loaded, verified, by :func:`companion.experiments.results.load_transfer`; read
-here: its mean ± std over seeds (:func:`transfer_summary`,
-:func:`transfer_table`) and which test images each moved run got right (:func:`moved_correct`).
-
-A moved accuracy alone has no scale: 60 % after moving to 48 px is a small loss if training at
-48 px reaches 65 %, a large one if it reaches 100 %. So a moved cell is read against its
-**reference**, the same code trained at the new size on the same task drawn the same way (an
-ordinary ablation run with ``--img-size`` and ``--rendering``), on the same test images
-(:func:`check_references`); the gaps are read in :mod:`companion.experiments.transfer_gaps`.
+``results/<name>/transfer.json`` (one row per run x rendering x size x condition, written by
+:mod:`companion.experiments.runs.resolution_experiment`, loaded verified by
+:func:`companion.experiments.results.load_transfer`): its mean ± std over seeds
+(:func:`transfer_summary`, :func:`transfer_table`) and which test images each moved run got
+right (:func:`moved_correct`). A moved cell is read against its reference, the same code trained
+at the new size in the same rendering (:func:`check_references`), in
+:mod:`companion.experiments.transfer_gaps`.
 """
 
 from __future__ import annotations
