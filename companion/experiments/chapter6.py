@@ -45,7 +45,6 @@ from companion.experiments.pilots import find_pilot_twins as find_pilot_twins  #
 from companion.experiments.pilots import twins_table as twins_table  # re-exported
 from companion.experiments.predictions import (
     chosen,
-    correct_by_seed,
     meets,
     p_text,
     threshold_of,
@@ -57,6 +56,7 @@ from companion.experiments.transfer_gaps import (
     References,
     Rows,
     kind_gap,
+    learned_seeds,
     moved_labels,
     moved_matrix,
     points,
@@ -226,13 +226,12 @@ def far_split_readings(far: FarTransfer) -> str:
         seeds = sorted(set.intersection(*(set(far.seeds(pos)[1]) for pos in codes)))
         if p["kind"] == "moved-gap":  # read only where the reference learned, on its seeds
             reference = far.references[cells[0]["rendering"]]
-            by_seed = correct_by_seed(reference, f"{DATASET}:{cells[0]['pos']}", "test")
-            learned = [
-                s for s, c in by_seed.items() if c.mean() >= far.plan["learned"]["threshold"]
-            ]
+            learned, every = learned_seeds(
+                reference, DATASET, cells[0]["pos"], far.plan["learned"]["threshold"]
+            )
             if len(learned) < far.plan["learned"]["seeds"]:
                 continue
-            dropped = [s for s in seeds if s in by_seed and s not in learned]
+            dropped = [s for s in seeds if s in every and s not in learned]
             seeds = [s for s in seeds if s in learned]
         else:
             dropped = []
@@ -331,15 +330,13 @@ def check_far_transfer_prediction(
                          f"conditions, got {named}")  # fmt: skip
     if kind == "moved-gap":
         cell, learned = cells[0], plan["learned"]
-        reference = references[cell["rendering"]]
-        flags = solved_flags(
-            seed_matrix(reference, f"{cell['dataset']}:{cell['pos']}", "test")[1],
-            learned["threshold"],
+        won, every = learned_seeds(
+            references[cell["rendering"]], cell["dataset"], cell["pos"], learned["threshold"]
         )
-        if flags.sum() < learned["seeds"]:
+        if len(won) < learned["seeds"]:
             return (f"not readable: {cell['pos']} trained at {size} px in {cell['rendering']} "
-                    f"({plan['references'][cell['rendering']]}) learned in {int(flags.sum())} of "
-                    f"{len(flags)} seeds, {learned['seeds']} needed"), None  # fmt: skip
+                    f"({plan['references'][cell['rendering']]}) learned in {len(won)} of "
+                    f"{len(every)} seeds, {learned['seeds']} needed"), None  # fmt: skip
     interval, note = kind_gap(before, rows, references, kind, cells, size)
     text = points(interval) + p_text(interval, prediction["expect"]) + note
     text += split_note(before, cells, threshold)

@@ -40,12 +40,12 @@ from companion.experiments.results import (
     read_text,
     run_key,
 )
-from companion.experiments.split_reading import accuracy_table, seed_matrix
+from companion.experiments.split_reading import accuracy_table
 from companion.experiments.transfer_gaps import (
     References,
+    learned_seeds,
     merge_rows,
     merge_runs,
-    solved_flags,
 )
 from companion.experiments.transfer_results import check_references
 
@@ -226,9 +226,9 @@ def learned_references(
     threshold = plan["learned"]["threshold"]
     for rendering, reference in references.items():
         trained = {r["pos"] for r in reference["runs"] if r["dataset"] == dataset}
-        flags = {pos: solved_flags(seed_matrix(reference, f"{dataset}:{pos}", "test")[1], threshold)
+        seeds = {pos: learned_seeds(reference, dataset, pos, threshold)
                  for pos in codes if pos in trained}  # fmt: skip
-        found[rendering] = {pos: (int(f.sum()), len(f)) for pos, f in flags.items()}
+        found[rendering] = {pos: (len(won), len(every)) for pos, (won, every) in seeds.items()}
     return found
 
 

@@ -113,6 +113,15 @@ def solved_flags(correct: np.ndarray, threshold: float) -> np.ndarray:
     return np.asarray(correct).mean(1) >= threshold
 
 
+def learned_seeds(
+    reference: dict[str, Any], dataset: str, pos: str, threshold: float
+) -> tuple[list[int], list[int]]:
+    """``(learned, every)``: the seeds of a reference cell reaching ``threshold`` test accuracy,
+    and all its seeds, sorted."""
+    by_seed = correct_by_seed(reference, f"{dataset}:{pos}", "test")
+    return [s for s in sorted(by_seed) if by_seed[s].mean() >= threshold], sorted(by_seed)
+
+
 def transfer_glance(
     before: dict[str, Any],
     rows: Sequence[dict[str, Any]],
