@@ -10,10 +10,11 @@ import pytest
 
 from companion.experiments.integrity import manifest_differences
 from companion.experiments.predictions import (
-    load_far_transfer_predictions,
+    PREDICTIONS,
     parse_far_transfer_predictions,
     parse_predictions,
 )
+from companion.experiments.results import read_text
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDER = "results/cpu-transfer-far"  # a published folder with a predictions.md
@@ -40,7 +41,10 @@ def test_a_core_autocrlf_clone_verifies_its_published_folders(tmp_path):
         _git("-c", "core.autocrlf=true", "checkout", "--quiet", head, "--", *paths, cwd=clone)
     folder = clone / FOLDER
     assert manifest_differences(folder) == []
-    assert load_far_transfer_predictions(folder) == load_far_transfer_predictions(ROOT / FOLDER)
+    read = [
+        parse_far_transfer_predictions(read_text(f, PREDICTIONS)) for f in (folder, ROOT / FOLDER)
+    ]
+    assert read[0] == read[1]
 
 
 MALFORMED = ["not json", "[1, 2]", '{"solved": {}}', '{"predictions": [{"id": "P1"}]}']

@@ -20,7 +20,7 @@ from companion.experiments.chapter6 import (
     load_far_transfer,
 )
 from companion.experiments.evaluation import labels_text, pack_bits
-from companion.experiments.far_transfer import _split_in_table
+from companion.experiments.far_transfer import _accuracies, _split
 from companion.experiments.integrity import ResultsError, write_manifest
 from companion.experiments.records import write_table
 from companion.experiments.results import find_results, load_results
@@ -71,6 +71,8 @@ def _far(before: dict, rows: dict) -> FarTransfer:
     return FarTransfer(
         before=_results(before), rows=_rows(rows), references=references, plan=PLAN,
         records=(), codes=tuple(before),
+        accuracy={(pos, s): round(r * IMAGES) / IMAGES for pos, rate in before.items()
+                  for s, r in zip(SEEDS, _rates(rate), strict=True)},
     )  # fmt: skip
 
 
@@ -152,7 +154,7 @@ def test_the_split_counted_on_the_record_table_is_the_one_the_per_image_bits_giv
     results = load_results(folder)
     for threshold in (0.9, 0.99, 0.5):
         expected = split_codes(results, threshold)
-        assert _split_in_table(folder, results["plan"]["pos"], threshold) == expected
+        assert _split(_accuracies([folder]), results["plan"]["pos"], threshold) == expected
     assert split_codes(results, 0.9) == ["abs", "cpb"]
 
 

@@ -16,12 +16,17 @@ from companion.experiments.integrity import (
     ResultsError,
     manifest_differences,
     read_manifest,
-    verified_bytes,
     write_manifest,
 )
-from companion.experiments.results import find_results, load_bias_tables, load_curves, load_results
+from companion.experiments.results import (
+    find_results,
+    load_bias_tables,
+    load_curves,
+    load_results,
+    load_transfer,
+    read_text,
+)
 from companion.experiments.runs.hash_results import AFTER_THE_RUN, hash_folder
-from companion.experiments.transfer_results import load_transfer
 
 
 @pytest.fixture
@@ -92,11 +97,11 @@ def read_everything(folder: Path) -> None:
     """Every reading function a chapter calls on a results folder."""
     results = load_results(folder)
     load_curves(folder, variant=None)
-    verified_bytes(folder, "predictions.md")  # chapter 6's first experiment: read as text
+    read_text(folder, "predictions.md")  # chapter 6's first experiment: read as text
     for name in results["bias_files"]:
         dataset, pos = Path(name).stem.split("__")[:2]
         load_bias_tables(folder, dataset, pos)
-    load_transfer(folder)
+    load_transfer(folder, results)
 
 
 def test_the_committed_folders_read_verified_and_are_marked_hashed():

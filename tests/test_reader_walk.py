@@ -67,22 +67,13 @@ LOADS = {
     "chapter 5: cpu-ablation": lambda: chapter5.load_results(RESULTS / "cpu-ablation"),
     "chapter 6: cpu-transfer-far": chapter6.load_far_transfer,
 }
-#: Not yet entered once: chapter 6's load (``companion.experiments.far_transfer``) reaches
-#: ``results`` also through ``transfer_results`` (``load_transfer`` re-reads the results.json
-#: beside a transfer.json to check its sources, and ``load_references``),
-#: and ``integrity`` from ``results``, ``transfer_results`` (transfer.json) and ``predictions``
-#: (predictions.md). Pinned so that the walk only gets shorter: a change that shortens it
-#: removes the module here.
-NOT_YET_ONE_PATH = {
-    "chapter 6: cpu-transfer-far": {"results", "integrity"},
-}
 
 
 @pytest.mark.parametrize("experiment", sorted(LOADS))
 def test_loading_an_experiment_walks_down_the_modules_one_path_each(experiment):
     callers = walk(LOADS[experiment])
     assert upward_calls(callers) == []
-    assert entered_from_several(callers) == NOT_YET_ONE_PATH.get(experiment, set())
+    assert entered_from_several(callers) == set()
 
 
 def test_the_walk_check_sees_a_module_entered_from_two():

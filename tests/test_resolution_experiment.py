@@ -12,14 +12,10 @@ from companion.experiments.records import _transfer_rows
 from companion.experiments.resolution_transfer import (
     transfer_conditions,
 )
-from companion.experiments.results import find_results
+from companion.experiments.results import find_results, load_results, load_transfer
 from companion.experiments.runs.ablation import AblationPlan, run_ablation
 from companion.experiments.runs.resolution_experiment import MoveSettings, main, run_transfer
-from companion.experiments.transfer_results import (
-    load_transfer,
-    transfer_summary,
-    transfer_table,
-)
+from companion.experiments.transfer_results import transfer_summary, transfer_table
 from companion.train import TrainConfig
 
 
@@ -116,6 +112,7 @@ def test_a_records_old_condition_names_are_mapped_once_where_the_table_is_built(
 
 
 def test_the_committed_record_is_read_with_todays_names_only():
-    loaded = load_transfer(find_results("cpu-transfer"))
+    folder = find_results("cpu-transfer")
+    loaded = load_transfer(folder, load_results(folder))
     names = {r["condition"] for r in loaded["rows"]} - {"trained"}
     assert names == {c.name for pos in ("rel", "cpb") for c in transfer_conditions(pos)}

@@ -7,7 +7,7 @@ import torch
 from companion.experiments.bootstrap import Interval
 from companion.experiments.evaluation import labels_text, pack_bits
 from companion.experiments.predictions import correct_by_seed
-from companion.experiments.results import find_results
+from companion.experiments.results import find_results, load_results, load_transfer
 from companion.experiments.transfer_gaps import (
     code_gap,
     moved_matrix,
@@ -17,7 +17,7 @@ from companion.experiments.transfer_gaps import (
     solved_flags,
     transfer_glance,
 )
-from companion.experiments.transfer_results import load_references, load_transfer, moved_correct
+from companion.experiments.transfer_results import moved_correct
 
 IMAGES = 200
 #: Labels with a constant answer of 0.5 (label 0 on half the images).
@@ -184,9 +184,9 @@ def test_glance_shows_a_split_cell_as_a_count_and_a_solved_cell_as_a_number():
 
 
 def test_the_committed_transfer_records_read_end_to_end():
-    rows = load_transfer(find_results("cpu-transfer"))["rows"]
-    references = load_references(find_results("cpu-transfer-48-world").parent,
-                                 {"world": "cpu-transfer-48-world"})  # fmt: skip
+    folder = find_results("cpu-transfer")
+    rows = load_transfer(folder, load_results(folder))["rows"]
+    references = {"world": load_results(find_results("cpu-transfer-48-world"))}
     cell = {"dataset": "relation", "pos": "rel", "rendering": "world",
             "condition": "window-kept", "metric": "acc"}  # fmt: skip
     gap = moved_minus_reference(rows, references, cell, 48)

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from companion.experiments.evaluation import labels_text, pack_bits
-from companion.experiments.transfer_results import load_references, moved_correct
+from companion.experiments.transfer_results import check_references, moved_correct
 
 IMAGES = 200
 #: Labels with a constant answer of 0.5 (label 0 on half the images).
@@ -58,10 +58,7 @@ def test_moved_correct_names_a_missing_cell_and_a_bad_metric():
         moved_correct(rows, "d", "rel", "world", 48, "window-kept", "loss")
 
 
-def test_a_reference_must_be_drawn_in_the_rendering_it_is_read_for(tmp_path, monkeypatch):
-    import companion.experiments.transfer_results as reading
-
-    monkeypatch.setattr(reading, "load_results", lambda folder: _reference({"rel": 0.9}))
-    assert load_references(tmp_path, {"world": "w"})["world"]["runs"][0]["pos"] == "rel"
-    with pytest.raises(ValueError, match=r"its runs were drawn in \['world'\], not in 'scaled'"):
-        load_references(tmp_path, {"scaled": "w"})
+def test_a_reference_must_be_drawn_in_the_rendering_it_is_read_for():
+    check_references({"world": _reference({"rel": 0.9})}, {"world": "w"})
+    with pytest.raises(ValueError, match=r"w: its runs were drawn in \['world'\], not in 'scaled'"):
+        check_references({"scaled": _reference({"rel": 0.9})}, {"scaled": "w"})

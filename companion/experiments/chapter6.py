@@ -45,23 +45,23 @@ from companion.experiments.pilots import find_pilot_twins as find_pilot_twins  #
 from companion.experiments.pilots import twins_table as twins_table  # re-exported
 from companion.experiments.predictions import (
     chosen,
-    correct_by_seed,
     meets,
     p_text,
     threshold_of,
 )
 from companion.experiments.resolution_transfer import WINDOW_GROWN, WINDOW_KEPT, grown_condition
+from companion.experiments.split_reading import seed_matrix
 from companion.experiments.stats import binomial_interval, holm_bounds
 from companion.experiments.transfer_gaps import (
     References,
     Rows,
     kind_gap,
+    learned_seeds,
     moved_labels,
     moved_matrix,
     points,
     solved_flags,
     split_note,
-    trained_matrix,
     transfer_glance,
 )
 
@@ -226,13 +226,12 @@ def far_split_readings(far: FarTransfer) -> str:
         seeds = sorted(set.intersection(*(set(far.seeds(pos)[1]) for pos in codes)))
         if p["kind"] == "moved-gap":  # read only where the reference learned, on its seeds
             reference = far.references[cells[0]["rendering"]]
-            by_seed = correct_by_seed(reference, f"{DATASET}:{cells[0]['pos']}", "test")
-            learned = [
-                s for s, c in by_seed.items() if c.mean() >= far.plan["learned"]["threshold"]
-            ]
+            learned, every = learned_seeds(
+                reference, DATASET, cells[0]["pos"], far.plan["learned"]["threshold"]
+            )
             if len(learned) < far.plan["learned"]["seeds"]:
                 continue
-            dropped = [s for s in seeds if s in by_seed and s not in learned]
+            dropped = [s for s in seeds if s in every and s not in learned]
             seeds = [s for s in seeds if s in learned]
         else:
             dropped = []
@@ -284,16 +283,6 @@ def _moved_split(
     return found
 
 
-def _moved_split_note(
-    rows: Rows, references: References, cells: Sequence[Mapping[str, str]], size: int,
-    threshold: float,
-) -> str:  # fmt: skip
-    """``" (split at 48 px: rel grown-geometric 1 of 5)"``: the moved cells whose seeds split."""
-    found = _moved_split(rows, references, cells, size, threshold)
-    split = [f"{name} {len(won)} of {n}" for name, won, n in found]
-    return f" (split at {size} px: {', '.join(split)})" if split else ""
-
-
 def _gap_on(
     far: FarTransfer, kind: str, cells: list[dict[str, str]], seeds: Sequence[int]
 ) -> Interval:
@@ -324,7 +313,7 @@ def check_far_transfer_prediction(
     kind, size, threshold = prediction["kind"], plan["size"], plan["solved"]["threshold"]
     if kind in ("count", "moved-count"):
         if kind == "count":
-            correct = trained_matrix(before, *prediction["cell"].split(":", 1))
+            correct = seed_matrix(before, prediction["cell"], "test")[1]
         else:
             cell = moved_cell(prediction["cell"])
             correct = moved_matrix(rows, cell, size, len(moved_labels(references, cell)))[1]
@@ -341,18 +330,21 @@ def check_far_transfer_prediction(
                          f"conditions, got {named}")  # fmt: skip
     if kind == "moved-gap":
         cell, learned = cells[0], plan["learned"]
-        reference = references[cell["rendering"]]
-        flags = solved_flags(
-            trained_matrix(reference, cell["dataset"], cell["pos"]), learned["threshold"]
+        won, every = learned_seeds(
+            references[cell["rendering"]], cell["dataset"], cell["pos"], learned["threshold"]
         )
-        if flags.sum() < learned["seeds"]:
+        if len(won) < learned["seeds"]:
             return (f"not readable: {cell['pos']} trained at {size} px in {cell['rendering']} "
-                    f"({plan['references'][cell['rendering']]}) learned in {int(flags.sum())} of "
-                    f"{len(flags)} seeds, {learned['seeds']} needed"), None  # fmt: skip
+                    f"({plan['references'][cell['rendering']]}) learned in {len(won)} of "
+                    f"{len(every)} seeds, {learned['seeds']} needed"), None  # fmt: skip
     interval, note = kind_gap(before, rows, references, kind, cells, size)
     text = points(interval) + p_text(interval, prediction["expect"]) + note
     text += split_note(before, cells, threshold)
-    text += _moved_split_note(rows, references, cells, size, threshold)
+    moved_split = [
+        f"{name} {len(won)} of {n}"
+        for name, won, n in _moved_split(rows, references, cells, size, threshold)
+    ]
+    text += f" (split at {size} px: {', '.join(moved_split)})" * bool(moved_split)
     return text, meets(interval, prediction["expect"])
 
 

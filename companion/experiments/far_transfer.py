@@ -9,8 +9,8 @@ merges the extra seeds, so the chapter holds one :class:`FarTransfer`;
 :func:`load_blind_far_transfer` gives the same experiment on blind seeds only.
 
 Loading walks down the package once: this module alone calls the results' readers
-(:mod:`~companion.experiments.results`, :mod:`~companion.experiments.transfer_results`), the
-predictions' parser and the record table;
+(:mod:`~companion.experiments.results`: every file verified there), the predictions' parser,
+the references' check and the record table;
 which 32-px cells split is read from the record table's counts, not from the per-image bits.
 """
 
@@ -26,22 +26,28 @@ import numpy as np
 from companion.experiments.integrity import ResultsError
 from companion.experiments.pilots import find_pilot_twins
 from companion.experiments.predictions import (
-    correct_by_seed,
-    load_far_transfer_predictions,
+    PREDICTIONS,
+    parse_far_transfer_predictions,
     test_labels,
 )
 from companion.experiments.records import check_against_table, load_table
 from companion.experiments.resolution_transfer import WINDOW_GROWN, WINDOW_KEPT
-from companion.experiments.results import describe_run, find_results, load_results, run_key
+from companion.experiments.results import (
+    describe_run,
+    find_results,
+    load_results,
+    load_transfer,
+    read_text,
+    run_key,
+)
 from companion.experiments.split_reading import accuracy_table
 from companion.experiments.transfer_gaps import (
     References,
+    learned_seeds,
     merge_rows,
     merge_runs,
-    solved_flags,
-    trained_matrix,
 )
-from companion.experiments.transfer_results import load_references, load_transfer
+from companion.experiments.transfer_results import check_references
 
 DATASET = "far-relation"
 CONDITIONS = (WINDOW_KEPT, WINDOW_GROWN)
@@ -57,7 +63,8 @@ class FarTransfer:
     every move's ``transfer.json`` rows; ``references``: ``{rendering: results.json}`` trained at
     ``plan["size"]`` px; ``plan``: the predictions' block; ``records``: each ablation and transfer
     record as read (for :func:`~companion.experiments.results.describe_run`); ``codes``: the
-    codes trained at 32 px, in the plan's order."""
+    codes trained at 32 px, in the plan's order; ``accuracy``: ``{(code, seed): test accuracy}``
+    of ``before``'s runs, read from the record table."""
 
     before: dict[str, Any]
     rows: list[dict[str, Any]]
@@ -65,6 +72,7 @@ class FarTransfer:
     plan: dict[str, Any]
     records: tuple[dict[str, Any], ...]
     codes: tuple[str, ...]
+    accuracy: dict[tuple[str, int], float]
 
     @property
     def threshold(self) -> float:
@@ -93,27 +101,36 @@ class FarTransfer:
     def seeds(self, pos: str) -> tuple[list[int], list[int]]:
         """``(solved, all)``: the seeds of ``pos`` at 32 px reaching the threshold, and every
         seed, sorted."""
-        by_seed = correct_by_seed(self.before, f"{DATASET}:{pos}", "test")
-        solved = [s for s in sorted(by_seed) if by_seed[s].mean() >= self.threshold]
-        return solved, sorted(by_seed)
+        every = sorted(seed for code, seed in self.accuracy if code == pos)
+        return [s for s in every if self.accuracy[pos, s] >= self.threshold], every
 
 
 def _checked(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """A folder's ``results.json`` and ``transfer.json``, each as the record table holds it."""
-    results, moves = load_results(folder), load_transfer(folder)
+    results = load_results(folder)
+    moves = load_transfer(folder, results)
     check_against_table(folder, results)
     check_against_table(folder, moves, before=results)
     return results, moves
 
 
-def _split_in_table(folder: Path, codes: list[str], threshold: float) -> list[str]:
-    """The codes of ``folder``'s 32-px runs some of whose seeds reach ``threshold`` test accuracy
-    and some do not, in ``codes``' order: counted on the record table (its ``correct`` and
-    ``total``, the per-image bits' sums), which the folder was just checked against."""
+def _accuracies(folders: Sequence[Path]) -> dict[tuple[str, int], float]:
+    """``{(code, seed): correct / total}`` of the 32-px runs' test split in ``folders``, read from
+    the record table (a filter on its rows), which the folders were just checked against."""
+    names = {folder.name for folder in folders}
+    return {(row["code"], row["seed"]): row["correct"] / row["total"]
+            for row in load_table(folders[0].parent)
+            if row["experiment"] in names and row["record"] == "results"
+            and (row["task"], row["split"]) == (DATASET, "test")}  # fmt: skip
+
+
+def _split(
+    accuracy: Mapping[tuple[str, int], float], codes: Sequence[str], threshold: float
+) -> list[str]:
+    """The codes some of whose seeds reach ``threshold`` and some do not, in ``codes``' order."""
     solved: dict[str, list[bool]] = {}
-    for row in load_table(folder.parent):
-        if (row["experiment"], row["record"], row["split"]) == (folder.name, "results", "test"):
-            solved.setdefault(row["code"], []).append(row["correct"] / row["total"] >= threshold)
+    for (pos, _), value in accuracy.items():
+        solved.setdefault(pos, []).append(value >= threshold)
     return [pos for pos in codes if 0 < sum(solved.get(pos, [])) < len(solved.get(pos, []))]
 
 
@@ -123,25 +140,28 @@ def load_far_transfer(name: str = "cpu-transfer-far") -> FarTransfer:
     against their ``SHA256SUMS`` and the record table (every count and per-image bits' hash),
     and merged."""
     folder = find_results(name)
-    plan = load_far_transfer_predictions(folder)
+    plan = parse_far_transfer_predictions(read_text(folder, PREDICTIONS), folder / PREDICTIONS)
     first, moves = _checked(folder)
-    ablations, transfers = [first], [moves]
-    split = _split_in_table(folder, list(first["plan"]["pos"]), plan["solved"]["threshold"])
+    ablations, transfers, folders = [first], [moves], [folder]
+    split = _split(_accuracies(folders), first["plan"]["pos"], plan["solved"]["threshold"])
     if split:
         more_folder = find_results(f"{name}-more")
+        folders.append(more_folder)
         more, more_moves = _checked(more_folder)
         if list(more["plan"]["pos"]) != split:
             raise ResultsError(f"{more_folder} trained {more['plan']['pos']}, but the cells that "
                                f"split in {folder} are {split}")  # fmt: skip
         ablations.append(more)
         transfers.append(more_moves)
-    references = load_references(folder.parent, plan["references"])
+    references = {r: load_results(folder.parent / n) for r, n in plan["references"].items()}
+    check_references(references, plan["references"])
     for rendering, reference in references.items():
         check_against_table(folder.parent / plan["references"][rendering], reference)
     return FarTransfer(before=merge_runs(*ablations), rows=merge_rows(*transfers),
                        references=references, plan=plan,
                        records=(*ablations, *transfers, *references.values()),
-                       codes=tuple(first["plan"]["pos"]))  # fmt: skip
+                       codes=tuple(first["plan"]["pos"]),
+                       accuracy=_accuracies(folders))  # fmt: skip
 
 
 def load_blind_far_transfer(far: FarTransfer, name: str = "cpu-transfer-far") -> FarTransfer:
@@ -151,7 +171,8 @@ def load_blind_far_transfer(far: FarTransfer, name: str = "cpu-transfer-far") ->
     and each cell cut to its first :data:`BLIND` remaining seeds, so every planned comparison
     reads five seeds a side that the predictions did not know."""
     world, scaled = far.plan["references"]["world"], far.plan["references"]["scaled"]
-    blind, blind_moves = _checked(find_results(f"{name}-blind"))
+    blind_folder = find_results(f"{name}-blind")
+    blind, blind_moves = _checked(blind_folder)
     world_blind = load_results(find_results(f"{world}-blind"))
     check_against_table(find_results(f"{world}-blind"), world_blind)
     named = [name, f"{name}-more", f"{name}-blind", world, f"{world}-blind", scaled]
@@ -174,6 +195,11 @@ def load_blind_far_transfer(far: FarTransfer, name: str = "cpu-transfer-far") ->
         plan=far.plan,
         records=(*far.records, blind, blind_moves, world_blind),
         codes=far.codes,
+        accuracy={
+            key: value
+            for key, value in {**far.accuracy, **_accuracies([blind_folder])}.items()
+            if (DATASET, *key) in kept
+        },
     )
 
 
@@ -200,9 +226,9 @@ def learned_references(
     threshold = plan["learned"]["threshold"]
     for rendering, reference in references.items():
         trained = {r["pos"] for r in reference["runs"] if r["dataset"] == dataset}
-        flags = {pos: solved_flags(trained_matrix(reference, dataset, pos), threshold)
+        seeds = {pos: learned_seeds(reference, dataset, pos, threshold)
                  for pos in codes if pos in trained}  # fmt: skip
-        found[rendering] = {pos: (int(f.sum()), len(f)) for pos, f in flags.items()}
+        found[rendering] = {pos: (len(won), len(every)) for pos, (won, every) in seeds.items()}
     return found
 
 

@@ -24,8 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from companion.experiments.results import find_results, load_results, run_key
-from companion.experiments.transfer_results import DERIVED, load_transfer
+from companion.experiments.results import (
+    DERIVED,
+    find_results,
+    load_results,
+    load_transfer,
+    run_key,
+)
 
 #: The blind seeds a cell needs: the predictions' five.
 BLIND_SEEDS = 5
@@ -73,7 +78,7 @@ def _moves(folder: Path) -> dict[str, dict[tuple[Any, ...], tuple[Any, ...]]]:
     if not (folder / DERIVED[0]).is_file():
         return {}
     found: dict[str, dict[tuple[Any, ...], tuple[Any, ...]]] = {}
-    for row in load_transfer(folder)["rows"]:
+    for row in load_transfer(folder, load_results(folder))["rows"]:
         if row["condition"] != "trained":
             where = (row["size"], row["rendering"], row["condition"])
             bits = (row["correct"], row.get("correct_finetuned"))
@@ -125,33 +130,19 @@ def find_pilot_twins(planned: Sequence[str], pilots: str = TRANSFER_PILOTS) -> l
     return pilot_twins(folders, found)
 
 
-def blind_seeds(
-    planned: Sequence[str | Path], pilots: Sequence[str | Path]
-) -> dict[tuple[str, str], list[int]]:
-    """``{(dataset, pos): seeds}``: every main-grid cell of the ``planned`` folders (together)
-    with its seeds that are not a pilot's twin, sorted."""
-    twins = {(t.folder, t.run) for t in pilot_twins(planned, pilots)}
-    cells: dict[tuple[str, str], list[int]] = {}
-    for folder in map(Path, planned):
-        for run in load_results(folder)["runs"]:
-            if run.get("variant", "swin") != "swin":
-                continue
-            seeds = cells.setdefault((run["dataset"], run["pos"]), [])
-            if (folder.name, _key(run)) not in twins:
-                seeds.append(int(run["seed"]))
-    return {cell: sorted(seeds) for cell, seeds in cells.items()}
-
-
 def lacking_blind_seeds(
     planned: Sequence[str | Path], pilots: Sequence[str | Path], needed: int = BLIND_SEEDS
 ) -> list[str]:
-    """The ``pos`` of every cell of the ``planned`` folders with fewer than ``needed`` seeds
-    that are no pilot's twin, in the order the folders first name them."""
-    lacking = []
-    for (_, pos), seeds in blind_seeds(planned, pilots).items():
-        if len(seeds) < needed and pos not in lacking:
-            lacking.append(pos)
-    return lacking
+    """The ``pos`` of every main-grid cell of the ``planned`` folders (together) with fewer than
+    ``needed`` seeds that are no pilot's twin, in the order the folders first name them."""
+    twins = {(t.folder, t.run) for t in pilot_twins(planned, pilots)}
+    blind: dict[tuple[str, str], int] = {}
+    for folder in map(Path, planned):
+        for run in load_results(folder)["runs"]:
+            if run.get("variant", "swin") == "swin":
+                cell = (run["dataset"], run["pos"])
+                blind[cell] = blind.get(cell, 0) + ((folder.name, _key(run)) not in twins)
+    return list(dict.fromkeys(pos for (_, pos), n in blind.items() if n < needed))
 
 
 def twins_table(twins: Sequence[PilotTwin]) -> str:

@@ -20,7 +20,7 @@ import numpy as np
 
 from companion.experiments.bootstrap import Interval
 from companion.experiments.evaluation import labels_from_text, unpack_bits
-from companion.experiments.integrity import verified_bytes
+from companion.experiments.results import read_text
 from companion.experiments.stats import format_p
 
 KINDS = ("count", "gap", "lift-gap", "count-gap")
@@ -33,9 +33,9 @@ _BLOCK = re.compile(r"```json\n(.*?)\n```", re.DOTALL)
 def load_predictions(folder: str | Path, kinds: Sequence[str] = KINDS) -> dict[str, Any]:
     """The ``json`` block of ``folder/predictions.md``: ``{"solved", "predictions"}`` (chapter
     6's transfer predictions have kinds of their own, ``TRANSFER_KINDS``), checked
-    against the folder's ``SHA256SUMS`` (``companion.experiments.integrity``)."""
+    against the folder's ``SHA256SUMS`` (``companion.experiments.results.read_text``)."""
     path = Path(folder) / PREDICTIONS
-    return parse_predictions(verified_bytes(folder, PREDICTIONS).decode("utf-8"), path, kinds)
+    return parse_predictions(read_text(folder, PREDICTIONS), path, kinds)
 
 
 def parse_predictions(
@@ -68,12 +68,6 @@ def parse_far_transfer_predictions(text: str, where: str | Path = PREDICTIONS) -
     if missing:
         raise ValueError(f"{where}: the json block lacks {missing}")
     return found
-
-
-def load_far_transfer_predictions(folder: str | Path) -> dict[str, Any]:
-    """``folder/predictions.md``'s block, checked against the folder's ``SHA256SUMS``."""
-    text = verified_bytes(folder, PREDICTIONS).decode("utf-8")
-    return parse_far_transfer_predictions(text, Path(folder) / PREDICTIONS)
 
 
 def parse_cell(cell: str) -> tuple[str, str, str]:

@@ -24,6 +24,7 @@ from companion.experiments.integrity import (
     ResultsError,
     is_sealed,
     read_manifest,
+    verified_bytes,
     verified_json,
     verified_tensors,
 )
@@ -89,16 +90,11 @@ def summarize(runs: Sequence[dict[str, Any]], metric: str = "test_acc") -> list[
     return rows
 
 
-def _cells(summary: Sequence[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
-    """``(dataset, cell label) -> summary row``."""
-    return {(r["dataset"], cell_label(r["pos"], r.get("variant", "swin"))): r for r in summary}
-
-
 def results_table(summary: Sequence[dict[str, Any]], chance: dict[str, float]) -> str:
     """Markdown: one row per cell (``pos``, then ``pos:variant`` for the controlled variants),
     one column per dataset, cells ``mean ± std`` in percent."""
     datasets = list(dict.fromkeys(r["dataset"] for r in summary))
-    cell = _cells(summary)
+    cell = {(r["dataset"], cell_label(r["pos"], r.get("variant", "swin"))): r for r in summary}
     labels = list(dict.fromkeys(name for _, name in cell))
     labels = [c for c in labels if ":" not in c] + [c for c in labels if ":" in c]
     ns = sorted({r["n"] for r in summary})
@@ -192,6 +188,26 @@ def check_results(
             f"{path} is not an ablation's results ({type(exc).__name__}: {exc})"
         ) from None
     return results, curves
+
+
+def read_text(folder: str | os.PathLike[str], name: str) -> str:
+    """``folder/name`` as text (a ``predictions.md``), checked against ``SHA256SUMS``."""
+    return verified_bytes(folder, name).decode("utf-8")
+
+
+def load_transfer(folder: str | os.PathLike[str], results: dict[str, Any]) -> dict[str, Any]:
+    """``transfer.json`` of an ablation folder whose ``results.json`` is ``results`` (as loaded),
+    checked against ``SHA256SUMS``, its own ``record_sha256`` and ``results``' runs (its
+    ``sources``): the moved models are those runs."""
+    path = Path(folder) / DERIVED[0]
+    moves = verified_json(folder, DERIVED[0])
+    if "record_sha256" in moves and not is_sealed(moves):  # sealed since records were
+        raise ResultsError(f"{path} does not match its record_sha256")
+    if moves.get("sources") != run_sources(results):
+        raise ResultsError(
+            f"{path} was computed from other runs than the results.json beside it holds"
+        )
+    return moves
 
 
 def planned_runs(plan: dict[str, Any]) -> set[str]:

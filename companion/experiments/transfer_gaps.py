@@ -1,7 +1,7 @@
 """Chapter 6's paired reading of a resolution-transfer experiment, in points.
 
 A model moved to ``S`` px is read against its **reference** (the same code trained at ``S`` px in
-the same rendering, :func:`companion.experiments.transfer_results.load_references`) as a
+the same rendering, :func:`companion.experiments.transfer_results.check_references`) as a
 *difference*, not a ratio: moved accuracy − reference accuracy, in points (100 × accuracy). The
 ratio ("the share of the reference's lift kept") has no scale where the
 reference learnt little; a difference always has one.
@@ -27,7 +27,7 @@ import numpy as np
 from companion.experiments.bootstrap import Interval, gap_interval, lift_gap_interval
 from companion.experiments.predictions import correct_by_seed, test_labels
 from companion.experiments.resolution_transfer import WINDOW_GROWN, grown_condition
-from companion.experiments.split_reading import glance_entry
+from companion.experiments.split_reading import glance_entry, seed_matrix
 from companion.experiments.stats import format_p
 from companion.experiments.transfer_results import moved_correct
 
@@ -71,7 +71,9 @@ def moved_minus_reference(
     size: int,
 ) -> Interval:
     """Moved accuracy − reference accuracy, paired by seed and test image."""
-    _, moved, reference, _ = _against_reference(rows, references, cell, size)
+    seeds, reference, labels = reference_matrix(references, cell)
+    moved_seeds, moved = moved_matrix(rows, cell, size, len(labels))
+    _check_seeds("moved", moved_seeds, "reference", seeds)
     return gap_interval(moved, reference)
 
 
@@ -111,6 +113,15 @@ def solved_flags(correct: np.ndarray, threshold: float) -> np.ndarray:
     return np.asarray(correct).mean(1) >= threshold
 
 
+def learned_seeds(
+    reference: dict[str, Any], dataset: str, pos: str, threshold: float
+) -> tuple[list[int], list[int]]:
+    """``(learned, every)``: the seeds of a reference cell reaching ``threshold`` test accuracy,
+    and all its seeds, sorted."""
+    by_seed = correct_by_seed(reference, f"{dataset}:{pos}", "test")
+    return [s for s in sorted(by_seed) if by_seed[s].mean() >= threshold], sorted(by_seed)
+
+
 def transfer_glance(
     before: dict[str, Any],
     rows: Sequence[dict[str, Any]],
@@ -138,7 +149,7 @@ def transfer_glance(
     lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
     before_labels = test_labels(before, dataset, "test")
     for pos in codes:
-        trained = trained_matrix(before, dataset, pos)
+        trained = seed_matrix(before, f"{dataset}:{pos}", "test")[1]
         at_32 = solved_flags(trained, threshold)
         entries = [f"`{pos}`", _entry(trained, before_labels, threshold)]
         for rendering in renderings:
@@ -213,20 +224,6 @@ def _check_seeds(name_a: str, seeds_a: list[int], name_b: str, seeds_b: list[int
             f"{name_a} and {name_b} must hold the same seeds (paired by seed), got "
             f"{seeds_a} and {seeds_b}"
         )
-
-
-def _against_reference(
-    rows: Sequence[dict[str, Any]],
-    references: Mapping[str, dict[str, Any]],
-    cell: Mapping[str, str],
-    size: int,
-) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray]:
-    """The seeds, the moved and reference ``(seeds, images)`` matrices (same seeds, same images)
-    and the ``(images,)`` labels of a cell."""
-    seeds, reference, labels = reference_matrix(references, cell)
-    moved_seeds, moved = moved_matrix(rows, cell, size, len(labels))
-    _check_seeds("moved", moved_seeds, "reference", seeds)
-    return seeds, moved, reference, labels
 
 
 def _row_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -315,15 +312,10 @@ def merge_rows(*transfers: dict[str, Any]) -> list[dict[str, Any]]:
     return _merge([row for t in transfers for row in t["rows"]], _row_key)
 
 
-def trained_matrix(results: dict[str, Any], dataset: str, pos: str) -> np.ndarray:
-    """``(seeds, images)`` bool, seeds sorted: a trained cell's test images got right."""
-    by_seed = correct_by_seed(results, f"{dataset}:{pos}", "test")
-    return np.stack([by_seed[s] for s in sorted(by_seed)])
-
-
 def split_note(before: dict[str, Any], cells: Sequence[Mapping[str, str]], threshold: float) -> str:
     """``" (split cell: rel)"`` naming the codes whose 32-px seeds split into solved and not."""
-    flags = {pos: solved_flags(trained_matrix(before, cells[0]["dataset"], pos), threshold)
+    dataset = cells[0]["dataset"]
+    flags = {pos: solved_flags(seed_matrix(before, f"{dataset}:{pos}", "test")[1], threshold)
              for pos in dict.fromkeys(c["pos"] for c in cells)}  # fmt: skip
     split = [pos for pos, f in flags.items() if 0 < f.sum() < len(f)]
     return f" (split cell: {', '.join(split)})" if split else ""

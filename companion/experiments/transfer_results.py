@@ -1,36 +1,24 @@
 """Reading a resolution-transfer record back: chapter 6's moved models and their references.
 
-``results/<name>/transfer.json`` is written by
-:mod:`companion.experiments.runs.resolution_experiment` (one row per run x rendering x size x
-condition); read here: its mean ± std over seeds (:func:`transfer_summary`,
-:func:`transfer_table`) and which test images each moved run got right (:func:`moved_correct`).
-
-A moved accuracy alone has no scale: 60 % after moving to 48 px is a small loss if training at
-48 px reaches 65 %, a large one if it reaches 100 %. So a moved cell is read against its
-**reference**, the same code trained at the new size on the same task drawn the same way (an
-ordinary ablation run with ``--img-size`` and ``--rendering``), on the same test images
-(:func:`load_references`); the gaps are read in :mod:`companion.experiments.transfer_gaps`.
+``results/<name>/transfer.json`` (one row per run x rendering x size x condition, written by
+:mod:`companion.experiments.runs.resolution_experiment`, loaded verified by
+:func:`companion.experiments.results.load_transfer`): its mean ± std over seeds
+(:func:`transfer_summary`, :func:`transfer_table`) and which test images each moved run got
+right (:func:`moved_correct`). A moved cell is read against its reference, the same code trained
+at the new size in the same rendering (:func:`check_references`), in
+:mod:`companion.experiments.transfer_gaps`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from companion.experiments.evaluation import unpack_bits
-from companion.experiments.integrity import ResultsError, is_sealed, verified_json
 from companion.experiments.resolution_transfer import condition_name
-from companion.experiments.results import (
-    DERIVED,
-    cell_label,
-    load_results,
-    mean_std,
-    run_sources,
-    summarize,
-)
+from companion.experiments.results import cell_label, mean_std, summarize
 
 
 def transfer_summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -79,39 +67,19 @@ def transfer_table(summary: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def load_transfer(folder: str | Path) -> dict[str, Any]:
-    """``transfer.json`` of an ablation folder (written by ``resolution_experiment.run_transfer``),
-    checked against the folder's ``SHA256SUMS`` and against the runs of the ``results.json``
-    beside it (``sources``), as recorded (a record's old condition names are mapped once, where
-    the record table is built: ``companion.experiments.records``)."""
-    results = verified_json(folder, DERIVED[0])
-    if "record_sha256" in results and not is_sealed(results):  # sealed since records were
-        raise ResultsError(f"{Path(folder) / DERIVED[0]} does not match its record_sha256")
-    if results.get("sources") != run_sources(load_results(folder)):
-        raise ResultsError(
-            f"{Path(folder) / DERIVED[0]} was computed from other runs than the results.json "
-            f"beside it holds"
-        )
-    return results
-
-
 METRICS = ("acc", "acc_finetuned")
 
 
-def load_references(results_dir: str | Path, names: Mapping[str, str]) -> dict[str, Any]:
-    """``{rendering: results.json}`` of each reference ablation (``names``: rendering -> folder),
-    checked to have been trained in that rendering."""
-    found = {}
-    for rendering, name in names.items():
-        results = load_results(Path(results_dir) / name)
+def check_references(references: Mapping[str, dict[str, Any]], names: Mapping[str, str]) -> None:
+    """Refuse a reference ablation (``references``: ``{rendering: results.json}``, ``names``:
+    rendering -> folder) not trained in its rendering."""
+    for rendering, results in references.items():
         drawn = {r["settings"].get("rendering", "scaled") for r in results["runs"]}
         if drawn != {rendering}:
             raise ValueError(
-                f"{name}: its runs were drawn in {sorted(drawn)}, not in {rendering!r}; check "
-                f"the predictions' references"
+                f"{names[rendering]}: its runs were drawn in {sorted(drawn)}, not in "
+                f"{rendering!r}; check the predictions' references"
             )
-        found[rendering] = results
-    return found
 
 
 def moved_correct(

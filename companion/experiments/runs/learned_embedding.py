@@ -41,6 +41,10 @@ RUN_SETTINGS = dict(
     threads=1, device="cpu", progress=False,
 )  # fmt: skip
 
+#: What a stopped run says: it trains in a temporary folder, so nothing of it is left.
+INTERRUPTED = ("interrupted: nothing was saved (the run trains in a temporary folder); run the "
+               "same command again to train it from the start")  # fmt: skip
+
 
 def train_and_save(out_dir: Path, command: str | None = None) -> dict:
     """Train the abs model of :data:`RUN_SETTINGS`, save its embedding and provenance (with the
@@ -105,10 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             record = train_and_save(Path(args.out), command)  # checks --out before training
         except KeyboardInterrupt:  # the trainer's own message names a temporary folder, gone now
-            raise KeyboardInterrupt(
-                "interrupted: nothing was saved (the run trains in a temporary folder); run the "
-                "same command again to train it from the start"
-            ) from None
+            raise KeyboardInterrupt(INTERRUPTED) from None
         print(f"final test acc {record['final_test_acc']:.1f}, wall {record['wall_s']} s")
 
     return run_reporting_errors(PROG, work, args.debug)

@@ -37,7 +37,11 @@ from torch import nn
 from companion._io import file_sha256
 from companion.experiments.chapter1 import VIT_EMBEDDING_FILE
 from companion.experiments.predictions import PREDICTIONS
-from companion.experiments.runs.learned_embedding import RUN_SETTINGS, publish_embedding
+from companion.experiments.runs.learned_embedding import (
+    INTERRUPTED,
+    RUN_SETTINGS,
+    publish_embedding,
+)
 from companion.experiments.runs.learned_embedding import check_out as check_embedding_out
 from companion.position import Position
 from companion.train import TrainConfig, train
@@ -158,10 +162,7 @@ def main(argv: list[str] | None = None) -> int:
                 Path(args.out), command, args.allow_dirty, settings, args.predictions
             )
         except KeyboardInterrupt:  # the trainer's own message names a temporary folder, gone now
-            raise KeyboardInterrupt(
-                "interrupted: nothing was saved (the run trains in a temporary folder); run the "
-                "same command again to train it from the start"
-            ) from None
+            raise KeyboardInterrupt(INTERRUPTED) from None
         print(f"final test acc {record['final_test_acc']:.3f}, wall {record['wall_s']} s")
 
     return run_reporting_errors(PROG, work, args.debug)

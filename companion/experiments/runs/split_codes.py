@@ -14,8 +14,8 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from companion.experiments.predictions import load_far_transfer_predictions
-from companion.experiments.results import load_results
+from companion.experiments.predictions import PREDICTIONS, parse_far_transfer_predictions
+from companion.experiments.results import load_results, read_text
 from companion.experiments.split_reading import split_codes
 from companion.train.cli import add_debug_flag, run_reporting_errors
 
@@ -32,7 +32,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def work() -> None:
-        threshold = load_far_transfer_predictions(args.folder)["solved"]["threshold"]
+        text = read_text(args.folder, PREDICTIONS)
+        plan = parse_far_transfer_predictions(text, args.folder / PREDICTIONS)
+        threshold = plan["solved"]["threshold"]
         print(" ".join(split_codes(load_results(args.folder), threshold)))
 
     return run_reporting_errors(parser.prog, work, args.debug)  # a bad folder: one line
