@@ -116,15 +116,19 @@ browser-test: browser-deps book
 # where the online book and the code live), contents with page numbers (a first print places the
 # headings, a second prints their pages), bookmarks by chapter and section, every fold printed
 # open (a solution under its "Solution N" title), links that work offline, each chapter on a new
-# page. The Chinese edition likewise, from zh/ (built in _build/zh-pdf): _build/pdf/book-zh.pdf,
-# its front matter in Chinese ("目录", "关于本书", solutions under "解答 N"), its Chinese text set
+# page, each figure on the page where its code ends; tagged for screen readers (Chromium's
+# structure tree: headings, paragraphs, lists, tables, links, figures with their alt text; /Lang
+# en or zh-CN). The Chinese edition likewise, from zh/ (built in _build/zh-pdf):
+# _build/pdf/book-zh.pdf, its front matter in Chinese ("目录", "关于本书", solutions under "解答 N"), its Chinese text set
 # in Debian's fonts-wqy-microhei (apt-get if missing, like chromium), which the PDF embeds.
 # Then tests/pdf reads both back (tools/pdf_pages.py, pypdf): the title page, the contents'
 # numbers against where each chapter and section starts, the bookmarks, no link to the local
-# server, no on-screen control, every solution, no page under a third full but before a chapter,
-# no text under 8.5 pt but formulas, every figure, formulas drawn as math, every font embedded;
-# in the Chinese PDF, its Chinese text in the embedded CJK font and read back as written. Not
-# part of `make test`: .ci/run and the Pages workflow run it.
+# server, no on-screen control, every solution, each figure on its code's last page, no page under
+# half full but before a chapter or a figure that cannot fit, no text under 8.5 pt but formulas,
+# every figure, formulas drawn as math, every font embedded, the tags (structure tree, /MarkInfo,
+# /Lang, the title, headings, figures' alt text); in the Chinese PDF, its Chinese text in the
+# embedded CJK font and read back as written. Not part of `make test`: .ci/run and the Pages
+# workflow run it.
 cjk-font-deps:
 	@bash tools/system_deps.sh fonts-wqy-microhei
 

@@ -16,6 +16,11 @@ committed outputs as the HTML book), then runs this script, which
 - checks that the numbers it printed are where the headings landed, and writes ``--out`` with an
   outline (bookmarks) of the chapters and their sections (pypdf).
 
+The PDF is tagged for screen readers: Chromium writes its structure tree (``/StructTreeRoot``:
+headings, paragraphs, lists, tables, links, each figure with its alt text), marks it
+(``/MarkInfo /Marked true``) and gives the document's language from the page's ``<html lang>``
+(``/Lang``: ``en``, ``zh-CN``); pypdf keeps all of it when it adds the outline.
+
 The same script prints both editions (``EDITIONS``): the English book (``_config.yml``) and the
 Chinese one (``zh/_config.yml``, its single page built from ``zh/``), whose title page, contents
 and "About this book" are labelled in Chinese and whose text is set in a CJK font that the PDF
@@ -67,6 +72,8 @@ class Edition:
     (under the online book's address) and the text the PDF adds of its own."""
 
     lang: str
+    #: The language the PDF declares (``/Lang``, a BCP 47 tag), set on the page's ``<html>``.
+    tag: str
     config: Path
     online_path: str
     #: The contents' and the introduction's headings (also their bookmarks), the title page's
@@ -81,6 +88,7 @@ class Edition:
 EDITIONS = {
     "en": Edition(
         lang="en",
+        tag="en",
         config=CONFIG,
         online_path="",
         contents="Contents",
@@ -91,6 +99,7 @@ EDITIONS = {
     ),
     "zh": Edition(
         lang="zh",
+        tag="zh-CN",
         config=ROOT / "zh" / "_config.yml",
         online_path="zh/",
         contents="目录",
@@ -155,12 +164,28 @@ def front_matter(edition: Edition = EDITIONS["en"]) -> dict[str, str]:
         "about": edition.about,
         "author": str(data.get("author") or ""),
         "documentTitle": str(data.get("title") or ""),
+        "lang": edition.tag,
         "numbered": pdf_pages.NUMBERED_SECTION.pattern,
     }
 
 
 def _pdf(page) -> bytes:
-    return page.pdf(prefer_css_page_size=True, print_background=True)
+    # tagged: the structure tree a screen reader reads (Playwright's default is untagged).
+    return page.pdf(prefer_css_page_size=True, print_background=True, tagged=True)
+
+
+def _untagged(reader, lang: str) -> list[str]:
+    """What a tagged PDF in ``lang`` lacks: a structure tree, the mark that the content is tagged,
+    the document's language."""
+    root = reader.trailer["/Root"]
+    lacks = []
+    if "/StructTreeRoot" not in root:
+        lacks.append("no structure tree (/StructTreeRoot)")
+    if not (root.get("/MarkInfo") or {}).get("/Marked"):
+        lacks.append("not marked as tagged (/MarkInfo /Marked)")
+    if root.get("/Lang") != lang:
+        lacks.append(f"/Lang {root.get('/Lang')!r}, not {lang!r}")
+    return lacks
 
 
 def _heading_pages(reader, entries: list[dict]) -> dict[str, int]:
@@ -175,8 +200,9 @@ def _heading_pages(reader, entries: list[dict]) -> dict[str, int]:
 def write_with_outline(reader, entries: list[dict], path: Path, author: str = "") -> None:
     """Write the PDF of ``reader`` to ``path`` with an outline (bookmarks) of ``entries``: level 1
     (the front matter and the chapters) and level 2 (a chapter's sections), each opening at its
-    heading. (Chromium's own outline, from a tagged PDF, runs the lines of a wrapped heading
-    together and repeats a heading that opens a page; a tagged PDF is also a third larger.)"""
+    heading. (Chromium's own outline, made from the tags, runs the lines of a wrapped heading
+    together and repeats a heading that opens a page.) The clone keeps the document catalog's
+    structure tree, ``/MarkInfo`` and ``/Lang``, and each page's and link's place in the tree."""
     import pypdf
     from pypdf.generic import Fit
 
@@ -257,7 +283,6 @@ def print_pdf(html: Path, out: Path, lang: str | None = None) -> dict:
                     pdf_pages.CONTENT_HEIGHT_PX,
                     pdf_layout.KEEP_HEIGHT,
                     pdf_layout.FIGURE_HEIGHT,
-                    pdf_layout.FIGURE_CELL_KEEP_HEIGHT,
                 ],
             )
             # The first print places every heading; the next prints their pages (once more, in
@@ -273,7 +298,10 @@ def print_pdf(html: Path, out: Path, lang: str | None = None) -> dict:
                 raise RuntimeError("the contents' page numbers do not settle")
             browser.close()
         _heading_pages(reader, marks)
-        seen["problems"] = _problems(seen, blocked, errors)
+        seen["problems"] = _problems(seen, blocked, errors) + [
+            f"the PDF is not tagged: {lack} (Chromium {CHROMIUM} too old?)"
+            for lack in _untagged(reader, edition.tag)
+        ]
         if seen["problems"]:
             raise RuntimeError("the printed book is incomplete: " + "; ".join(seen["problems"]))
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -14,12 +14,14 @@ The page is the same HTML as the online book; for paper it gets
   "solution-1", ...), so that a link inside the PDF lands in its own chapter; a relative link to a
   file of the site points at the published site; a figure is no link at all;
 - a layout for pages (``print_css``): each chapter on a new page, headings kept with what follows
-  them, small code cells, outputs, tables and figures never split across two pages, and a code
-  cell printed with the figure it draws (``MARK_KEEPS`` measures them at the printed width),
-  figures no taller than ``FIGURE_HEIGHT`` of a page, code and tables at 9 pt, page numbers at
-  the foot; a Chinese page (``:lang(zh)``) sets its Chinese characters in ``CJK_FONTS`` (Latin
-  letters, digits and code stay in the English book's DejaVu fonts), and its title page's
-  subtitle is upright (no CJK font has an italic to set it in).
+  them, small code cells, outputs, tables and figures never split across two pages, and a figure
+  printed on the page where the code that draws it ends (``MARK_KEEPS`` measures them at the
+  printed width; a taller cell breaks inside its code, never before its figure), figures no
+  taller than ``FIGURE_HEIGHT`` of a page, code and tables at 9 pt, a word of code or output
+  never broken after its hyphen ("--config"), page numbers at the foot; a Chinese page
+  (``:lang(zh)``) sets its Chinese characters in ``CJK_FONTS`` (Latin letters, digits and code
+  stay in the English book's DejaVu fonts), and its title page's subtitle is upright (no CJK font
+  has an italic to set it in).
 """
 
 from __future__ import annotations
@@ -30,9 +32,6 @@ from pdf_pages import CONTENT_HEIGHT_PX, MARGIN_BOTTOM_MM, MARGIN_SIDE_MM, MARGI
 #: kept on one page; a taller one may break, or it would leave most of a page empty before it.
 #: (At 0.5, 20 mid-chapter pages of the English PDF were at least 40 % empty; at 0.4, 11.)
 KEEP_HEIGHT = 0.4
-#: A code cell with the figure it draws is kept on one page up to this share of a page high, so
-#: that the figure is printed with its code.
-FIGURE_CELL_KEEP_HEIGHT = 0.5
 #: The tallest a figure is printed, as a share of the page's text area.
 FIGURE_HEIGHT = 0.6
 #: The Chinese edition's fonts for Chinese characters, in order of preference: Debian's
@@ -119,6 +118,7 @@ def print_css() -> str:
   .bd-article .pdf-keep {{ break-inside: avoid !important; }}
   .bd-article .pdf-with-next {{ break-after: avoid; }}
   .bd-article pre {{ orphans: 4; widows: 4; }}
+  .bd-article pre .pdf-word {{ white-space: nowrap; }}
   .bd-article div.cell_output img {{ display: block; }}
 
   /* Solutions, printed open under their title */
@@ -217,6 +217,49 @@ async () => {
       node.data = node.data.trimStart();
     }
   });
+  // A word of code or printed output that holds a hyphen ("--config", "add-then-concat",
+  // "2e-06") is not broken after its hyphen where a line wraps: on paper the two halves read as
+  // two words. (A word longer than LONG_WORD may still break: it might not fit a line.)
+  const LONG_WORD = 40;
+  const textsOf = (element) => {
+    const found = [];
+    const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+    while (walker.nextNode()) found.push(walker.currentNode);
+    return found;
+  };
+  for (const pre of article.querySelectorAll("pre")) {
+    for (const node of textsOf(pre)) {
+      const parts = node.data.split(/(\S*-\S+)/);
+      if (parts.length === 1) continue;
+      node.replaceWith(...parts.map((part, i) => {
+        if (i % 2 === 0 || part.length > LONG_WORD) return part;
+        const word = document.createElement("span");
+        word.className = "pdf-word";
+        word.textContent = part;
+        return word;
+      }));
+    }
+    // A hyphen highlighted as a token of its own ("{M-1}" is five): it and the next token.
+    const texts = textsOf(pre);
+    texts.forEach((node, i) => {
+      const next = texts[i + 1];
+      const before = (texts[i - 1]?.data ?? "") + node.data;
+      if (!next || !/\S-$/.test(before) || !/^\S/.test(next.data)) return;
+      const line = node.parentElement.closest(".book-line, pre");
+      if (!line.contains(next)) return;
+      const outer = (text) => {
+        let element = text;
+        while (element.parentNode !== line) element = element.parentNode;
+        return element;
+      };
+      const [first, second] = [outer(node), outer(next)];
+      if (first.nextSibling !== second) return;
+      const word = document.createElement("span");
+      word.className = "pdf-word";
+      first.before(word);
+      word.append(first, second);
+    });
+  }
   document.querySelectorAll("details").forEach((d) => { d.open = true; });
   document.querySelectorAll(".toggle-hidden").forEach((e) => e.classList.remove("toggle-hidden"));
   document.querySelectorAll(".dropdown").forEach((e) => e.classList.add("toggle-shown"));
@@ -410,15 +453,18 @@ FRONT_MATTER = r"""
   }
   root.prepend(page, contents, about);
   document.title = front.documentTitle || document.title;
+  // The PDF's language (its /Lang, and the language of its structure tree) is the page's.
+  if (front.lang) document.documentElement.lang = front.lang;
   const strip = ({id, level, title}) => ({id, level, title});
   return {contents: entries.map(strip), outline: outline.map(strip)};
 }
 """
 
 #: Runs in print layout at the printed width: marks the blocks small enough to keep on one page,
-#: and scales each figure to fit the page. Returns how many blocks it marked.
+#: scales each figure to fit the page, and names each code cell's first and last line of code and
+#: the figure it draws (``FIGURE_CELL_IDS``). Returns how many blocks it marked.
 MARK_KEEPS = """
-([pageHeight, keep, figure, figureCell]) => {
+([pageHeight, keep, figure]) => {
   const article = document.querySelector("article.bd-article");
   const width = article.getBoundingClientRect().width;
   for (const img of article.querySelectorAll("img")) {
@@ -436,12 +482,59 @@ MARK_KEEPS = """
     + ".math, mjx-container[display='true'], blockquote, .pdf-fold-title + p"
   );
   for (const block of blocks) {
-    const drawsFigure = block.matches(".cell") && block.querySelector(".cell_output img");
-    if (block.getBoundingClientRect().height <= pageHeight * (drawsFigure ? figureCell : keep)) {
+    if (block.getBoundingClientRect().height <= pageHeight * keep) {
       block.classList.add("pdf-keep");
       marked += 1;
     }
   }
+  // Each code cell that draws a figure: its first line of code, its last and the figure are link
+  // targets (hidden links: the PDF names them as destinations, so tests/pdf can tell on which
+  // page each lies: FIGURE_CELL_IDS).
+  const FULL = 0.9; // a page, less room for the last lines of code
+  const BLOCKS = "div, pre, table";
+  const targets = document.createElement("div");
+  targets.style.setProperty("display", "none", "important");
+  let figures = 0;
+  for (const cell of article.querySelectorAll(".cell")) {
+    const code = cell.querySelector(".cell_input pre");
+    const img = cell.querySelector(".cell_output img");
+    if (!code || !img) continue;
+    figures += 1;
+    // Nothing between the end of its code and its figure breaks, so the figure is printed on the
+    // page where its code ends. A cell too tall to keep whole breaks inside its code instead (its
+    // last lines move with the figure, rather than the whole cell leaving a page mostly empty),
+    // and inside what it printed before the figure only where that and the figure are taller
+    // than a page.
+    const input = cell.querySelector(".cell_input");
+    for (let element = img; element !== cell; element = element.parentElement) {
+      for (let box = element; box && box !== input; box = box.previousElementSibling) {
+        box.style.setProperty("break-before", "avoid", "important");
+        box.previousElementSibling?.style.setProperty("break-after", "avoid", "important");
+      }
+    }
+    if (!cell.classList.contains("pdf-keep")) {
+      const output = cell.querySelector(".cell_output");
+      const printed = img.getBoundingClientRect().bottom - output.getBoundingClientRect().top;
+      const breakable = printed > pageHeight * FULL ? [input, output] : [input];
+      for (const block of breakable.flatMap((box) => [box, ...box.querySelectorAll(BLOCKS)])) {
+        block.classList.remove("pdf-keep");
+        block.style.setProperty("break-inside", "auto", "important");
+      }
+    }
+    const lines = code.querySelectorAll(":scope > .book-line");
+    const named = [
+      [lines[0] ?? code, "pdf-code-start-"],
+      [lines[lines.length - 1] ?? code, "pdf-code-end-"],
+      [img, "pdf-figure-"],
+    ];
+    for (const [element, prefix] of named) {
+      element.id = prefix + figures;
+      const link = document.createElement("a");
+      link.href = "#" + element.id;
+      targets.append(link);
+    }
+  }
+  article.append(targets);
   // A paragraph that introduces what follows (it ends with a colon, or is a short bold or italic
   // label) stays with it.
   for (const para of article.querySelectorAll("p")) {
@@ -464,3 +557,7 @@ MARK_KEEPS = """
   return marked;
 }
 """
+
+#: The destinations MARK_KEEPS names for the Nth code cell that draws a figure (from 1): its first
+#: line of code, its last and its figure.
+FIGURE_CELL_IDS = ("pdf-code-start-{}", "pdf-code-end-{}", "pdf-figure-{}")

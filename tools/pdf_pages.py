@@ -53,6 +53,9 @@ class Page:
     #: text area (None on an empty page); the page number below the text area is left out.
     top: float | None = None
     bottom: float | None = None
+    #: Each image drawn in the text area: millimetres from the page's top edge to its top and its
+    #: bottom.
+    images: list[tuple[float, float]] = field(default_factory=list)
 
     @property
     def fill(self) -> float:
@@ -110,10 +113,11 @@ def read_page(page: Any, number: int) -> Page:
 
     def operator(op: bytes, args: list[Any], cm: list[float], tm: list[float]) -> None:
         if op == b"Do" and args and args[0] in images:
-            for y in (cm[5], cm[5] + cm[3] + cm[1]):
-                top = (height_pt - y) / PT_PER_MM
-                if MARGIN_TOP_MM - 1 <= top <= limit + 1:
-                    extent.append(top)
+            edges = sorted((height_pt - y) / PT_PER_MM for y in (cm[5], cm[5] + cm[3] + cm[1]))
+            inside = [top for top in edges if MARGIN_TOP_MM - 1 <= top <= limit + 1]
+            extent.extend(inside)
+            if len(inside) == 2:
+                result.images.append((edges[0], edges[1]))
 
     text = page.extract_text(visitor_text=text_run, visitor_operand_before=operator) or ""
     # The page number, drawn in the bottom margin, comes first or last in the text.
@@ -153,6 +157,20 @@ def destination_pages(reader: Any) -> dict[str, int]:
         str(name).lstrip("/"): reader.get_destination_page_number(dest) + 1
         for name, dest in reader.named_destinations.items()
     }
+
+
+def destinations(reader: Any) -> dict[str, tuple[int, float]]:
+    """Each named destination, its 1-based page and how far below the page's top edge its
+    element's top lies (millimetres)."""
+    found = {}
+    for name, dest in reader.named_destinations.items():
+        number = reader.get_destination_page_number(dest)
+        height_pt = float(reader.pages[number].mediabox.height)
+        # Chromium places a destination as far below the page's top edge as its element lies
+        # below the top of the text area (an element that opens a page: at the very top).
+        top = (height_pt - float(dest.top or height_pt)) / PT_PER_MM + MARGIN_TOP_MM
+        found[str(name).lstrip("/")] = (number + 1, top)
+    return found
 
 
 @dataclass

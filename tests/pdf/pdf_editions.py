@@ -18,6 +18,8 @@ class Edition:
     text (title page, contents, bookmarks) says in its language."""
 
     lang: str
+    #: The language the PDF declares for itself and its structure tree (``/Lang``).
+    tag: str
     pdf: Path
     source: Path  # the project's folder: _config.yml, _toc.yml, book/
     contents: str
@@ -32,6 +34,7 @@ class Edition:
 EDITIONS = {
     "english": Edition(
         lang="en",
+        tag="en",
         pdf=Path(os.environ.get("BOOK_PDF", ROOT / "_build" / "pdf" / "book.pdf")),
         source=ROOT,
         contents="Contents",
@@ -41,6 +44,7 @@ EDITIONS = {
     ),
     "chinese": Edition(
         lang="zh",
+        tag="zh-CN",
         pdf=Path(os.environ.get("BOOK_ZH_PDF", ROOT / "_build" / "pdf" / "book-zh.pdf")),
         source=ROOT / "zh",
         contents="目录",

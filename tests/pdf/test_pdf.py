@@ -1,16 +1,20 @@
 """The printed book (``make pdf``), in each edition (English and Chinese): complete, with its
 figures and its formulas typeset, and laid out as a book: a title page, a contents page whose
 numbers are right, bookmarks, links that work offline, every solution printed under its title and
-no on-screen control, each chapter on a new page, no page left mostly empty, and code and tables
-at a size that can be read; every font embedded, and the Chinese edition's Chinese text set in an
-embedded CJK font and read back as the characters it prints."""
+no on-screen control, each chapter on a new page, each figure on the page where its code ends, no
+page left mostly empty, and code and tables at a size that can be read; every font embedded, the
+Chinese edition's Chinese text set in an embedded CJK font and read back as the characters it
+prints; and tagged for screen readers (a structure tree of headings, paragraphs, tables, links
+and figures with their alt text, in the edition's language)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import sys
 import unicodedata
+from collections import Counter
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -20,6 +24,7 @@ from pdf_editions import CHINESE, Edition
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 import book_folds  # noqa: E402 (tools/ is not a package; see sys.path above)
+import pdf_layout  # noqa: E402
 import pdf_pages  # noqa: E402
 from colab_sync import VERSION, load_repository  # noqa: E402
 
@@ -81,6 +86,18 @@ def _chapter_pages(edition: Edition, outline) -> dict[str, int]:
     """Each chapter's title (as in its notebook) and the page its bookmark opens."""
     marks = {_words(mark.title): mark.page for mark in outline}
     return {title: marks.get(_words(title), 0) for title in map(_title, _chapters(edition))}
+
+
+def _figure_cells(edition: Edition) -> int:
+    """How many code cells of the edition's chapters print their code and draw a figure."""
+    hidden = {"remove-input", "remove-cell", "remove-output"}
+    return sum(
+        cell["cell_type"] == "code"
+        and not hidden & set(cell.get("metadata", {}).get("tags", []))
+        and any("image/png" in output.get("data", {}) for output in cell.get("outputs", []))
+        for notebook in _chapters(edition)
+        for cell in _cells(notebook)
+    )
 
 
 def _online(edition: Edition) -> str:
@@ -274,21 +291,56 @@ def test_every_solution_is_printed_under_its_title(
 
 
 #: The least a page before the last of a chapter is filled: blocks are kept whole up to 0.4 of a
-#: page (a code cell with its figure up to 0.5: tools/pdf_layout.py), so a page ends early by
-#: about that much at most. (Measured when 0.4 was set: 0.44 in English, 0.47 in Chinese; after
-#: chapters 5 and 6 were rewritten, one Chinese page is 0.38 full, a kept block plus its
-#: heading, so the line is 0.35: still above the 1/3 it replaced.)
-MIN_FILL = 0.35
+#: page (tools/pdf_layout.py), so a page ends early by about that much at most; a figure (up to
+#: 0.6 of a page) is printed on the page where its code ends, so a page may end earlier where the
+#: next page's figure, with the last lines of its code, does not fit below its content.
+#: (Before the figure rule, with 0.35 here: 4 English and 3 Chinese mid-chapter pages less than
+#: half full, 3 of the English ones a code cell at a page's foot and its figure on the next;
+#: after it, 1 and 4, each before a figure that cannot fit.)
+MIN_FILL = 0.5
 
 
-def test_no_page_is_mostly_empty_but_before_a_chapter(pages, outline) -> None:
-    # A page may end early only where the next one opens a chapter (or the front matter's next
-    # part); elsewhere a block kept whole, or a figure, left most of it blank.
+def _figures_placed(places: dict) -> int:
+    """How many code cells with a figure the PDF names (tools/pdf_layout.py's FIGURE_CELL_IDS)."""
+    figure = pdf_layout.FIGURE_CELL_IDS[2]
+    return next(n for n in itertools.count() if figure.format(n + 1) not in places)
+
+
+def _figure_that_cannot_fit(page: pdf_pages.Page, after: pdf_pages.Page, places: dict) -> bool:
+    """Whether ``after`` (the next page) opens with a figure a code cell draws, alone or below
+    only the last lines of that cell's code, taller than the space ``page`` leaves."""
+    start, end, figure = pdf_layout.FIGURE_CELL_IDS
+    on_next = [
+        (places[figure.format(n)][1], n)
+        for n in range(1, _figures_placed(places) + 1)
+        if places[figure.format(n)][0] == after.number
+    ]
+    if not on_next or not after.images:
+        return False
+    n = min(on_next)[1]
+    code_start, code_end = places[start.format(n)], places[end.format(n)]
+    top = pdf_pages.MARGIN_TOP_MM + 1
+    alone = places[figure.format(n)][1] <= top
+    opens_page = code_start[0] < after.number or code_start[1] <= top
+    below_code = code_end[0] == after.number and opens_page
+    needed = min(after.images)[1] - pdf_pages.MARGIN_TOP_MM  # the page's top to the figure's foot
+    return (alone or below_code) and needed > (1 - page.fill) * _area_mm()
+
+
+def test_no_page_is_half_empty_but_before_a_chapter_or_a_figure_that_cannot_fit(
+    reader, pages, outline
+) -> None:
+    # A page may end early where the next one opens a chapter (or the front matter's next part),
+    # or a figure that cannot fit below its content; elsewhere a block kept whole left the page
+    # mostly blank.
     opens = {mark.page for mark in outline}
+    places = pdf_pages.destinations(reader)
     short = [
         (page.number, round(page.fill, 2))
-        for page in pages[1:-1]
-        if page.fill < MIN_FILL and page.number + 1 not in opens
+        for page, after in itertools.pairwise(pages[1:])
+        if page.fill < MIN_FILL
+        and after.number not in opens
+        and not _figure_that_cannot_fit(page, after, places)
     ]
     assert not short, f"pages less than {MIN_FILL:.0%} full (page, share): {short}"
 
@@ -437,3 +489,137 @@ def test_the_chinese_prose_reads_back_as_written(edition: Edition, pages_text: l
             f"{chapter.name}: {len(found)} of {len(phrases)} phrases read back, not "
             f"{sorted(set(phrases) - set(found))[:5]}"
         )
+
+
+def _area_mm() -> float:
+    """The height of a page's text area (mm)."""
+    return pdf_pages.PAGE_HEIGHT_MM - pdf_pages.MARGIN_TOP_MM - pdf_pages.MARGIN_BOTTOM_MM
+
+
+def _cell_height(n: int, places: dict, pages: list[pdf_pages.Page]) -> float:
+    """How tall the Nth code cell with a figure is printed, from its first line of code to its
+    figure's foot, across its pages (mm; the space left at a page's foot not counted)."""
+    start, _, figure = pdf_layout.FIGURE_CELL_IDS
+    (first, top), (last, figure_top) = places[start.format(n)], places[figure.format(n)]
+    images = pages[last - 1].images
+    foot = min((b for t, b in images if abs(t - figure_top) < 2), default=figure_top)
+    if first == last:
+        return foot - top
+    top_margin = pdf_pages.MARGIN_TOP_MM
+    between = sum((pages[k - 1].bottom or 0) - top_margin for k in range(first + 1, last))
+    return (pages[first - 1].bottom or top) - top + between + foot - top_margin
+
+
+def test_each_figure_is_printed_on_the_page_where_its_code_ends(
+    edition: Edition, reader, pages
+) -> None:
+    # tools/pdf_layout.py names each figure cell's last line of code and its figure as
+    # destinations (a cell too tall to keep whole breaks inside its code, never before its
+    # figure); a page break between the two sends a reader back a page to see what drew it. A
+    # cell taller than a page, code to figure, may print its figure a page on (Chromium does not
+    # move the last lines of a cell's code that already broke across pages).
+    places = pdf_pages.destinations(reader)
+    _, end, figure = pdf_layout.FIGURE_CELL_IDS
+    cells = _figures_placed(places)
+    assert cells == _figure_cells(edition), (
+        f"{cells} figure cells named in the PDF, {_figure_cells(edition)} in the chapters"
+    )
+    apart = [
+        (code_end, figure_page, round(_cell_height(n, places, pages)))
+        for n in range(1, cells + 1)
+        for code_end, figure_page in [(places[end.format(n)][0], places[figure.format(n)][0])]
+        if code_end != figure_page
+    ]
+    assert all(height > _area_mm() for *_, height in apart), (
+        f"figures printed a page after their code (code's page, figure's, cell's height in mm): "
+        f"{apart}"
+    )
+
+
+#: The advance of a character of DejaVu Sans Mono, the book's code font, in ems.
+MONO_ADVANCE = 0.602
+
+
+def _hyphen_after_a_space(line: list[pdf_pages.Run]) -> bool:
+    """Whether the hyphen that ends ``line`` follows a space (a minus sign: "M - 1" wrapped after
+    it wrapped at a space). pypdf does not always read the spaces of code, so the space is read
+    from where the runs are drawn."""
+    last = line[-1].text.rstrip()
+    if last != "-" or len(line) < 2:
+        return last.endswith(" -")
+    before = line[-2]
+    width = MONO_ADVANCE * before.size / pdf_pages.PT_PER_MM
+    return line[-1].left - (before.left + len(before.text.rstrip()) * width) > width / 2
+
+
+def test_code_and_output_never_wrap_after_a_hyphen_inside_a_word(pages) -> None:
+    # A wrapped line of code or printed output continues indented under its own start
+    # (_static/code-lines.js), and never after a word's hyphen: "--" above "config", "grid-" above
+    # "cell:abs" read as two words, and as a different command. (26 such breaks in each edition
+    # before tools/pdf_layout.py kept such words whole.)
+    split = []
+    for page in pages:
+        lines = pdf_pages.lines(page, 0, pdf_pages.PAGE_HEIGHT_MM)
+        for line, after in itertools.pairwise(lines):
+            if not all("Mono" in run.font for run in line + after):
+                continue
+            text = "".join(run.text for run in line).rstrip()
+            last = text.split()[-1] if text.split() else ""
+            continued = after[0].left > line[0].left + 1  # the hanging indent of a wrapped line
+            # "-" alone is a minus sign, three or more a rule line.
+            if (
+                continued
+                and last.endswith("-")
+                and not re.fullmatch(r"-|-{3,}", last)
+                and not _hyphen_after_a_space(line)
+            ):
+                split.append((page.number, text[-30:], "".join(run.text for run in after)[:20]))
+    assert not split, f"lines wrapped after a hyphen (page, line's end, next line): {split[:8]}"
+
+
+def _structure(reader) -> list:
+    """The elements of the PDF's structure tree (the tags a screen reader reads), in order."""
+    tree = reader.trailer["/Root"].get("/StructTreeRoot")
+    found: list = []
+    pending = [tree.get_object().get("/K")] if tree else []
+    while pending:
+        kid = pending.pop()
+        kid = kid.get_object() if hasattr(kid, "get_object") else kid
+        if isinstance(kid, list):
+            pending.extend(reversed(kid))
+        elif isinstance(kid, dict) and "/S" in kid:  # not a marked-content or object reference
+            found.append(kid)
+            pending.append(kid.get("/K"))
+    return found
+
+
+def test_the_pdf_is_tagged_for_screen_readers(edition: Edition, reader, outline) -> None:
+    root = reader.trailer["/Root"]
+    assert "/StructTreeRoot" in root, "no structure tree: the PDF is untagged"
+    assert (root.get("/MarkInfo") or {}).get("/Marked") == True, "not marked as tagged"  # noqa: E712 (a BooleanObject)
+    assert root.get("/Lang") == edition.tag, f"/Lang {root.get('/Lang')!r}, not {edition.tag!r}"
+    title = yaml.safe_load((edition.source / "_config.yml").read_text(encoding="utf-8"))["title"]
+    assert (reader.metadata or {}).get("/Title") == title, "the document's title is not the book's"
+    assert (root.get("/ViewerPreferences") or {}).get("/DisplayDocTitle") == True  # noqa: E712
+    # Every page's content is in the tree (a page without /StructParents is read as untagged).
+    loose = [n for n, page in enumerate(reader.pages, 1) if "/StructParents" not in page]
+    assert not loose, f"pages outside the structure tree: {loose[:10]}"
+    elements = _structure(reader)
+    kinds = Counter(str(element["/S"]) for element in elements)
+    headings = sum(kinds[f"/H{level}"] for level in range(1, 7))
+    sections = sum(1 + len(mark.children) for mark in outline)
+    assert headings >= sections, f"{headings} headings tagged for {sections} bookmarks"
+    assert kinds["/P"] >= 500 and kinds["/Table"] >= 10 and kinds["/Link"] >= 100, kinds
+    # Each of the chapters' figures is a Figure with its alt text (not the image's file name).
+    alts = [str(e.get("/Alt", "")).strip() for e in elements if e["/S"] == "/Figure"]
+    described = [a for a in alts if a and not re.search(r"\.(?:png|svg|jpe?g)$|_images/", a)]
+    figures = sum(
+        "image/png" in output.get("data", {})
+        for notebook in _chapters(edition)
+        for cell in _cells(notebook)
+        for output in cell.get("outputs", [])
+    )
+    assert len(described) >= figures, (
+        f"{len(described)} figures tagged with a description for {figures} figures; "
+        f"alt texts: {sorted(set(alts) - set(described))[:5]}"
+    )
