@@ -45,3 +45,19 @@ def test_the_interior_splits_differ_in_the_windows_lines_not_only_in_being_seen(
     unseen = {pair_line(k) for k in placements("far-relation-interior", "unseen", 1000)[1]}
     assert seen == {"row 2", "row 5", "column 2", "column 5"}  # the window's edge lines
     assert unseen == {"row 3", "row 4", "column 3", "column 4"}  # through its centre
+
+
+def test_a_lift_gap_whose_positive_control_failed_is_not_readable_by_placements_either():
+    from companion.experiments.chapter5 import find_results, load_predictions, load_results
+    from companion.experiments.placements import placement_readings
+
+    folder = find_results("interior-holdout")
+    results, plan = load_results(folder), load_predictions(folder)
+    task, ids, keys = "far-relation-interior", {}, {}
+    for split in ("seen", "unseen"):
+        ids[split], keys[split] = placements(task, split, results["test_sets"][task][split]["n"])
+    text = placement_readings(results, plan, ids, keys)
+    lines = {line.split()[0]: line for line in text.splitlines() if line.startswith("  I")}
+    assert lines["I8"].endswith("not readable: abs failed its positive control I5")
+    assert lines["I7"].endswith("above -5 points: no")  # its interval reaches past -5
+    assert lines["I10"].endswith("below 0 points: yes")

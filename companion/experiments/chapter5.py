@@ -366,9 +366,11 @@ def split_seed_readings(
             lines.append("    " + f"{name:18}" + "".join(
                 f"{'yes' if f[s] else 'no':>7}" for s in seeds))  # fmt: skip
         lines.append("    " + f"{'points':18}" + "".join(f"{100 * values[s]:+7.1f}" for s in seeds))
+        few = "seed" if len(kept) == 1 else "seeds"
+        solved_where = f"solved {few}" if len(flags) == 1 else f"{few} where both solved"
         for what, chosen_seeds in (
             (f"all {len(values)} seeds (the planned reading)", None),
-            (f"the {len(kept)} solved seeds (exploratory)", kept),
+            (f"the {len(kept)} {solved_where} (exploratory)", kept),
         ):
             if chosen_seeds is not None and len(chosen_seeds) == 0:
                 lines.append(f"    {what}: none")

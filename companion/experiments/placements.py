@@ -23,6 +23,7 @@ import numpy as np
 
 from companion.data.tasks import PATCH
 from companion.experiments.evaluation import load_split
+from companion.experiments.prediction_checks import control_note, failed_control
 from companion.experiments.predictions import correct_by_seed, test_labels
 
 Placement = tuple[tuple[int, int], tuple[int, int]]
@@ -144,8 +145,8 @@ def placement_readings(
     keys: dict[str, Sequence[Placement]],
 ) -> str:  # fmt: skip
     """Text: the lines each split's pairs lie along, then every lift-gap prediction read with the
-    placement bootstrap beside its threshold (a correction made after the run: the planned
-    verdicts stand as printed). Points."""
+    placement bootstrap against its threshold, or "not readable" where its positive control
+    failed (a correction made after the run: the planned verdicts stand as printed). Points."""
     lines = ["Correction made after the run: seeds and placements resampled (95 %), points."]
     for split, found in keys.items():
         along = sorted({pair_line(k) for k in found})
@@ -157,9 +158,15 @@ def placement_readings(
         word, x = p["expect"].split()[0], 100 * float(p["expect"].split()[1])
         lo, hi = 100 * low, 100 * high
         inside = {"above": lo > x, "below": hi < x, "within": -x < lo and hi < x}[word]
+        # A comparison whose positive control failed is not readable, by this reading too.
+        control = failed_control(results, predictions, p)
+        verdict = (
+            control_note(control)
+            if control
+            else f"{word} {x:g} points: {'yes' if inside else 'no'}"
+        )
         lines.append(
             f"  {p['id']}  {p['cell'].split(':', 1)[1]:8} lift change {100 * est:+.1f} "
-            f"[{100 * low:+.1f}, {100 * high:+.1f}]: {'within' if inside else 'outside'} "
-            f"{word} {x:g}"
+            f"[{100 * low:+.1f}, {100 * high:+.1f}]  {verdict}"
         )
     return "\n".join(lines)
