@@ -33,6 +33,7 @@ from companion.experiments.integrity import (
     read_manifest,
     verified_json,
     verified_tensors,
+    whole_folders,
 )
 from companion.experiments.learned_embedding import POSITION_STATISTICS as POSITION_STATISTICS
 from companion.experiments.learned_embedding import PermutationTest
@@ -44,6 +45,7 @@ from companion.experiments.learned_embedding import shuffled_null as shuffled_nu
 from companion.experiments.learned_embedding import similarity_gap as similarity_gap
 from companion.experiments.predictions import PREDICTIONS, load_predictions, parse_predictions
 from companion.experiments.records import TABLE, check_against_table
+from companion.experiments.related import refuse_other_trees
 from companion.train.provenance import PACKAGE_DIR
 
 RESULT_NAME = "learned-abs"
@@ -70,6 +72,7 @@ def _result_places(name: str, folder: str | Path | None) -> list[Path]:
     ]
 
 
+@whole_folders
 def _load_embedding(
     name: str, embedding_file: str, folder: str | Path | None
 ) -> tuple[Tensor, dict]:
@@ -84,6 +87,7 @@ def _load_embedding(
             if any((p / TABLE).is_file() for p in place.resolve().parents):
                 check_against_table(place, record)  # a fresh run's --out has no table above
             return embedding, record
+        refuse_other_trees(place.parent, name)  # the first results tree is the only one searched
     raise FileNotFoundError(
         f"folder: no {embedding_file} with {PROVENANCE_FILE} in any of {[str(p) for p in places]}"
     )
@@ -128,6 +132,7 @@ def similarity_predictions(folder: str | Path | None = None) -> dict[str, Any]:
     for place in places:
         if (place / PREDICTIONS).is_file():
             return load_predictions(place, kinds=("similarity",))
+        refuse_other_trees(place.parent, VIT_RESULT_NAME)  # one results tree only
     raise FileNotFoundError(f"folder: no {PREDICTIONS} in any of {[str(p) for p in places]}")
 
 

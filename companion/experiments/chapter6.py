@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from companion.experiments.bootstrap import Interval
-from companion.experiments.integrity import ResultsError
+from companion.experiments.integrity import ResultsError, whole_folders
 from companion.experiments.pilots import find_pilot_twins as find_pilot_twins  # re-exported
 from companion.experiments.pilots import twins_table as twins_table  # re-exported
 from companion.experiments.predictions import (
@@ -54,6 +54,7 @@ from companion.experiments.predictions import (
     threshold_of,
 )
 from companion.experiments.records import check_against_table
+from companion.experiments.related import check_added_seeds, check_one_run, related_folder
 from companion.experiments.resolution_transfer import WINDOW_GROWN, WINDOW_KEPT, grown_condition
 from companion.experiments.results import describe_run, find_results, load_results, run_key
 from companion.experiments.split_reading import accuracy_table, split_codes
@@ -133,6 +134,7 @@ class FarTransfer:
         return solved, sorted(by_seed)
 
 
+@whole_folders
 def _checked(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """A folder's ``results.json`` and ``transfer.json``, each as the record table holds it."""
     results, moves = load_results(folder), load_transfer(folder)
@@ -141,6 +143,7 @@ def _checked(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return results, moves
 
 
+@whole_folders
 def load_far_transfer(name: str = "cpu-transfer-far") -> FarTransfer:
     """Every folder of the experiment (:func:`find_results` finds ``name``; the extra seeds in
     ``name``-more, needed exactly when a 32-px cell split; the references beside it), verified
@@ -152,7 +155,7 @@ def load_far_transfer(name: str = "cpu-transfer-far") -> FarTransfer:
     ablations, transfers = [first], [moves]
     split = split_codes(first, plan["solved"]["threshold"])
     if split:
-        more_folder = find_results(f"{name}-more")
+        more_folder = related_folder(folder, f"{name}-more")  # in the same results tree
         more, more_moves = _checked(more_folder)
         if list(more["plan"]["pos"]) != split:
             raise ResultsError(f"{more_folder} trained {more['plan']['pos']}, but the cells that "
@@ -162,12 +165,14 @@ def load_far_transfer(name: str = "cpu-transfer-far") -> FarTransfer:
     references = load_references(folder.parent, plan["references"])
     for rendering, reference in references.items():
         check_against_table(folder.parent / plan["references"][rendering], reference)
+    check_one_run(ablations, list(references.values()))  # one code, the same settings
     return FarTransfer(before=merge_runs(*ablations), rows=merge_rows(*transfers),
                        references=references, plan=plan,
                        records=(*ablations, *transfers, *references.values()),
                        codes=tuple(first["plan"]["pos"]))  # fmt: skip
 
 
+@whole_folders
 def load_blind_far_transfer(far: FarTransfer, name: str = "cpu-transfer-far") -> FarTransfer:
     """``far`` read on blind seeds only: ``name``-blind and the world reference's blind folder
     merged in (seed 5 of every cell left with fewer than five seeds no pilot ran, trained after
@@ -175,9 +180,10 @@ def load_blind_far_transfer(far: FarTransfer, name: str = "cpu-transfer-far") ->
     and each cell cut to its first :data:`BLIND` remaining seeds, so every planned comparison
     reads five seeds a side that the predictions did not know."""
     world, scaled = far.plan["references"]["world"], far.plan["references"]["scaled"]
-    blind, blind_moves = _checked(find_results(f"{name}-blind"))
-    world_blind = load_results(find_results(f"{world}-blind"))
-    check_against_table(find_results(f"{world}-blind"), world_blind)
+    blind, blind_moves = _checked(related_folder(find_results(name), f"{name}-blind"))
+    world_blind = load_results(related_folder(find_results(name), f"{world}-blind"))
+    check_against_table(related_folder(find_results(name), f"{world}-blind"), world_blind)
+    check_added_seeds((far.records[0], blind), (far.references["world"], world_blind))
     named = [name, f"{name}-more", f"{name}-blind", world, f"{world}-blind", scaled]
     pilots: dict[str, set[str]] = {"before": set(), "world": set(), "scaled": set()}
     for twin in find_pilot_twins(named):

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from companion.experiments.integrity import ResultsError, is_sealed, verified_json
+from companion.experiments.integrity import ResultsError, is_sealed, verified_json, whole_folders
 from companion.experiments.resolution_transfer import (
     condition_name,
 )
@@ -72,6 +72,7 @@ def transfer_table(summary: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+@whole_folders
 def load_transfer(folder: str | Path) -> dict[str, Any]:
     """``transfer.json`` of an ablation folder (written by ``resolution_experiment.run_transfer``),
     checked against the folder's ``SHA256SUMS`` and against the runs of the ``results.json``
