@@ -79,11 +79,15 @@ def check_nothing_lost(staging: Path, folder: Path, dropped: Iterable[str] = ())
         )
 
 
-def finish_staging(staging: Path, folder: Path, dropped: Iterable[str] = ()) -> None:
-    """Hash ``staging`` (``SHA256SUMS``), check that it loses nothing of ``folder``
-        (:func:`check_nothing_lost`), swap it in (:func:`swap_in`) and rebuild the record table of
-    its results tree (``companion.experiments.records.refresh_table``)."""
-    check_nothing_lost(staging, folder, dropped)
+def finish_staging(
+    staging: Path, folder: Path, dropped: Iterable[str] = (), replace: bool = False
+) -> None:
+    """Hash ``staging`` (``SHA256SUMS``), check that it loses nothing of ``folder`` (but
+    ``dropped``; anything when it is to ``replace`` it, :func:`check_nothing_lost`), swap it in
+    (:func:`swap_in`) and rebuild the record table of its results tree
+    (``companion.experiments.records.refresh_table``)."""
+    if not replace:
+        check_nothing_lost(staging, folder, dropped)
     write_manifest(staging)
     swap_in(staging, folder)
     refresh_table(folder)
