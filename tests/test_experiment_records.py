@@ -195,7 +195,7 @@ def test_a_publish_with_other_settings_is_refused_naming_them_unless_it_replaces
     assert "\n" not in message and "lr: saved 0.001, now 0.002" in message
     assert "--replace" in message and "epochs" not in message  # only what differs is named
     assert {p: p.read_bytes() for p in before} == before  # untouched
-    with pytest.raises(ValueError, match="lr: saved 0.001, now 0.002"):  # and under the lock
+    with pytest.raises(ValueError, match=r"lr: saved 0\.001, now 0\.002"):  # and under the lock
         ablation_publish.check_same_settings(plan_in(folder), {**load_results(published)[
             "plan"]["train"], "lr": 2e-3})  # fmt: skip
     monkeypatch.undo()

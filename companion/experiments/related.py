@@ -66,15 +66,15 @@ def _code(record: dict[str, Any]) -> tuple[str, str]:
 
 
 def _differences(a: dict[str, Any], b: dict[str, Any], skip: Sequence[str]) -> list[str]:
-    """``"name a / b"`` for every result setting of two ``results.json`` that differs."""
+    """``"name a vs b"`` for every result setting of two ``results.json`` that differs."""
     ta, tb = a["plan"]["train"], b["plan"]["train"]
     found = [
-        f"{k} {json.dumps(ta.get(k))} / {json.dumps(tb.get(k))}"
+        f"{k} {json.dumps(ta.get(k))} vs {json.dumps(tb.get(k))}"
         for k in RESULT_SETTINGS
         if k not in skip and ta.get(k) != tb.get(k)
     ]
     if a["plan"].get("variant", "swin") != b["plan"].get("variant", "swin"):
-        found.append(f"variant {a['plan'].get('variant')} / {b['plan'].get('variant')}")
+        found.append(f"variant {a['plan'].get('variant')} vs {b['plan'].get('variant')}")
     return found
 
 
@@ -99,7 +99,7 @@ def check_one_run(
     try:
         for other in [*records[1:], *references]:
             if _code(other) != _code(first):
-                commits = f"{_code(other)[0][:10]} / {_code(first)[0][:10]}"
+                commits = f"{_code(other)[0][:10]} vs {_code(first)[0][:10]}"
                 _refuse(first, other, f"they ran other code (commit {commits})")
             skip = REFERENCE_CHANGES if any(other is r for r in references) else ()
             diff = _differences(other, first, skip)
@@ -121,7 +121,7 @@ def check_added_seeds(*pairs: tuple[dict[str, Any], dict[str, Any]]) -> None:
         first = pairs[0][1]
         for _, added in pairs[1:]:
             if _code(added) != _code(first):
-                commits = f"{_code(added)[0][:10]} / {_code(first)[0][:10]}"
+                commits = f"{_code(added)[0][:10]} vs {_code(first)[0][:10]}"
                 _refuse(first, added, f"seeds added together ran other code (commit {commits})")
     except (KeyError, TypeError) as exc:
         raise ResultsError(f"a record lacks its provenance ({type(exc).__name__}: {exc})") from None

@@ -216,5 +216,6 @@ def check_same_settings(plan: AblationPlan, train: dict[str, Any] | None = None)
         raise ValueError(
             f"{plan.folder} holds runs trained with other settings ({'; '.join(diff)}): pass "
             f"--replace to publish over them (the folder is replaced whole, its predictions "
-            f"kept), or publish under another --name"
+            f"kept; add --fresh if --work-dir saved runs with the old settings), or publish "
+            f"under another --name"
         )

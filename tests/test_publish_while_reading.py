@@ -1,0 +1,106 @@
+"""A reader sees one whole folder while a publish swaps it: never half of the old and half of the
+new, so never a false "changed or damaged" alarm on an intact folder."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from companion.experiments import integrity
+from companion.experiments.integrity import ResultsError, read_folder, whole_folders
+from companion.experiments.results import find_results, load_bias_tables, load_results
+from companion.experiments.runs.publish import finish_staging, publish_lock
+from companion.experiments.transfer_results import load_transfer
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Two published folders a publish alternates between (both with runs, moves and curves).
+VERSIONS = ("cpu-transfer-far-more", "cpu-transfer-far-blind")
+
+PUBLISHER = """
+import shutil
+import sys
+from pathlib import Path
+from companion.experiments.runs.publish import finish_staging, publish_lock
+folder, count = Path(sys.argv[1]), int(sys.argv[2])
+versions = [Path(p) for p in sys.argv[3:]]
+print("ready", flush=True)
+sys.stdin.readline()
+for i in range(count):
+    with publish_lock(folder) as staging:
+        shutil.copytree(versions[i % 2], staging)
+        finish_staging(staging, folder, replace=True)
+"""
+
+
+@whole_folders
+def read_all(folder: Path) -> tuple[str, int]:
+    """What a chapter reads of ``folder``: its runs and curves, every bias table, its moves."""
+    results = load_results(folder)
+    for name in results["bias_files"]:
+        dataset, pos = Path(name).stem.split("__")[:2]
+        load_bias_tables(folder, dataset, pos)
+    return results["plan"]["name"], len(load_transfer(folder)["rows"])
+
+
+@pytest.fixture
+def versions(tmp_path: Path) -> list[Path]:
+    return [Path(shutil.copytree(find_results(n), tmp_path / "versions" / n)) for n in VERSIONS]
+
+
+def publish(version: Path, folder: Path) -> None:
+    with publish_lock(folder) as staging:
+        shutil.copytree(version, staging)
+        finish_staging(staging, folder, replace=True)
+
+
+@pytest.mark.slow
+def test_every_reading_during_a_hundred_publishes_reads_one_whole_folder(tmp_path, versions):
+    folder = tmp_path / "results" / "swapped"
+    publish(versions[0], folder)
+    expected = {read_all(v) for v in versions}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    publisher = subprocess.Popen(
+        [sys.executable, "-c", PUBLISHER, str(folder), "100", *map(str, versions)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env,
+    )  # fmt: skip
+    assert publisher.stdout is not None and publisher.stdin is not None
+    assert publisher.stdout.readline().strip() == "ready"
+    publisher.stdin.write("go\n")
+    publisher.stdin.flush()
+    readings = []
+    while publisher.poll() is None or len(readings) < 10:  # reads while the publishes run
+        readings.append(read_all(folder))  # any false alarm fails the test here
+    assert publisher.wait() == 0, publisher.stderr.read() if publisher.stderr else ""
+    assert set(readings) <= expected
+
+
+def test_a_reading_a_swap_overtook_is_read_again_under_the_lock(tmp_path, versions, monkeypatch):
+    folder = tmp_path / "results" / "swapped"
+    publish(versions[0], folder)
+    real = integrity._read_once
+    calls = []
+
+    def overtaken(path: Path):
+        calls.append(path)
+        inode, manifest, files = real(path)
+        if len(calls) == 1:  # a publish swaps the folder while its files are read
+            publish(versions[1], folder)
+            files = {**files, "results.json": (folder / "results.json").read_bytes()}
+        return inode, manifest, files
+
+    monkeypatch.setattr(integrity, "_read_once", overtaken)
+    assert load_results(folder)["plan"]["name"] == VERSIONS[1]  # the new folder, whole
+    assert len(calls) == 2
+
+
+def test_a_damaged_folder_that_no_publish_swapped_is_refused_at_once(tmp_path, versions):
+    folder = tmp_path / "results" / "damaged"
+    publish(versions[0], folder)
+    path = folder / "results.md"
+    path.write_bytes(path.read_bytes() + b"\n")
+    with pytest.raises(ResultsError, match=r"results\.md was changed or damaged"):
+        read_folder(folder)
