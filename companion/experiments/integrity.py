@@ -240,7 +240,7 @@ def whole_folders(function: Callable[P, R]) -> Callable[P, R]:
     cannot hand it the ``results.json`` of one folder and the curves of the next."""
 
     @functools.wraps(function)
-    def reading(*args: P.args, **kwargs: P.kwargs) -> R:
+    def reading_whole_folders(*args: P.args, **kwargs: P.kwargs) -> R:
         if _PINNED.get() is not None:  # inside another loader: its readings hold
             return function(*args, **kwargs)
         token = _PINNED.set({})
@@ -249,7 +249,7 @@ def whole_folders(function: Callable[P, R]) -> Callable[P, R]:
         finally:
             _PINNED.reset(token)
 
-    return reading
+    return reading_whole_folders
 
 
 def _snapshot(folder: str | os.PathLike[str]) -> Snapshot:
