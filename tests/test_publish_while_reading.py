@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ VERSIONS = ("cpu-transfer-far-more", "cpu-transfer-far-blind")
 PUBLISHER = """
 import shutil
 import sys
+import threading
 from pathlib import Path
 from companion.experiments.runs.publish import finish_staging, publish_lock
 folder, count = Path(sys.argv[1]), int(sys.argv[2])
@@ -86,21 +88,64 @@ def test_a_reading_a_swap_overtook_is_read_again_under_the_lock(tmp_path, versio
 
     def overtaken(path: Path):
         calls.append(path)
-        inode, manifest, files = real(path)
+        manifest, files = real(path)
         if len(calls) == 1:  # a publish swaps the folder while its files are read
             publish(versions[1], folder)
             files = {**files, "results.json": (folder / "results.json").read_bytes()}
-        return inode, manifest, files
+        return manifest, files
 
     monkeypatch.setattr(integrity, "_read_once", overtaken)
     assert load_results(folder)["plan"]["name"] == VERSIONS[1]  # the new folder, whole
     assert len(calls) == 2
 
 
-def test_a_damaged_folder_that_no_publish_swapped_is_refused_at_once(tmp_path, versions):
+def test_a_damaged_folder_is_refused_once_read_again_under_the_lock(tmp_path, versions):
     folder = tmp_path / "results" / "damaged"
     publish(versions[0], folder)
     path = folder / "results.md"
     path.write_bytes(path.read_bytes() + b"\n")
     with pytest.raises(ResultsError, match=r"results\.md was changed or damaged"):
         read_folder(folder)
+
+
+HOLD_THE_LOCK = """
+import sys
+import threading
+from pathlib import Path
+from companion.experiments.runs.publish import publish_lock
+with publish_lock(Path(sys.argv[1])):
+    print("locked", flush=True)
+    sys.stdin.readline()
+"""
+
+
+@pytest.mark.slow
+def test_the_second_reading_waits_for_the_publish_in_progress(tmp_path, versions, monkeypatch):
+    folder = tmp_path / "results" / "swapped"
+    publish(versions[0], folder)
+    real = integrity._read_once
+    calls = []
+
+    def overtaken(path: Path):
+        calls.append(path)
+        manifest, files = real(path)
+        return (manifest, {}) if len(calls) == 1 else (manifest, files)  # the first: half gone
+
+    monkeypatch.setattr(integrity, "_read_once", overtaken)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_THE_LOCK, str(folder)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    assert holder.stdout is not None and holder.stdin is not None
+    assert holder.stdout.readline().strip() == "locked"
+    done: list[str] = []
+    reader = threading.Thread(target=lambda: done.append(load_results(folder)["plan"]["name"]))
+    reader.start()
+    reader.join(timeout=0.5)
+    assert reader.is_alive() and not done  # waiting: the lock is held by a publish
+    holder.stdin.write("\n")
+    holder.stdin.flush()
+    assert holder.wait() == 0
+    reader.join()
+    assert done == [VERSIONS[0]] and len(calls) == 2

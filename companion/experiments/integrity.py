@@ -11,9 +11,10 @@ is what was published. A mismatch is one line naming the file (:class:`ResultsEr
 
 A publish swaps a folder in whole (``runs.publish.swap_in``). A reader reads one folder, never
 half of the old and half of the new: the files are read through one handle on the directory,
-and a read that a swap overtook is read again under the publish lock (:func:`folder_lock`,
-held shared), where no swap can happen. Inside a function marked :func:`whole_folders` (the
-loaders), every file of a folder comes from the one reading of it.
+and a reading that does not check out (a swap may have overtaken it) is read again under the
+publish lock (:func:`folder_lock`, held shared), where no swap can happen. Inside a function
+marked :func:`whole_folders` (the loaders), every file of a folder comes from the one reading of
+it.
 
 A hash list guards against damage and accidents, not against someone who edits a file and its
 hash together; what the runs themselves sealed (``record_sha256``: each run's record with its
@@ -145,14 +146,13 @@ class Snapshot:
     listed: dict[str, str]
 
 
-def _read_once(folder: Path) -> tuple[int, bytes | None, dict[str, bytes]]:
-    """``(directory inode, SHA256SUMS's bytes or None, {relative path: bytes})``, every file read
-    through one handle on the directory, so a swap of ``folder`` cannot mix two folders (a file
-    the old folder loses while it is read is simply absent)."""
+def _read_once(folder: Path) -> tuple[bytes | None, dict[str, bytes]]:
+    """``(SHA256SUMS's bytes or None, {relative path: bytes})``, every file read through one
+    handle on the directory, so a swap of ``folder`` cannot mix two folders (a file the old
+    folder loses while it is read is simply absent)."""
     top = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     manifest, files = None, {}
     try:
-        inode = os.fstat(top).st_ino
         for where, dirs, names, at in os.fwalk(".", dir_fd=top):
             dirs[:] = [d for d in dirs if not d.startswith(".")]
             for name in names:
@@ -171,7 +171,7 @@ def _read_once(folder: Path) -> tuple[int, bytes | None, dict[str, bytes]]:
                     files[rel.as_posix()] = data
     finally:
         os.close(top)
-    return inode, manifest, files
+    return manifest, files
 
 
 def _checked(folder: Path, manifest: bytes | None, files: dict[str, bytes]) -> Snapshot:
@@ -201,27 +201,19 @@ def _checked(folder: Path, manifest: bytes | None, files: dict[str, bytes]) -> S
 
 def read_folder(folder: str | os.PathLike[str]) -> Snapshot:
     """Every file of ``folder``, read in one pass and checked against its ``SHA256SUMS``. A
-    reading that a publish's swap overtook (the folder's directory is another one afterwards) is
-    read again holding the publish lock shared (:func:`folder_lock`): no swap happens then, so
-    a refusal is never a false alarm from a publish in progress."""
+    reading that does not check out may be one a publish's swap overtook (the old folder's files
+    are removed as it is read), so it is read once more holding the publish lock shared
+    (:func:`folder_lock`): no swap happens then, and what is refused is what the folder holds,
+    never a false alarm from a publish in progress."""
     folder = Path(folder)
     if not folder.is_dir():
         raise ResultsError(f"{folder} is missing: no such results folder")
-    inode, manifest, files = _read_once(folder)
     try:
-        return _checked(folder, manifest, files)
+        return _checked(folder, *_read_once(folder))
     except ResultsError:
-        if _same_directory(folder, inode):
-            raise  # nothing swapped it: what was read is what the folder holds
+        pass  # read again, with no publish in progress
     with folder_lock(folder, shared=True):
-        return _checked(folder, *_read_once(folder)[1:])
-
-
-def _same_directory(folder: Path, inode: int) -> bool:
-    try:
-        return os.stat(folder).st_ino == inode
-    except FileNotFoundError:
-        return False  # between the two renames of a swap where the OS has no exchange
+        return _checked(folder, *_read_once(folder))
 
 
 #: The readings of a :func:`whole_folders` call, by folder (``None`` outside one).
