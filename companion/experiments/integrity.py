@@ -30,6 +30,7 @@ import io
 import json
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -293,8 +294,9 @@ def lock_file(folder: str | os.PathLike[str]) -> Path:
     return Path(folder).with_name(f".{Path(folder).name}.lock")
 
 
-#: The lock files this process holds exclusively (a process never waits on its own lock).
-_HELD: set[str] = set()
+#: The lock files each thread of this process holds exclusively, with the thread's id (a thread
+#: never waits on its own lock).
+_HELD: set[tuple[str, int]] = set()
 
 
 @contextmanager
@@ -303,17 +305,18 @@ def folder_lock(
 ) -> Iterator[None]:
     """Hold ``folder``'s publish lock: exclusive for a publisher (``waiting``, printed when
     another holds it), shared for a reader, which then sees no swap. A reader does not create the
-    lock (a folder nobody published through it needs none) nor wait on one this process holds.
-    Where the OS has no ``fcntl`` (Windows) the publisher takes ``filelock``'s lock and a
-    reader none."""
+    lock (a folder nobody published through it needs none); a lock this thread holds already is
+    not taken again. Where the OS has no ``fcntl`` (Windows) the publisher takes ``filelock``'s
+    lock and a reader none."""
     path = lock_file(folder)
     try:
         import fcntl
     except ImportError:  # Windows
         yield from _portable_lock(path, shared, waiting)
         return
-    if shared and (str(path) in _HELD or not path.is_file()):
-        yield
+    mine = (str(path), threading.get_ident())
+    if mine in _HELD or (shared and not path.is_file()):
+        yield  # held already by this thread (a lock of its own would wait on itself)
         return
     fd = os.open(path, os.O_RDONLY if shared else os.O_RDWR | os.O_CREAT, 0o666)
     mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
@@ -324,7 +327,7 @@ def folder_lock(
             if waiting:
                 print(waiting, file=sys.stderr, flush=True)
             fcntl.flock(fd, mode)
-        held = set() if shared else {str(path)}
+        held = set() if shared else {mine}
         _HELD.update(held)
         try:
             yield

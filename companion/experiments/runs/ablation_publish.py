@@ -34,6 +34,7 @@ from companion.experiments.results import (
 from companion.experiments.runs.ablation_plan import GRID, AblationPlan
 from companion.experiments.runs.publish import (
     check_derived,
+    check_intact,
     derived_state,
     finish_staging,
     publish_lock,
@@ -207,6 +208,7 @@ def check_same_settings(plan: AblationPlan, train: dict[str, Any] | None = None)
     setting that differs. The same settings publish again as they always did."""
     if plan.replace or not (plan.folder / "results.json").is_file():
         return
+    check_intact(plan.folder)  # an edited folder is refused as such, not as unreadable
     published = load_results(plan.folder)
     now = recorded_settings(plan.base, ("result",)) if train is None else train
     before = {**published["plan"]["train"], "variant": published["plan"].get("variant", "swin")}
