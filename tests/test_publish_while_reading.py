@@ -12,6 +12,7 @@ import pytest
 
 from companion.experiments import integrity
 from companion.experiments.integrity import ResultsError, read_folder, whole_folders
+from companion.experiments.records import check_against_table, write_table
 from companion.experiments.results import find_results, load_bias_tables, load_results
 from companion.experiments.runs.publish import finish_staging, publish_lock
 from companion.experiments.transfer_results import load_transfer
@@ -39,12 +40,16 @@ for i in range(count):
 
 @whole_folders
 def read_all(folder: Path) -> tuple[str, int]:
-    """What a chapter reads of ``folder``: its runs and curves, every bias table, its moves."""
+    """What a chapter reads of ``folder``: its runs and curves, every bias table, its moves, each
+    checked against the record table the publish rebuilds after its swap."""
     results = load_results(folder)
     for name in results["bias_files"]:
         dataset, pos = Path(name).stem.split("__")[:2]
         load_bias_tables(folder, dataset, pos)
-    return results["plan"]["name"], len(load_transfer(folder)["rows"])
+    moves = load_transfer(folder)
+    check_against_table(folder, results)
+    check_against_table(folder, moves, before=results)
+    return results["plan"]["name"], len(moves["rows"])
 
 
 @pytest.fixture
@@ -59,13 +64,14 @@ def publish(version: Path, folder: Path) -> None:
 
 
 @pytest.mark.slow
-def test_every_reading_during_a_hundred_publishes_reads_one_whole_folder(tmp_path, versions):
+def test_every_reading_during_forty_publishes_reads_one_whole_folder(tmp_path, versions):
     folder = tmp_path / "results" / "swapped"
     publish(versions[0], folder)
-    expected = {read_all(v) for v in versions}
+    write_table(folder.parent)  # a results tree: each publish rebuilds its record table
+    expected = {(load_results(v)["plan"]["name"], len(load_transfer(v)["rows"])) for v in versions}
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     publisher = subprocess.Popen(
-        [sys.executable, "-c", PUBLISHER, str(folder), "100", *map(str, versions)],
+        [sys.executable, "-c", PUBLISHER, str(folder), "40", *map(str, versions)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env=env,
     )  # fmt: skip
@@ -94,9 +100,10 @@ def test_a_reading_a_swap_overtook_is_read_again_under_the_lock(tmp_path, versio
             files = {**files, "results.json": (folder / "results.json").read_bytes()}
         return manifest, files
 
+    expected = read_folder(versions[1]).files
     monkeypatch.setattr(integrity, "_read_once", overtaken)
-    assert load_results(folder)["plan"]["name"] == VERSIONS[1]  # the new folder, whole
-    assert len(calls) == 2
+    assert read_folder(folder).files == expected  # the new folder, whole (outside a loader,
+    assert len(calls) == 2  # which holds the lock from the start, only a second reading does)
 
 
 def test_a_damaged_folder_is_refused_once_read_again_under_the_lock(tmp_path, versions):

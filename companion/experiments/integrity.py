@@ -32,7 +32,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,8 +108,8 @@ def read_manifest(folder: str | os.PathLike[str]) -> dict[str, str]:
     """``folder``'s ``SHA256SUMS`` as ``{relative path: sha256}`` (inside :func:`whole_folders`,
     the one of the folder's reading)."""
     pinned = _PINNED.get()
-    if pinned is not None and _key(folder) in pinned:
-        return dict(pinned[_key(folder)].listed)
+    if pinned is not None and _key(folder) in pinned.snapshots:
+        return dict(pinned.snapshots[_key(folder)].listed)
     path = Path(folder) / MANIFEST
     if not path.is_file():
         raise _no_manifest(folder)
@@ -217,8 +217,16 @@ def read_folder(folder: str | os.PathLike[str]) -> Snapshot:
         return _checked(folder, *_read_once(folder))
 
 
-#: The readings of a :func:`whole_folders` call, by folder (``None`` outside one).
-_PINNED: ContextVar[dict[str, Snapshot] | None] = ContextVar("whole_folders", default=None)
+@dataclass(frozen=True)
+class _Readings:
+    """The readings of a :func:`whole_folders` call, by folder, and the publish locks it holds
+    shared until it returns."""
+
+    snapshots: dict[str, Snapshot]
+    locks: ExitStack
+
+
+_PINNED: ContextVar[_Readings | None] = ContextVar("whole_folders", default=None)
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -230,17 +238,20 @@ def _key(folder: str | os.PathLike[str]) -> str:
 def whole_folders(function: Callable[P, R]) -> Callable[P, R]:
     """Mark a loader that reads several files (of one folder or more): inside it, each folder is
     read once (:func:`read_folder`) and every file of it comes from that reading, so a publish
-    cannot hand it the ``results.json`` of one folder and the curves of the next."""
+    cannot hand it the ``results.json`` of one folder and the curves of the next. Each folder's
+    publish lock is held shared from its reading until the loader returns, so what the loader
+    reads beside it (the record table a publish rebuilds after its swap) is of the same publish."""
 
     @functools.wraps(function)
     def reading_whole_folders(*args: P.args, **kwargs: P.kwargs) -> R:
         if _PINNED.get() is not None:  # inside another loader: its readings hold
             return function(*args, **kwargs)
-        token = _PINNED.set({})
-        try:
-            return function(*args, **kwargs)
-        finally:
-            _PINNED.reset(token)
+        with ExitStack() as locks:
+            token = _PINNED.set(_Readings({}, locks))
+            try:
+                return function(*args, **kwargs)
+            finally:
+                _PINNED.reset(token)
 
     return reading_whole_folders
 
@@ -250,9 +261,10 @@ def _snapshot(folder: str | os.PathLike[str]) -> Snapshot:
     if pinned is None:
         return read_folder(folder)
     key = _key(folder)
-    if key not in pinned:
-        pinned[key] = read_folder(folder)
-    return pinned[key]
+    if key not in pinned.snapshots:
+        pinned.locks.enter_context(folder_lock(folder, shared=True))
+        pinned.snapshots[key] = read_folder(folder)
+    return pinned.snapshots[key]
 
 
 def verified_bytes(folder: str | os.PathLike[str], name: str) -> bytes:
