@@ -4,7 +4,8 @@
 
 The walk is recorded as it runs (``sys.setprofile``: each call whose function lies in another
 module than its caller's), on the committed results. The wrapper of a loader marked
-``@whole_folders`` is read through, as its one line reads: the loader's caller is the caller.
+``@whole_folders`` and the machinery of a ``with`` (``contextlib``) are read through, as their one
+line reads: the caller is the code with the decorator or the ``with``.
 """
 
 import sys
@@ -31,8 +32,12 @@ def walk(load: Callable[[], object]) -> dict[str, set[str]]:
     def entered(frame, event, arg):
         if event != "call" or is_wrapper(frame):
             return
-        back = frame.f_back.f_back if frame.f_back and is_wrapper(frame.f_back) else frame.f_back
         module = frame.f_globals.get("__name__", "")
+        back = frame.f_back
+        while back is not None and is_contextlib(back):
+            back = back.f_back
+        if back is not None and is_wrapper(back) and module != WRAPPER[0]:
+            back = back.f_back  # the decorated loader: called by the wrapper's caller
         caller = back.f_globals.get("__name__", "") if back else ""
         if module.startswith(PACKAGE) and caller != module:
             callers[module].add(caller if caller.startswith("companion") else "test")
@@ -47,6 +52,10 @@ def walk(load: Callable[[], object]) -> dict[str, set[str]]:
 
 def is_wrapper(frame) -> bool:
     return (frame.f_globals.get("__name__"), frame.f_code.co_name) == WRAPPER
+
+
+def is_contextlib(frame) -> bool:
+    return frame.f_globals.get("__name__") == "contextlib"
 
 
 def upward_calls(callers: dict[str, set[str]]) -> list[str]:
