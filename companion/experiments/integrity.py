@@ -312,15 +312,14 @@ _HELD: set[tuple[str, int]] = set()
 
 
 @contextmanager
-def folder_lock(
-    folder: str | os.PathLike[str], shared: bool = False, waiting: str | None = None
-) -> Iterator[None]:
-    """Hold ``folder``'s publish lock: exclusive for a publisher (``waiting``, printed when
-    another holds it), shared for a reader, which then sees no swap. A reader does not create the
+def folder_lock(folder: str | os.PathLike[str], shared: bool = False) -> Iterator[None]:
+    """Hold ``folder``'s publish lock: exclusive for a publisher, shared for a reader, which then
+    sees no swap; either says on stderr when it waits for a publish. A reader does not create the
     lock (a folder nobody published through it needs none); a lock this thread holds already is
     not taken again. Where the OS has no ``fcntl`` (Windows) the publisher takes ``filelock``'s
     lock and a reader none."""
     path = lock_file(folder)
+    waiting = f"waiting for another process publishing {folder}"
     try:
         import fcntl
     except ImportError:  # Windows
@@ -336,8 +335,7 @@ def folder_lock(
         try:
             fcntl.flock(fd, mode | fcntl.LOCK_NB)
         except BlockingIOError:
-            if waiting:
-                print(waiting, file=sys.stderr, flush=True)
+            print(waiting, file=sys.stderr, flush=True)
             fcntl.flock(fd, mode)
         held = set() if shared else {mine}
         _HELD.update(held)
@@ -349,7 +347,7 @@ def folder_lock(
         os.close(fd)  # releases the lock
 
 
-def _portable_lock(path: Path, shared: bool, waiting: str | None) -> Iterator[None]:
+def _portable_lock(path: Path, shared: bool, waiting: str) -> Iterator[None]:
     if shared:
         yield
         return
@@ -359,8 +357,7 @@ def _portable_lock(path: Path, shared: bool, waiting: str | None) -> Iterator[No
     try:
         lock.acquire(timeout=0)
     except Timeout:
-        if waiting:
-            print(waiting, file=sys.stderr, flush=True)
+        print(waiting, file=sys.stderr, flush=True)
         lock.acquire()
     try:
         yield

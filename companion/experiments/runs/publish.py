@@ -38,7 +38,7 @@ def publish_lock(folder: Path) -> Iterator[Path]:
     half of it. Staging folders that a killed publisher left are removed (under the lock nobody
     else is using one), and so is this one's if the publish does not finish."""
     folder.parent.mkdir(parents=True, exist_ok=True)
-    with folder_lock(folder, waiting=f"waiting for another process publishing {folder}"):
+    with folder_lock(folder):
         staging = folder.with_name(f".{folder.name}.staging-{os.getpid()}")
         try:
             for stale in folder.parent.glob(f".{glob.escape(folder.name)}.staging-*"):
