@@ -29,14 +29,18 @@ def published(tmp_path, name="mini"):
 def test_other_epochs_are_refused_and_nothing_stale_is_published(tmp_path, plan_with, stand_in):
     run_ablation(plan_with(tmp_path, epochs=1), stand_in)
     before = published(tmp_path)
+    with pytest.raises(ValueError, match=r"other settings \(epochs: saved 1, now 2\).*--replace"):
+        run_ablation(plan_with(tmp_path, epochs=2), stand_in)  # the published runs: refused first
     with pytest.raises(StaleRunError, match=r"epochs: saved 1, now 2.*pass --fresh.*new --name"):
-        run_ablation(plan_with(tmp_path, epochs=2), stand_in)
+        run_ablation(replace(plan_with(tmp_path, epochs=2), replace=True), stand_in)
     assert published(tmp_path) == before
 
 
 def test_fresh_trains_again_and_publishes_the_new_runs(tmp_path, plan_with, stand_in):
     run_ablation(plan_with(tmp_path, epochs=1), stand_in)
-    results = run_ablation(replace(plan_with(tmp_path, epochs=2), fresh=True), stand_in)
+    results = run_ablation(
+        replace(plan_with(tmp_path, epochs=2), fresh=True, replace=True), stand_in
+    )
     assert results["plan"]["train"]["epochs"] == 2
     assert [r["final"]["epoch"] for r in results["runs"]] == [2]
     assert json.loads(published(tmp_path)) == results

@@ -153,7 +153,7 @@ def test_a_folder_changed_since_it_was_published_is_not_published_over(folder, p
     predictions.write_text(predictions.read_text() + "an edit\n")
     with pytest.raises(ValueError, match=r"was changed since it was published \(results\.md"):
         run_ablation(plan_in(folder))  # every run reused: it would re-hash the edit
-    with pytest.raises(ValueError, match="was changed since it was published"):
+    with pytest.raises(ValueError, match=r"results\.md was changed"):  # read whole: refused first
         run_transfer(folder / "results" / "mini", folder / "work" / "mini", MOVE, replace=True)
     assert "an edit" in predictions.read_text()  # refused, and left for the user to restore
 
@@ -180,6 +180,34 @@ def test_a_publish_that_would_lose_published_runs_is_refused_before_training(
         run_ablation(plan_in(folder, pos=("none",), replace_derived=True, fresh=True))
     assert {p: p.read_bytes() for p in before} == before  # untouched
     assert not list((folder / "results").glob(".mini.staging*"))
+
+
+def test_a_publish_with_other_settings_is_refused_naming_them_unless_it_replaces(
+    folder, plan_in, monkeypatch
+):
+    published = folder / "results" / "mini"
+    before = {p: p.read_bytes() for p in published.rglob("*") if p.is_file()}
+    other = replace(plan_in(folder).base, lr=2e-3)
+    monkeypatch.setattr(ablation, "train", None)  # refused before any training
+    with pytest.raises(ValueError) as info:
+        run_ablation(plan_in(folder, base=other, fresh=True))
+    message = str(info.value)
+    assert "\n" not in message and "lr: saved 0.001, now 0.002" in message
+    assert "--replace" in message and "epochs" not in message  # only what differs is named
+    assert {p: p.read_bytes() for p in before} == before  # untouched
+    with pytest.raises(ValueError, match=r"lr: saved 0\.001, now 0\.002"):  # and under the lock
+        ablation_publish.check_same_settings(plan_in(folder), {**load_results(published)[
+            "plan"]["train"], "lr": 2e-3})  # fmt: skip
+    monkeypatch.undo()
+    run_ablation(plan_in(folder, base=other, fresh=True, replace=True))
+    assert load_results(published)["plan"]["train"]["lr"] == 2e-3
+    assert not (published / "transfer.json").exists()  # computed from the replaced runs
+
+
+def test_the_same_settings_publish_again_from_another_work_folder(folder, plan_in):
+    shutil.copytree(folder / "work", folder / "elsewhere")
+    run_ablation(plan_in(folder, work_dir=str(folder / "elsewhere")))  # every run reused
+    assert load_results(folder / "results" / "mini")["runs"]
 
 
 HOLD_THE_LOCK = """

@@ -2,6 +2,7 @@
 damaged, removed or unlisted is refused by every reading function, in one line naming the file;
 where the runs sealed their records, even a hash list made to match does not let an edit through."""
 
+import hashlib
 import json
 import re
 import shutil
@@ -167,3 +168,44 @@ def test_hashing_a_published_folder_checks_it_first_and_only_once(folder):
     assert "checked and hashed" in hash_folder(folder)
     assert "already hashed, intact" in hash_folder(folder)
     assert load_results(folder)["header"]["hashed"] == AFTER_THE_RUN
+
+
+# ------------------------------------------------------------------ every file, and sealed labels
+
+
+@pytest.mark.parametrize("where", ["results.md", "extra.txt", "curves/extra.json"])
+def test_a_file_no_loader_reads_is_checked_too_and_an_extra_file_refused(folder, where):
+    results = load_results(folder)  # read before the edit: load_transfer checks its sources
+    path = folder / where
+    if path.exists():  # results.md: read by no loader, published all the same
+        path.write_text(path.read_text() + "an edit\n")
+        expected = f"{where} was changed or damaged"
+    else:
+        path.write_text("{}\n")
+        expected = f"{where} is not listed in"
+    readers = (
+        load_results,
+        lambda f: load_transfer(f, results),
+        lambda f: read_text(f, "predictions.md"),
+    )
+    for read in readers:
+        with pytest.raises(ResultsError, match=re.escape(expected)):
+            read(folder)
+
+
+def test_a_label_edit_with_its_hashes_refreshed_is_refused_by_the_runs_sealed_labels(folder):
+    def relabel(results: dict) -> None:  # the first test image's label changed, every hash made
+        kept = results["test_sets"]["grid-cell"]["test"]  # to match but what the runs sealed
+        kept["labels"] = ("1" if kept["labels"][0] == "0" else "0") + kept["labels"][1:]
+        kept["labels_sha256"] = hashlib.sha256(kept["labels"].encode()).hexdigest()
+        counts = [kept["labels"].count(c) for c in set(kept["labels"])]
+        kept["constant_answer"] = max(counts) / len(kept["labels"])
+
+    edit_json(folder / RESULTS, relabel)
+    write_manifest(folder)
+    with pytest.raises(ResultsError, match="not the ones its runs sealed"):
+        load_results(folder)
+    edit_json(folder / RESULTS, lambda r: r["test_sets"]["grid-cell"]["test"].update(n=3))
+    write_manifest(folder)
+    with pytest.raises(ResultsError, match="n or constant answer"):
+        load_results(folder)

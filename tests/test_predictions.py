@@ -113,7 +113,7 @@ def test_a_gaps_seed_by_seed_line_keeps_only_the_seeds_where_its_baseline_solved
     lines = split_seed_readings(found, plan).splitlines()
     seeds = next(line for line in lines if line.strip().startswith("seed"))
     assert seeds.split()[1:] == ["1", "5"]
-    assert "the 1 solved seeds" in "\n".join(lines)  # seed 1: both solved
+    assert "the 1 seed where both solved" in "\n".join(lines)  # seed 1: both solved
 
 
 def test_a_count_on_fewer_seeds_is_read_as_the_same_share():

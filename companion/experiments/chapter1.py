@@ -33,6 +33,7 @@ from companion.experiments.integrity import (
     read_manifest,
     verified_json,
     verified_tensors,
+    whole_folders,
 )
 from companion.experiments.learned_embedding import POSITION_STATISTICS as POSITION_STATISTICS
 from companion.experiments.learned_embedding import PermutationTest
@@ -44,6 +45,7 @@ from companion.experiments.learned_embedding import shuffled_null as shuffled_nu
 from companion.experiments.learned_embedding import similarity_gap as similarity_gap
 from companion.experiments.predictions import PREDICTIONS, load_predictions, parse_predictions
 from companion.experiments.records import TABLE, check_against_table
+from companion.experiments.related import refuse_other_trees
 from companion.experiments.results import result_places
 
 RESULT_NAME = "learned-abs"
@@ -63,11 +65,13 @@ def _find(name: str, folder: str | Path | None, *files: str) -> Path:
     for place in places:
         if all((place / f).is_file() for f in files):
             return place
+        refuse_other_trees(place.parent, name)  # the first results tree is the only one searched
     raise FileNotFoundError(
         f"folder: no {' with '.join(files)} in any of {[str(p) for p in places]}"
     )
 
 
+@whole_folders
 def _load_embedding(
     name: str, embedding_file: str, folder: str | Path | None
 ) -> tuple[Tensor, dict]:

@@ -42,6 +42,7 @@ from companion.experiments.bootstrap import Interval, gap_interval, lift_gap_int
 
 # The chapter imports everything it reads from here: the loaders and the cell tables below are
 # re-exported (``name as name``), each defined once where chapters 5 and 6 share it.
+from companion.experiments.integrity import whole_folders
 from companion.experiments.placements import placement_readings as placement_readings
 from companion.experiments.placements import placement_table as placement_table
 from companion.experiments.placements import placements as placements
@@ -88,6 +89,7 @@ from companion.experiments.stats import format_p, holm_bounds
 from companion.experiments.stats import ring_null as ring_null
 
 
+@whole_folders
 def load_results(folder: str | Path) -> dict[str, Any]:
     """``folder``'s ``results.json``, verified against its ``SHA256SUMS`` and against the record
     table: every count and per-image bits' hash the readings below use is the table's."""

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from companion.experiments.integrity import ResultsError
+from companion.experiments.integrity import ResultsError, whole_folders
 from companion.experiments.pilots import find_pilot_twins
 from companion.experiments.predictions import (
     PREDICTIONS,
@@ -31,6 +31,7 @@ from companion.experiments.predictions import (
     test_labels,
 )
 from companion.experiments.records import check_against_table, load_table
+from companion.experiments.related import check_added_seeds, check_one_run, related_folder
 from companion.experiments.resolution_transfer import WINDOW_GROWN, WINDOW_KEPT
 from companion.experiments.results import (
     describe_run,
@@ -105,6 +106,7 @@ class FarTransfer:
         return [s for s in every if self.accuracy[pos, s] >= self.threshold], every
 
 
+@whole_folders
 def _checked(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """A folder's ``results.json`` and ``transfer.json``, each as the record table holds it."""
     results = load_results(folder)
@@ -134,6 +136,7 @@ def _split(
     return [pos for pos in codes if 0 < sum(solved.get(pos, [])) < len(solved.get(pos, []))]
 
 
+@whole_folders
 def load_far_transfer(name: str = "cpu-transfer-far") -> FarTransfer:
     """Every folder of the experiment (:func:`find_results` finds ``name``; the extra seeds in
     ``name``-more, needed exactly when a 32-px cell split; the references beside it), verified
@@ -145,7 +148,7 @@ def load_far_transfer(name: str = "cpu-transfer-far") -> FarTransfer:
     ablations, transfers, folders = [first], [moves], [folder]
     split = _split(_accuracies(folders), first["plan"]["pos"], plan["solved"]["threshold"])
     if split:
-        more_folder = find_results(f"{name}-more")
+        more_folder = related_folder(folder, f"{name}-more")  # in the same results tree
         folders.append(more_folder)
         more, more_moves = _checked(more_folder)
         if list(more["plan"]["pos"]) != split:
@@ -157,6 +160,7 @@ def load_far_transfer(name: str = "cpu-transfer-far") -> FarTransfer:
     check_references(references, plan["references"])
     for rendering, reference in references.items():
         check_against_table(folder.parent / plan["references"][rendering], reference)
+    check_one_run(ablations, list(references.values()))  # one code, the same settings
     return FarTransfer(before=merge_runs(*ablations), rows=merge_rows(*transfers),
                        references=references, plan=plan,
                        records=(*ablations, *transfers, *references.values()),
@@ -164,6 +168,7 @@ def load_far_transfer(name: str = "cpu-transfer-far") -> FarTransfer:
                        accuracy=_accuracies(folders))  # fmt: skip
 
 
+@whole_folders
 def load_blind_far_transfer(far: FarTransfer, name: str = "cpu-transfer-far") -> FarTransfer:
     """``far`` read on blind seeds only: ``name``-blind and the world reference's blind folder
     merged in (seed 5 of every cell left with fewer than five seeds no pilot ran, trained after
@@ -171,10 +176,12 @@ def load_blind_far_transfer(far: FarTransfer, name: str = "cpu-transfer-far") ->
     and each cell cut to its first :data:`BLIND` remaining seeds, so every planned comparison
     reads five seeds a side that the predictions did not know."""
     world, scaled = far.plan["references"]["world"], far.plan["references"]["scaled"]
-    blind_folder = find_results(f"{name}-blind")
+    blind_folder = related_folder(find_results(name), f"{name}-blind")
     blind, blind_moves = _checked(blind_folder)
-    world_blind = load_results(find_results(f"{world}-blind"))
-    check_against_table(find_results(f"{world}-blind"), world_blind)
+    world_blind_folder = related_folder(find_results(name), f"{world}-blind")
+    world_blind = load_results(world_blind_folder)
+    check_against_table(world_blind_folder, world_blind)
+    check_added_seeds((far.records[0], blind), (far.references["world"], world_blind))
     named = [name, f"{name}-more", f"{name}-blind", world, f"{world}-blind", scaled]
     pilots: dict[str, set[str]] = {"before": set(), "world": set(), "scaled": set()}
     for twin in find_pilot_twins(named):

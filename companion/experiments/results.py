@@ -22,12 +22,15 @@ from typing import Any
 
 from companion.experiments.integrity import (
     ResultsError,
+    check_test_sets,
     is_sealed,
     read_manifest,
     verified_bytes,
     verified_json,
     verified_tensors,
+    whole_folders,
 )
+from companion.experiments.related import refuse_other_trees
 from companion.position import Position
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the companion package
@@ -140,6 +143,7 @@ def find_results(name: str, search: Sequence[Path] | None = None) -> Path:
     for place in places:
         if (Path(place) / name / "results.json").is_file():
             return Path(place) / name
+        refuse_other_trees(place, name)  # the first results tree is the only one searched
     raise FileNotFoundError(
         f"no results {name!r} (a results/{name}/results.json) in any of "
         f"{[str(p) for p in places]}; the companion package ships the book's results: "
@@ -153,6 +157,7 @@ def load_results(folder: str | os.PathLike[str]) -> dict[str, Any]:
     return check_results(folder)[0]
 
 
+@whole_folders
 def check_results(
     folder: str | os.PathLike[str], read: Callable[[Path, str], Any] = verified_json
 ) -> tuple[dict[str, Any], dict[str, list[dict]]]:
@@ -183,6 +188,7 @@ def check_results(
             raise ResultsError(
                 f"{path}: its summary is not the one its runs give (the summary was changed)"
             )
+        check_test_sets(results, path)  # the labels every run sealed
     except (KeyError, TypeError, AttributeError) as exc:
         raise ResultsError(
             f"{path} is not an ablation's results ({type(exc).__name__}: {exc})"
@@ -195,6 +201,7 @@ def read_text(folder: str | os.PathLike[str], name: str) -> str:
     return verified_bytes(folder, name).decode("utf-8")
 
 
+@whole_folders
 def load_transfer(folder: str | os.PathLike[str], results: dict[str, Any]) -> dict[str, Any]:
     """``transfer.json`` of an ablation folder whose ``results.json`` is ``results`` (as loaded),
     checked against ``SHA256SUMS``, its own ``record_sha256`` and ``results``' runs (its
@@ -251,6 +258,7 @@ def bias_file(dataset: str, pos: str, variant: str = "swin") -> str:
     return f"bias/{dataset}__{pos}{middle}.pt"
 
 
+@whole_folders
 def load_bias_tables(
     folder: str | os.PathLike[str], dataset: str, pos: str, variant: str = "swin"
 ) -> dict[str, Any]:

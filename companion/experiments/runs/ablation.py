@@ -52,6 +52,7 @@ from companion.experiments.runs.ablation_plan import (
 from companion.experiments.runs.ablation_publish import (
     check_keeps_published_runs,
     check_plan_derived,
+    check_same_settings,
     publish_ablation,
     results_record,
     tables_intact,
@@ -248,6 +249,7 @@ def run_ablation(
     check_writable_folder(plan.folder, "--results-dir/--name")  # before any training
     check_writable_folder(plan.work, "--work-dir/--name")
     restore_interrupted_swap(plan.folder)
+    check_same_settings(plan)  # before any training, and again under the publish lock
     check_plan_derived(plan, None)
     check_keeps_published_runs(plan)
     start = time.perf_counter()
@@ -288,7 +290,7 @@ def _run_point(
 
 
 #: The plan's own flags (besides the grid, --extra, and every per-run setting of the trainer).
-PLAN_FLAGS = ("name", "results_dir", "work_dir", "jobs", "fresh", "replace_derived")
+PLAN_FLAGS = ("name", "results_dir", "work_dir", "jobs", "fresh", "replace_derived", "replace")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -57,6 +57,11 @@ class AblationPlan:
         "resolution experiment's transfer.json): they are removed, to be computed again",
         kind="process",
     )  # fmt: skip
+    replace: bool = setting(
+        False, "publish even where results/<name>/ holds runs trained with other settings: the "
+        "folder is replaced whole (its predictions kept, its derived results removed)",
+        kind="process",
+    )  # fmt: skip
     extra: tuple[tuple[str, Position, str], ...] = ()
     #: The seeds of the ``extra`` cells (None: ``seeds``); a subset of ``seeds``, so that every
     #: variant run has its baseline run (same dataset, pos and seed) to be compared with.

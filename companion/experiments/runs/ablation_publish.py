@@ -1,6 +1,8 @@
 """Publishing an ablation: ``results/<name>/`` written from the runs' own records (never from the
 command line), built in a staging folder and swapped in only when every run has finished, with
-the checks that nothing published is lost and that results derived from other runs are not kept.
+the checks that nothing published is lost, that results derived from other runs are not kept,
+and that runs trained with other settings are not published over (unless ``--replace``): the
+same settings re-publish as before, idempotently.
 
 ``companion.experiments.runs.ablation`` trains the runs and calls :func:`publish_ablation`.
 """
@@ -19,9 +21,11 @@ from companion._io import atomic_write_json, atomic_write_text, file_sha256
 from companion.data import num_classes
 from companion.data.tasks import IMAGE_SIZE
 from companion.experiments.evaluation import evaluation_splits, labels_record
+from companion.experiments.related import RESULT_SETTINGS
 from companion.experiments.results import (
     DERIVED,
     bias_file,
+    load_results,
     results_table,
     run_key,
     run_sources,
@@ -30,11 +34,14 @@ from companion.experiments.results import (
 from companion.experiments.runs.ablation_plan import GRID, AblationPlan
 from companion.experiments.runs.publish import (
     check_derived,
+    check_intact,
     derived_state,
     finish_staging,
     publish_lock,
 )
 from companion.position import Position
+from companion.train.checkpoint import settings_differences
+from companion.train.config import recorded_settings
 
 #: Files of a results folder written before its runs (the predictions), carried over unchanged
 #: by every publish.
@@ -134,6 +141,7 @@ def publish_ablation(
     folder must keep every file of the old one (``finish_staging``)."""
     folder = plan.folder
     with publish_lock(folder) as staging:
+        check_same_settings(plan, results["plan"]["train"])  # again: another may have published
         check_plan_derived(plan, records)  # again: another process may have published meanwhile
         bias_files = []
         for r in records:
@@ -161,16 +169,19 @@ def publish_ablation(
         for name in KEPT:  # written before the run (predictions); never rewritten by it
             if (folder / name).is_file():
                 shutil.copyfile(folder / name, staging / name)
-        kept = derived_state(folder, run_sources(results)) == "current"
+        kept = not plan.replace and derived_state(folder, run_sources(results)) == "current"
         for name in DERIVED if kept else ():
             if (folder / name).is_file():
                 shutil.copyfile(folder / name, staging / name)
-        finish_staging(staging, folder, dropped=() if kept else DERIVED)
+        finish_staging(staging, folder, dropped=() if kept else DERIVED, replace=plan.replace)
 
 
 def check_keeps_published_runs(plan: AblationPlan) -> None:
     """Before any training: refuse a plan that would publish over ``plan.folder`` without some
-    of the runs published there (``publish.check_nothing_lost`` would refuse it afterwards)."""
+    of the runs published there (``publish.check_nothing_lost`` would refuse it afterwards),
+    unless it is to replace the folder (``--replace``)."""
+    if plan.replace:
+        return
     published = {p.stem for p in (plan.folder / "curves").glob("*.json")}
     dropped = sorted(published - {run_key(d, p, s, v) for d, p, v, s in plan.runs()})
     if dropped:
@@ -184,6 +195,29 @@ def check_keeps_published_runs(plan: AblationPlan) -> None:
 def check_plan_derived(plan: AblationPlan, records: list[dict[str, Any]] | None) -> None:
     """:func:`~companion.experiments.runs.publish.check_derived` for ``plan`` (``--replace-derived``
     lets the publish remove derived results instead)."""
-    if not plan.replace_derived:
+    if not (plan.replace_derived or plan.replace):
         keys = {run_key(d, p, s, v) for d, p, v, s in plan.runs()}
         check_derived(plan.folder, keys, plan.fresh, records)
+
+
+def check_same_settings(plan: AblationPlan, train: dict[str, Any] | None = None) -> None:
+    """Refuse to publish over ``plan.folder`` when its runs were trained with other result
+    settings (:data:`~companion.experiments.related.RESULT_SETTINGS`, and the model variant)
+    than ``train`` (the runs' shared settings, ``results.json``'s ``plan.train``; ``None``:
+    the plan's own, before any training), unless ``plan.replace``: one line naming each
+    setting that differs. The same settings publish again as they always did."""
+    if plan.replace or not (plan.folder / "results.json").is_file():
+        return
+    check_intact(plan.folder)  # an edited folder is refused as such, not as unreadable
+    published = load_results(plan.folder)
+    now = recorded_settings(plan.base, ("result",)) if train is None else train
+    before = {**published["plan"]["train"], "variant": published["plan"].get("variant", "swin")}
+    compared = {k: now[k] for k in RESULT_SETTINGS if k in now and k in before}
+    diff = settings_differences(before, {**compared, "variant": plan.base.variant})
+    if diff:
+        raise ValueError(
+            f"{plan.folder} holds runs trained with other settings ({'; '.join(diff)}): pass "
+            f"--replace to publish over them (the folder is replaced whole, its predictions "
+            f"kept; add --fresh if --work-dir saved runs with the old settings), or publish "
+            f"under another --name"
+        )

@@ -17,11 +17,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
-
 from companion.experiments.integrity import (
     MANIFEST,
     file_hashes,
+    folder_lock,
     manifest_differences,
     write_manifest,
 )
@@ -33,25 +32,21 @@ from companion.experiments.results import DERIVED, load_results, run_sources
 def publish_lock(folder: Path) -> Iterator[Path]:
     """Hold the OS lock that serialises every publish to ``folder`` (the ablation's and the
     resolution experiment's), waiting for another publisher to finish; yields a staging folder of
-    this process's own. The lock file sits beside ``folder`` (``.<name>.lock``), not in it: the
-    folder itself is swapped. Staging folders that a killed publisher left are removed (under
-    the lock nobody else is using one), and so is this one's if the publish does not finish."""
+    this process's own. The lock file sits beside ``folder`` (``.<name>.lock``,
+    ``integrity.folder_lock``), not in it: the folder itself is swapped. Readers that a swap
+    overtook take the same lock shared, so they wait for the publish to finish rather than read
+    half of it. Staging folders that a killed publisher left are removed (under the lock nobody
+    else is using one), and so is this one's if the publish does not finish."""
     folder.parent.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(folder.with_name(f".{folder.name}.lock"))
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        print(f"waiting for another process publishing {folder}", file=sys.stderr, flush=True)
-        lock.acquire()
-    staging = folder.with_name(f".{folder.name}.staging-{os.getpid()}")
-    try:
-        for stale in folder.parent.glob(f".{glob.escape(folder.name)}.staging-*"):
-            shutil.rmtree(stale, ignore_errors=True)
-        check_intact(folder)
-        yield staging
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)  # what a refused or failed publish left
-        lock.release()
+    with folder_lock(folder):
+        staging = folder.with_name(f".{folder.name}.staging-{os.getpid()}")
+        try:
+            for stale in folder.parent.glob(f".{glob.escape(folder.name)}.staging-*"):
+                shutil.rmtree(stale, ignore_errors=True)
+            check_intact(folder)
+            yield staging
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)  # what a refused or failed publish left
 
 
 def check_intact(folder: Path) -> None:
@@ -84,11 +79,15 @@ def check_nothing_lost(staging: Path, folder: Path, dropped: Iterable[str] = ())
         )
 
 
-def finish_staging(staging: Path, folder: Path, dropped: Iterable[str] = ()) -> None:
-    """Hash ``staging`` (``SHA256SUMS``), check that it loses nothing of ``folder``
-        (:func:`check_nothing_lost`), swap it in (:func:`swap_in`) and rebuild the record table of
-    its results tree (``companion.experiments.records.refresh_table``)."""
-    check_nothing_lost(staging, folder, dropped)
+def finish_staging(
+    staging: Path, folder: Path, dropped: Iterable[str] = (), replace: bool = False
+) -> None:
+    """Hash ``staging`` (``SHA256SUMS``), check that it loses nothing of ``folder`` (but
+    ``dropped``; anything when it is to ``replace`` it, :func:`check_nothing_lost`), swap it in
+    (:func:`swap_in`) and rebuild the record table of its results tree
+    (``companion.experiments.records.refresh_table``)."""
+    if not replace:
+        check_nothing_lost(staging, folder, dropped)
     write_manifest(staging)
     swap_in(staging, folder)
     refresh_table(folder)
@@ -117,7 +116,9 @@ def check_derived(
     """Refuse to publish over derived results that would no longer match the published runs.
     Before training (``records=None``) what is already certain is refused: derived results that
     do not match the runs published now, or that a fresh start (``fresh``) or another set of run
-    keys (``planned``) will not match; after it, derived results that do not match ``records``."""
+    keys (``planned``) will not match; after it, derived results that do not match ``records``.
+    A folder changed since it was published is refused as such first (:func:`check_intact`)."""
+    check_intact(folder)
     if records is not None:
         stale = derived_state(folder, run_sources({"runs": records})) == "stale"
     else:

@@ -1,0 +1,127 @@
+"""Folders read together come from one results tree and from one experiment.
+
+A chapter merges folders: chapter 6 reads ``cpu-transfer-far`` with the seeds added to it
+(``-more``, ``-blind``) and its 48-px references. A merge is only honest when its folders belong
+together, so every folder a reader needs is taken from the **same** ``results/`` tree as the
+first (:func:`related_folder`, :func:`refuse_other_trees`), never from another checkout or the
+installed package, and their records must say they belong together:
+
+* the folders one run of an experiment's script wrote (a folder, its ``-more`` seeds, its
+  references) ran the same code (commit and companion hash) with the same result settings, a
+  reference differing only in how it draws the task at its size (:func:`check_one_run`);
+* seeds added after the run (``-blind``) ran at their own, later commit, but with the settings of
+  the folder they extend, and all at one commit (:func:`check_added_seeds`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from companion.experiments.integrity import ResultsError
+from companion.train.config import RECORDED_AS, config_fields
+
+#: The record table that marks a results tree (``records.TABLE``; not imported from there, as
+#: ``records`` itself reads through ``results``).
+TREE_MARK = "records.csv"
+#: The settings that decide what a run learns (``TrainConfig``'s "result" settings), but the
+#: grid's axes, which each run of a folder sets for itself; by their recorded names.
+RESULT_SETTINGS = tuple(
+    RECORDED_AS.get(f.name, f.name)
+    for f in config_fields("result")
+    if f.name not in ("dataset", "pos", "seed", "variant")
+)
+#: What a reference trained at the new size changes by design: the size, how the task is drawn
+#: there, its window, and the curriculum chosen for that size.
+REFERENCE_CHANGES = ("img_size", "rendering", "window_size", "curriculum_epochs")
+
+
+def refuse_other_trees(place: str | Path, name: str) -> None:
+    """Stop a search for ``name`` at the first results tree (``place`` holding ``records.csv``)
+    that lacks it: a folder missing there is never taken from another tree."""
+    if (Path(place) / TREE_MARK).is_file():
+        raise FileNotFoundError(
+            f"no results {name!r} in {place}, the results tree found first: the folders a chapter "
+            f"reads together come from one tree, never from another checkout or the installed "
+            f"package; publish {name} there, or run from a tree that has it"
+        )
+
+
+def related_folder(folder: str | Path, name: str) -> Path:
+    """The folder ``name`` beside ``folder`` (in its results tree), which must have been
+    published (a ``results.json``)."""
+    found = Path(folder).parent / name
+    if not (found / "results.json").is_file():
+        raise ResultsError(
+            f"{found} is missing: {Path(folder).name} is read with it, and it is taken only from "
+            f"the same results tree ({Path(folder).parent}), never from another"
+        )
+    return found
+
+
+def _code(record: dict[str, Any]) -> tuple[str, str]:
+    return record["header"]["git"]["commit"], record["header"].get("companion_sha256", "")
+
+
+def _differences(a: dict[str, Any], b: dict[str, Any], skip: Sequence[str]) -> list[str]:
+    """``"name a vs b"`` for every result setting of two ``results.json`` that differs."""
+    ta, tb = a["plan"]["train"], b["plan"]["train"]
+    found = [
+        f"{k} {json.dumps(ta.get(k))} vs {json.dumps(tb.get(k))}"
+        for k in RESULT_SETTINGS
+        if k not in skip and ta.get(k) != tb.get(k)
+    ]
+    if a["plan"].get("variant", "swin") != b["plan"].get("variant", "swin"):
+        found.append(f"variant {a['plan'].get('variant')} vs {b['plan'].get('variant')}")
+    return found
+
+
+def _name(record: dict[str, Any]) -> str:
+    return str(record["plan"]["name"])
+
+
+def _refuse(first: dict[str, Any], other: dict[str, Any], what: str) -> None:
+    raise ResultsError(
+        f"{_name(other)} cannot be read with {_name(first)}: {what}; they are not one experiment"
+    )
+
+
+def check_one_run(
+    records: Sequence[dict[str, Any]], references: Sequence[dict[str, Any]] = ()
+) -> None:
+    """Refuse ablation records (``results.json``) of one run of an experiment's script that do
+    not agree: every one, ``references`` included, ran the first's code (commit and companion
+    hash); ``records`` share every result setting, ``references`` all but
+    :data:`REFERENCE_CHANGES`. The message names the folders and the settings that differ."""
+    first = records[0]
+    try:
+        for other in [*records[1:], *references]:
+            if _code(other) != _code(first):
+                commits = f"{_code(other)[0][:10]} vs {_code(first)[0][:10]}"
+                _refuse(first, other, f"they ran other code (commit {commits})")
+            skip = REFERENCE_CHANGES if any(other is r for r in references) else ()
+            diff = _differences(other, first, skip)
+            if diff:
+                _refuse(first, other, f"other settings ({'; '.join(diff)})")
+    except (KeyError, TypeError) as exc:
+        raise ResultsError(f"a record lacks its provenance ({type(exc).__name__}: {exc})") from None
+
+
+def check_added_seeds(*pairs: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    """Refuse seeds added after a run (each pair: the folder extended, the added folder's
+    ``results.json``) that were trained with other result settings than the folder they extend,
+    or at more than one commit among them."""
+    try:
+        for extended, added in pairs:
+            diff = _differences(added, extended, ())
+            if diff:
+                _refuse(extended, added, f"other settings ({'; '.join(diff)})")
+        first = pairs[0][1]
+        for _, added in pairs[1:]:
+            if _code(added) != _code(first):
+                commits = f"{_code(added)[0][:10]} vs {_code(first)[0][:10]}"
+                _refuse(first, added, f"seeds added together ran other code (commit {commits})")
+    except (KeyError, TypeError) as exc:
+        raise ResultsError(f"a record lacks its provenance ({type(exc).__name__}: {exc})") from None
