@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from companion.experiments import integrity
+from companion.experiments import integrity, records
 from companion.experiments.integrity import ResultsError, read_folder, whole_folders
 from companion.experiments.records import check_against_table, write_table
 from companion.experiments.results import (
@@ -161,3 +161,45 @@ def test_the_second_reading_waits_for_the_publish_in_progress(tmp_path, versions
     assert holder.wait() == 0
     reader.join()
     assert done == [VERSIONS[0]] and len(calls) == 2
+
+
+def test_the_record_table_read_between_a_rebuilds_two_writes_waits_for_the_second(
+    tmp_path, monkeypatch
+):
+    root = tmp_path / "results"
+    root.mkdir()
+    good = records.table_text([])
+    (root / records.TABLE).write_text(good)
+    (root / records.TABLE_HASH).write_text("0" * 64 + "  records.csv\n")  # the old hash
+    first_read = threading.Event()
+    read = records._read_table
+
+    def reading(where: Path) -> list:
+        try:
+            return read(where)
+        finally:
+            first_read.set()
+
+    monkeypatch.setattr(records, "_read_table", reading)
+    locked = threading.Event()
+
+    def rebuild() -> None:  # holds the table's lock between its two writes, as write_table does
+        with integrity.folder_lock(root / records.TABLE):
+            locked.set()
+            first_read.wait(timeout=60)  # the reader has seen the table without its new hash
+            (root / records.TABLE_HASH).write_text(records._hash_line(good))
+
+    writer = threading.Thread(target=rebuild)
+    writer.start()
+    locked.wait(timeout=60)
+    assert records.load_table(root) == []  # refused once, then read whole after the rebuild
+    writer.join()
+
+
+def test_a_damaged_record_table_is_still_refused(tmp_path):
+    root = tmp_path / "results"
+    root.mkdir()
+    (root / records.TABLE).write_text(records.table_text([]))
+    (root / records.TABLE_HASH).write_text("0" * 64 + "  records.csv\n")
+    with pytest.raises(ResultsError, match="does not match"):
+        records.load_table(root)

@@ -50,7 +50,7 @@ from typing import Any
 
 from companion._io import atomic_write_text
 from companion.experiments.evaluation import unpack_bits
-from companion.experiments.integrity import ResultsError, read_manifest, verified_json
+from companion.experiments.integrity import ResultsError, folder_lock, read_manifest, verified_json
 from companion.experiments.resolution_transfer import condition_name
 from companion.experiments.results import find_results
 from companion.swin_configs import CONFIGS
@@ -176,8 +176,9 @@ def _hash_line(text: str) -> str:
 def write_table(root: str | Path) -> Path:
     """Rebuild ``root/records.csv`` and its hash from the folders under ``root``."""
     text = table_text(record_rows(root))
-    atomic_write_text(Path(root) / TABLE, text)
-    atomic_write_text(Path(root) / TABLE_HASH, _hash_line(text))
+    with folder_lock(Path(root) / TABLE):  # two files: a reader waits for both (load_table)
+        atomic_write_text(Path(root) / TABLE, text)
+        atomic_write_text(Path(root) / TABLE_HASH, _hash_line(text))
     return Path(root) / TABLE
 
 
@@ -203,6 +204,14 @@ def load_table(root: str | Path | None = None) -> list[dict[str, Any]]:
     """The rows of ``records.csv`` (under ``root``, or the chapters' ``results/``), after checking
     the file against ``records.csv.sha256``; integer columns as ints."""
     root = results_root() if root is None else Path(root)
+    try:
+        return _read_table(root)
+    except ResultsError:  # perhaps read between a rebuild's two writes: once more after it
+        with folder_lock(root / TABLE, shared=True):
+            return _read_table(root)
+
+
+def _read_table(root: Path) -> list[dict[str, Any]]:
     path = root / TABLE
     try:
         text = path.read_bytes().decode("utf-8")
