@@ -1,10 +1,8 @@
 """A results folder read only as its runs wrote it: every file checked before it is used.
 
-A published folder carries ``SHA256SUMS`` (the format of ``sha256sum``, so ``sha256sum -c
-SHA256SUMS`` checks it from a shell): the sha256 of every file in it, written when the folder is
-published (or, for a folder published before this, once afterwards by
-``python -m companion.experiments.runs.hash_results``, which marks its header so). The readers
-of :mod:`companion.experiments.results` and its neighbours go through :func:`verified_bytes`,
+A published folder carries ``SHA256SUMS`` (``sha256sum -c SHA256SUMS`` checks it from a shell):
+the sha256 of every file in it, written by the publish (or once afterwards by
+``runs.hash_results``, which marks the header so). The readers go through :func:`verified_bytes`,
 which reads the folder **whole** (:func:`read_folder`): every file listed is there and has its
 hash, and a file not listed is refused too, so a folder reads as verified only when all of it
 is what was published. A mismatch is one line naming the file (:class:`ResultsError`).
