@@ -14,10 +14,8 @@ publish lock (:func:`folder_lock`, held shared), where no swap can happen. Insid
 marked :func:`whole_folders` (the loaders), every file of a folder comes from the one reading of
 it.
 
-A hash list guards against damage and accidents, not against someone who edits a file and its
-hash together; what the runs themselves sealed (``record_sha256``: each run's record with its
-per-image results, test labels' hash and curve) is checked on top, by ``results.load_results``
-and :func:`check_test_sets`.
+A hash list guards against damage, not against an edit of a file and its hash together: what
+the runs sealed (``record_sha256``, labels' hashes) is checked on top (:func:`check_test_sets`).
 """
 
 from __future__ import annotations
