@@ -15,6 +15,7 @@ from companion.experiments.chapter6 import (
     FarTransfer,
     check_far_transfer_prediction,
     exploratory_family,
+    family_split_readings,
     far_glance,
     far_split_readings,
     load_far_transfer,
@@ -272,3 +273,29 @@ def test_a_gap_reading_a_moved_cell_that_split_is_marked_in_the_family_and_the_p
     measured = check_far_transfer_prediction(far.before, far.rows, far.references,
                                              plan["predictions"][0], plan)[0]  # fmt: skip
     assert measured.endswith("(split at 48 px: rel grown-geometric 1 of 3)")
+
+
+def test_each_daggered_gap_beside_rel_is_printed_seed_by_seed_with_its_count():
+    far = _far(
+        {"rel": 1.0, "cpb": 1.0, "abs": 1.0},
+        {
+            ("rel", "world", "window-grown-geometric"): (0.95, 0.6, 0.6),
+            ("cpb", "world", "window-grown"): (0.95, 0.95, 0.3),
+            ("abs", "world", "window-grown"): 0.95,
+        },
+    )
+    blocks = family_split_readings(far, ["world"]).split("\n\n")
+    # abs beside rel reads rel's split cell too; rel itself has no gap beside rel
+    assert [b.splitlines()[0] for b in blocks] == [
+        "world, window grown, as moved: cpb − rel",
+        "world, window grown, as moved: abs − rel",
+    ]
+    lines = blocks[0].splitlines()
+    assert lines[1].split() == ["seed", "0", "1", "2"]
+    assert lines[2].split() == ["cpb", "grown", "at", "48", "solved", "yes", "yes", "no"]
+    assert lines[3].split() == ["rel", "grown-geometric", "at", "48", "solved", "yes", "no", "no"]
+    assert lines[4].split() == ["points", "+0.0", "+35.0", "-30.0"]
+    assert (
+        lines[5]
+        == "  cpb ahead by more than a point on 1 of 3 seeds, behind on 1, within a point on 1"
+    )

@@ -49,7 +49,6 @@ EXEMPT: dict[str, dict[str, str]] = {
     },
     "06_resolution_and_beyond.ipynb": {
         "360": "arithmetic in the prose: 529 - 169 new rows",
-        "2.5": "arithmetic in the prose: 1 + 1.5",
         "132": "arithmetic in the prose: P(P - 1) at P = 12",
         "240": "arithmetic in the prose: P(P - 1) at P = 16",
     },

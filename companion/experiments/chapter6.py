@@ -26,7 +26,9 @@ The exploratory family (:func:`exploratory_family`) is every comparison the pred
 plan that the chapter prints: what each code kept of its 32-px lift, with the window kept and
 grown, and what growing the window gained, in each rendering; two-stage bootstrap intervals in
 points, Holm's adjustment over the whole family. A code whose 32-px cell split is read on the
-seeds that solved it (the others had nothing to keep) and says so.
+seeds that solved it (the others had nothing to keep) and says so. Where a gap beside
+``against`` reads a moved cell that split (``†``), :func:`family_split_readings` prints it seed
+by seed, to be read as a count.
 """
 
 from __future__ import annotations
@@ -243,13 +245,8 @@ def far_split_readings(far: FarTransfer) -> str:
             lines.append(f"  not readable on seed {named}: the reference did not learn there")
         labelled = [(f"{pos} solved", solved[pos]) for pos in split]
         labelled += [(f"{name} at {far.plan['size']} solved", won) for name, won, _ in moved_split]
-        width = max(14, *(len(label) + 1 for label, _ in labelled))
-        lines.append(f"  {'seed':{width}}" + "".join(f"{s:>7}" for s in seeds))
-        for label, won in labelled:
-            lines.append(f"  {label:{width}}" + "".join(
-                f"{'yes' if s in won else 'no':>7}" for s in seeds))  # fmt: skip
         values = [_gap_on(far, p["kind"], cells, [s]).estimate for s in seeds]
-        lines.append(f"  {'points':{width}}" + "".join(f"{100 * v:+7.1f}" for v in values))
+        lines += _seed_lines(seeds, labelled, values)
         if not split:  # only the moved cells split: nothing solved at 32 px to read apart
             blocks.append("\n".join(lines))
             continue
@@ -263,6 +260,58 @@ def far_split_readings(far: FarTransfer) -> str:
         )
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
+
+
+def family_split_readings(
+    far: FarTransfer, renderings: Sequence[str] = ("scaled", "world"), against: str = "rel"
+) -> str:
+    """For every last-column gap of :func:`exploratory_family` marked ``†`` (window grown, as
+    moved: a code − ``against``, on the seeds both are read on, with a moved cell that split):
+    whether each seed's moved cells solved the task, the gap seed by seed in points, and how many
+    seeds (as printed) the code is ahead on by more than a point, behind on, and within a
+    point on. Each line is
+    one seed, so the gap is read as a count, not as the mean the family prints."""
+    size, blocks = far.plan["size"], []
+    for rendering in renderings:
+        for pos in far.codes:
+            if pos in (against, "none"):
+                continue
+            grown = {"dataset": DATASET, "pos": pos, "rendering": rendering,
+                     "condition": grown_condition(pos), "metric": "acc"}  # fmt: skip
+            other = {**grown, "pos": against, "condition": grown_condition(against)}
+            both = set(_read_seeds(far, pos)[0]) & set(_read_seeds(far, against)[0])
+            seeds = sorted(both)
+            on_both = [r for r in far.rows if r["seed"] in both]
+            moved_split = _moved_split(on_both, far.references, [grown, other], size, far.threshold)
+            if not moved_split:
+                continue
+            labelled = [(f"{name} at {size} solved", won) for name, won, _ in moved_split]
+            values = [_gap_on(far, "code-gap", [grown, other], [s]).estimate for s in seeds]
+            shown = [round(100 * v, 1) for v in values]  # counted as printed
+            ahead, behind = sum(x > 1 for x in shown), sum(x < -1 for x in shown)
+            within = len(seeds) - ahead - behind
+            lines = [
+                f"{rendering}, window grown, as moved: {pos} − {against}",
+                *_seed_lines(seeds, labelled, values),
+                f"  {pos} ahead by more than a point on {ahead} of {len(seeds)} seeds, "
+                f"behind on {behind}, within a point on {within}",
+            ]
+            blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def _seed_lines(
+    seeds: Sequence[int], labelled: Sequence[tuple[str, Sequence[int]]], values: Sequence[float]
+) -> list[str]:
+    """The seed-by-seed lines of a split reading: a ``seed`` header, a yes/no row per
+    ``(label, seeds that solved)``, and the gap ``values`` (fractions) in points."""
+    width = max([14, *(len(label) + 1 for label, _ in labelled)])
+    lines = [f"  {'seed':{width}}" + "".join(f"{s:>7}" for s in seeds)]
+    for label, won in labelled:
+        lines.append(f"  {label:{width}}" + "".join(
+            f"{'yes' if s in won else 'no':>7}" for s in seeds))  # fmt: skip
+    lines.append(f"  {'points':{width}}" + "".join(f"{100 * v:+7.1f}" for v in values))
+    return lines
 
 
 def _moved_split(
