@@ -312,7 +312,9 @@ def plot_query_attention(
             ylabel="key row",
             annotate=annotate,
             fmt=fmt,
-            cmap="magma",
+            # Light at 0, dark at the peak: most weights are near 0, so the figure stays light
+            # on a light page, and its dark rendering (book.css) dark on a dark one.
+            cmap="magma_r",
             limits=(0.0, vmax),
             highlight=own,
         )
