@@ -2,6 +2,8 @@
 transparent ground that records the size of its smallest drawn text."""
 
 import io
+import sys
+import types
 
 import matplotlib.pyplot as plt
 from book_figures import png_smallest_text_px
@@ -37,6 +39,15 @@ def test_the_pngs_ground_is_transparent():
     png, _ = book_png(fig)
     with Image.open(io.BytesIO(png)) as image:
         assert image.mode == "RGBA" and image.getpixel((0, 0))[3] == 0
+    plt.close(fig)
+
+
+def test_in_colab_the_ground_stays_white(monkeypatch):
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    fig = _figure()
+    png, _ = book_png(fig)
+    with Image.open(io.BytesIO(png)) as image:
+        assert image.convert("RGBA").getpixel((0, 0)) == (255, 255, 255, 255)
     plt.close(fig)
 
 

@@ -6,7 +6,8 @@ a pixel-doubled PNG (sharp on high-density screens, like matplotlib-inline's "re
 - has a **transparent background**: the page shows through around and behind the plot. On a light
   page the figure looks as drawn; on a dark page the book's stylesheet shows its dark rendering
   (``_static/book.css``: dark ink on a transparent ground turns light), so a figure is not a white
-  card on a dark screen.
+  card on a dark screen. In Colab the ground stays white: its dark theme draws outputs on a dark
+  ground and gives a transparent figure no light card, so the figure's black text would not read.
 - records its **smallest text**, in pixels of the PNG, in a PNG text chunk (``SMALLEST_TEXT_KEY``).
   The book's tests read it from every figure of every chapter and compute how large that text is
   shown on a phone, where the figure is scaled down to the column (``tests/book_figures.py``, the
@@ -19,6 +20,7 @@ import base64
 import contextlib
 import io
 import struct
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -64,8 +66,9 @@ def smallest_text_pt(fig: Figure) -> float | None:
 
 
 def book_png(fig: Figure) -> tuple[bytes, dict[str, Any]] | None:
-    """``fig`` as the book shows it: PNG bytes (transparent, pixel-doubled, cropped to what is
-    drawn, its smallest text recorded) and the output metadata (display size in CSS pixels).
+    """``fig`` as the book shows it: PNG bytes (transparent but in Colab, pixel-doubled, cropped
+    to what is drawn, its smallest text recorded) and the output metadata (display size in CSS
+    pixels).
 
     None for a figure with nothing drawn, as IPython's own formatter returns.
     """
@@ -75,7 +78,10 @@ def book_png(fig: Figure) -> tuple[bytes, dict[str, Any]] | None:
     smallest = smallest_text_pt(fig)
     text = {} if smallest is None else {SMALLEST_TEXT_KEY: f"{smallest * dpi / 72:.2f}"}
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight", transparent=True, metadata=text)
+    transparent = "google.colab" not in sys.modules  # see the module's docstring
+    fig.savefig(
+        buffer, format="png", dpi=dpi, bbox_inches="tight", transparent=transparent, metadata=text
+    )
     png = buffer.getvalue()
     width, height = struct.unpack(">II", png[16:24])  # the IHDR chunk
     display = {"width": width // PIXEL_DENSITY, "height": height // PIXEL_DENSITY}
