@@ -415,6 +415,7 @@ def plot_figure7(
 def plot_permutation_tests(tests: Sequence[PermutationTest], columns: int = 3) -> Figure:
     """Each test's null (a histogram of the statistic over the shuffles) and, as a red line, the
     value observed on the embedding's real layout; the title gives p and which side was tested.
+    What grey and red mean is for the figure's caption to say.
 
     ``tests``: :class:`companion.experiments.learned_embedding.PermutationTest`, one panel each,
     ``columns`` panels a row.
@@ -438,7 +439,4 @@ def plot_permutation_tests(tests: Sequence[PermutationTest], columns: int = 3) -
         ax.xaxis.set_major_locator(MaxNLocator(4))
     for ax in list(axes.flat)[len(tests) :]:
         ax.set_visible(False)
-    fig.supxlabel(
-        "the statistic: grey, over the shuffles; red, on the embedding's own layout", fontsize=SMALL
-    )
     return legible_ticks(fig)
