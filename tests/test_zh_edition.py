@@ -39,13 +39,15 @@ def test_chinese_code_cells_and_outputs_are_the_english_ones_byte_for_byte(chapt
             assert json.dumps(zh.get(field)) == json.dumps(en.get(field)), (
                 f"{chapter.name}, cell {en['id']}: the Chinese {field} differs from the English"
             )
-        # Only the alt text may differ in a code cell's metadata (it is prose, translated).
+        # Only a figure's alt text and caption may differ in a code cell's metadata (they are
+        # prose, translated).
         en_meta, zh_meta = (
             json.loads(json.dumps(en["metadata"])),
             json.loads(json.dumps(zh["metadata"])),
         )
         for meta in (en_meta, zh_meta):
             meta.get("mystnb", {}).get("image", {}).pop("alt", None)
+            meta.get("mystnb", {}).get("figure", {}).pop("caption", None)
         assert zh_meta == en_meta, f"{chapter.name}, cell {en['id']}: metadata differs"
 
 
@@ -127,6 +129,34 @@ def test_an_english_change_without_its_translation_fails_naming_chapter_and_cell
     chapter = _chapter(tmp_path / "again", monkeypatch, changed, unit)
     (problem,) = zh_edition.check_chapter(chapter)
     assert "09_made_up.ipynb, cell abc123" in problem and "English changed" in problem
+
+
+def test_a_figures_caption_is_a_unit_translated_into_the_chinese_notebook(tmp_path, monkeypatch):
+    caption = "Step 3: the pairwise offsets, query minus key, for $M = 2$."
+    chapter = _chapter(tmp_path, monkeypatch, ENGLISH, "")
+    nb = json.loads(chapter.read_text())
+    figure = {"mystnb": {"figure": {"caption": caption}}}
+    nb["cells"].append({"cell_type": "code", "id": "fig1", "metadata": figure, "source": "f()"})
+    chapter.write_text(json.dumps(nb))
+    assert zh_edition.english_units(nb)["fig1/caption"] == caption
+    problems = " | ".join(zh_edition.check_chapter(chapter))
+    assert "cell fig1/caption: English unit added" in problems
+    chinese = "第 3 步：$M = 2$ 时的两两偏移，查询减键。"
+    units = {
+        key: (zh_edition.en_hash(text), zh)
+        for (key, text), zh in zip(
+            zh_edition.english_units(nb).items(), [GOOD, chinese], strict=True
+        )
+    }
+    zh_edition.translation_path(chapter).write_text(zh_edition.format_translation(units))
+    assert zh_edition.check_chapter(chapter) == []
+    translated = zh_edition.chinese_notebook(chapter)["cells"][1]["metadata"]
+    assert translated["mystnb"]["figure"]["caption"] == chinese
+    lost = zh_edition.format_translation(
+        {**units, "fig1/caption": (units["fig1/caption"][0], "第步")}
+    )
+    zh_edition.translation_path(chapter).write_text(lost)
+    assert "cell fig1/caption: formula" in " | ".join(zh_edition.check_chapter(chapter))
 
 
 def test_added_removed_and_untranslated_units_are_named(tmp_path, monkeypatch):

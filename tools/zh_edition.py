@@ -54,6 +54,8 @@ ZH_BOOK = ZH_ROOT / "book"
 TRANSLATIONS = ZH_ROOT / "translations"
 UNIT_HEADER = re.compile(r"^<!-- unit: (\S+) \| en: ([0-9a-f]{12}) -->$", re.M)
 ALT = "/alt"
+CAPTION = "/caption"
+NOT_PROSE = (ALT, CAPTION)  # units read beside a figure, not in the chapter's running text
 GLOSSARY = ZH_ROOT / "glossary.yml"
 PAGES = ("index.md",)  # Markdown pages of book/, translated paragraph by paragraph
 ZH_ONLY = "+zh"  # a page's unit "p2+zh": Chinese-only text after paragraph p2 (no English to track)
@@ -77,14 +79,23 @@ def _alt(cell: dict[str, Any]) -> str | None:
     return alt if isinstance(alt, str) and alt else None
 
 
+def _caption(cell: dict[str, Any]) -> str | None:
+    caption = cell.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("caption")
+    return caption if isinstance(caption, str) and caption else None
+
+
 def english_units(nb: dict[str, Any]) -> dict[str, str]:
-    """``{unit key: English text}`` of a notebook, in order: Markdown cells, then alt texts."""
+    """``{unit key: English text}`` of a notebook, in order: Markdown cells, and each figure's
+    alt text and caption (cell metadata ``mystnb.image.alt``, ``mystnb.figure.caption``)."""
     units = {}
     for cell in nb["cells"]:
         if cell["cell_type"] == "markdown":
             units[cell["id"]] = _source(cell)
-        elif (alt := _alt(cell)) is not None:
+            continue
+        if (alt := _alt(cell)) is not None:
             units[cell["id"] + ALT] = alt
+        if (caption := _caption(cell)) is not None:
+            units[cell["id"] + CAPTION] = caption
     return units
 
 
@@ -234,7 +245,7 @@ def check_units(name: str, english: dict[str, str], units: dict[str, tuple[str, 
             problems.append(f"{name}, cell {key}: translated, but the English unit was removed")
     for key, (_, chinese) in units.items():
         problems += [f"{name}, cell {key}: {p}" for p in rules.unit_problems(chinese)]
-    in_order = [(k, units[k][1]) for k in english if k in units and not k.endswith(ALT)]
+    in_order = [(k, units[k][1]) for k in english if k in units and not k.endswith(NOT_PROSE)]
     problems += [f"{name}, {p}" for p in rules.first_use_problems(in_order)]
     return problems
 
@@ -303,8 +314,11 @@ def chinese_notebook(chapter: Path) -> dict[str, Any]:
     for cell in zh["cells"]:
         if cell["cell_type"] == "markdown" and cell["id"] in units:
             cell["source"] = units[cell["id"]][1].splitlines(keepends=True)
-        elif cell["id"] + ALT in units and _alt(cell) is not None:  # else check_chapter names it
+            continue
+        if cell["id"] + ALT in units and _alt(cell) is not None:  # else check_chapter names it
             cell["metadata"]["mystnb"]["image"]["alt"] = units[cell["id"] + ALT][1].strip()
+        if cell["id"] + CAPTION in units and _caption(cell) is not None:
+            cell["metadata"]["mystnb"]["figure"]["caption"] = units[cell["id"] + CAPTION][1].strip()
     if not units:  # built from the English prose, under a note that says so
         title = next(c for c in zh["cells"] if c["cell_type"] == "markdown")
         text = _source(title)
@@ -371,7 +385,7 @@ def fix() -> list[Path]:
         text = path.read_text()
         units = parse_translation(text)
         units = {k: (h, rules.fixed(t)) for k, (h, t) in units.items()}
-        prose_keys = [k for k in order if k in units and not k.endswith(ALT)]
+        prose_keys = [k for k in order if k in units and not k.endswith(NOT_PROSE)]
         for key, glossed in rules.with_glosses([(k, units[k][1]) for k in prose_keys]):
             units[key] = (units[key][0], glossed)
         if (new := format_translation(units)) != text:

@@ -19,6 +19,7 @@ from torch import Tensor
 from companion._checks import to_pair
 from companion.absolute import cosine_similarity_map, patchify
 from companion.experiments.learned_embedding import PermutationTest
+from companion.figures.text_size import SMALL, legible_ticks
 
 #: The widest figure the book shows at full size, in inches. Its text column is 688 px and inline
 #: figures render at 100 dpi with 0.1 in of padding on each side, so a figure wider than ~6.7 in
@@ -87,18 +88,18 @@ def plot_patch_grid(image: Tensor, patch_size: int | tuple[int, int]) -> Figure:
     patches = patchify(image.unsqueeze(0), (ph, pw))[0]  # (N, 3*ph*pw)
     h, w = image.shape[1] // ph, image.shape[2] // pw
     fig, (ax_img, ax_mat) = plt.subplots(
-        1, 2, figsize=(MAX_WIDTH, 4.0), width_ratios=[1, 1.15], layout="constrained"
+        1, 2, figsize=(MAX_WIDTH - 0.1, 4.0), width_ratios=[1, 1.15], layout="constrained"
     )
-    draw_patch_grid(ax_img, image, (ph, pw), label_every=h * w <= 64)
+    draw_patch_grid(ax_img, image, (ph, pw), label_every=h * w <= 64, fontsize=SMALL)
     ax_img.set_title(
         f"{image.shape[1]}x{image.shape[2]} image, {ph}x{pw} patches\n{h}x{w} grid, N = {h * w}",
-        fontsize=10,
+        fontsize=SMALL,
     )
     mat = ax_mat.imshow(patches.numpy(), aspect="auto", cmap="gray", interpolation="nearest")
-    ax_mat.set_title(f"patchify: one row per patch\nshape {tuple(patches.shape)}", fontsize=10)
-    ax_mat.set_xlabel(f"value index inside a flattened patch\n(3 x {ph} x {pw})", fontsize=9)
-    ax_mat.set_ylabel("patch number i = row * w + column", fontsize=9)
-    ax_mat.tick_params(labelsize=9)
+    ax_mat.set_title(f"patchify: one row per patch\nshape {tuple(patches.shape)}", fontsize=SMALL)
+    ax_mat.set_xlabel(f"value index inside a flattened patch\n(3 x {ph} x {pw})", fontsize=SMALL)
+    ax_mat.set_ylabel("patch number i = row * w + column", fontsize=SMALL)
+    ax_mat.tick_params(labelsize=SMALL)
     for k, name in enumerate(("R", "G", "B")):
         if k:
             ax_mat.axvline(k * ph * pw - 0.5, color="tab:red", lw=1.5)
@@ -109,13 +110,13 @@ def plot_patch_grid(image: Tensor, patch_size: int | tuple[int, int]) -> Figure:
             color="white",
             ha="center",
             va="top",
-            fontsize=9,
+            fontsize=SMALL,
             bbox={"fc": "tab:red", "lw": 0, "alpha": 0.8},
         )
     bar = fig.colorbar(mat, ax=ax_mat)
-    bar.set_label("pixel value", fontsize=9)
-    bar.ax.tick_params(labelsize=9)
-    return fig
+    bar.set_label("pixel value", fontsize=SMALL)
+    bar.ax.tick_params(labelsize=SMALL)
+    return legible_ticks(fig)
 
 
 def plot_init_histogram(
@@ -130,17 +131,19 @@ def plot_init_histogram(
     flat = values.detach().flatten().double().numpy()
     fig, (ax_far, ax_near) = plt.subplots(2, 1, figsize=(MAX_WIDTH, 5.6), layout="constrained")
     for ax in (ax_far, ax_near):
-        ax.tick_params(labelsize=9)
-        ax.set_xlabel("value", fontsize=10)
+        ax.tick_params(labelsize=SMALL)
+        ax.set_xlabel("value", fontsize=SMALL)
     ax_far.hist(flat, bins=np.linspace(a * 1.1, b * 1.1, 221), color="tab:blue")
     for bound in (a, b):
         ax_far.axvline(bound, color="tab:red", ls="--")
-    ax_far.text(b, ax_far.get_ylim()[1] * 0.9, f" b = {b:g}", color="tab:red", fontsize=10)
+    ax_far.text(b, ax_far.get_ylim()[1] * 0.9, f" b = {b:g}", color="tab:red", fontsize=SMALL)
     ax_far.text(
-        a, ax_far.get_ylim()[1] * 0.9, f"a = {a:g} ", color="tab:red", fontsize=10, ha="right"
+        a, ax_far.get_ylim()[1] * 0.9, f"a = {a:g} ", color="tab:red", fontsize=SMALL, ha="right"
     )
-    ax_far.set_title(f"truncation bounds [{a:g}, {b:g}] are {b / std:.0f} std away", fontsize=11)
-    ax_far.set_ylabel("count", fontsize=10)
+    ax_far.set_title(
+        f"truncation bounds [{a:g}, {b:g}] are {b / std:.0f} std away", fontsize=SMALL + 1
+    )
+    ax_far.set_ylabel("count", fontsize=SMALL)
     edges = np.linspace(-5 * std, 5 * std, 81)
     ax_near.hist(flat, bins=edges, density=True, color="tab:blue", alpha=0.7, label="values")
     xs = np.linspace(-5 * std, 5 * std, 400)
@@ -148,26 +151,26 @@ def plot_init_histogram(
     ax_near.plot(xs, pdf, color="black", lw=1.5, label=f"normal pdf, std = {std:g}")
     for k in (-2, 2):
         ax_near.axvline(k * std, color="tab:gray", ls=":")
-    ax_near.text(2 * std, pdf.max() * 0.95, " ±2 std", color="tab:gray", fontsize=10)
+    ax_near.text(2 * std, pdf.max() * 0.95, " ±2 std", color="tab:gray", fontsize=SMALL)
     ax_near.set_title(
-        f"zoom on ±5 std: {flat.size:,} values, sample std {flat.std():.4f}", fontsize=11
+        f"zoom on ±5 std: {flat.size:,} values, sample std {flat.std():.4f}", fontsize=SMALL + 1
     )
-    ax_near.set_ylabel("density", fontsize=10)
-    ax_near.legend(fontsize=9, loc="upper left")
-    return fig
+    ax_near.set_ylabel("density", fontsize=SMALL)
+    ax_near.legend(fontsize=SMALL, loc="upper left")
+    return legible_ticks(fig)
 
 
 def _annotated_matrix(ax: Axes, mat: Tensor, title: str, vmin: float, vmax: float) -> None:
     data = mat.detach().numpy()
     ax.imshow(data, cmap="coolwarm", vmin=vmin, vmax=vmax)
     for (r, c), v in np.ndenumerate(data):
-        ax.text(c, r, f"{v:.2f}", ha="center", va="center", fontsize=9)
-    ax.set_title(title, fontsize=10)
+        ax.text(c, r, f"{v:.2f}", ha="center", va="center", fontsize=SMALL)
+    ax.set_title(title, fontsize=SMALL)
     ax.set_xticks(range(data.shape[1]))
     ax.set_yticks(range(data.shape[0]))
-    ax.set_xlabel("channel d", fontsize=9)
-    ax.set_ylabel("token n", fontsize=9)
-    ax.tick_params(labelsize=9)
+    ax.set_xlabel("channel d", fontsize=SMALL)
+    ax.set_ylabel("token n", fontsize=SMALL)
+    ax.tick_params(labelsize=SMALL)
 
 
 def plot_broadcast_add(x: Tensor, pos_embed: Tensor) -> Figure:
@@ -199,9 +202,9 @@ def plot_broadcast_add(x: Tensor, pos_embed: Tensor) -> Figure:
     fig.suptitle(
         f"x {tuple(x.shape)} + pos_embed {tuple(pos_embed.shape)} -> {tuple(out.shape)}:\n"
         "the same table is added to every image",
-        fontsize=11,
+        fontsize=SMALL + 1,
     )
-    return fig
+    return legible_ticks(fig)
 
 
 def plot_similarity_maps(
@@ -235,13 +238,13 @@ def plot_similarity_maps(
             ax.plot(qc, qr, "x", color="red", ms=8, mew=2)
             ax.set_xticks([])
             ax.set_yticks([])
-            ax.set_title(f"query cell ({qr}, {qc})", fontsize=10)
+            ax.set_title(f"query cell ({qr}, {qc})", fontsize=SMALL)
             if col == 0:
-                ax.set_ylabel(name, fontsize=10)
+                ax.set_ylabel(name, fontsize=SMALL)
         bar = fig.colorbar(im, ax=axes[row, :].tolist(), shrink=0.9)
-        bar.set_label("cosine similarity", fontsize=9)
-        bar.ax.tick_params(labelsize=9)
-    return fig
+        bar.set_label("cosine similarity", fontsize=SMALL)
+        bar.ax.tick_params(labelsize=SMALL)
+    return legible_ticks(fig)
 
 
 def similarity_mosaic(sim: np.ndarray, gap: int = 1) -> np.ndarray:
@@ -311,16 +314,16 @@ def plot_resampled_channel(
     fig, axes = plt.subplots(1, 2, figsize=(MAX_WIDTH, 3.3), layout="constrained")
     for ax, data, (gh, gw) in zip(axes, (old, new), ((oh, ow), (nh, nw)), strict=True):
         im = ax.imshow(data, cmap="coolwarm", vmin=-lim, vmax=lim)
-        ax.set_title(f"channel {channel} on the {gh}x{gw} grid", fontsize=10)
-        ax.set_xlabel("column", fontsize=10)
-        ax.set_ylabel("row", fontsize=10)
-        ax.tick_params(labelsize=9)
+        ax.set_title(f"channel {channel} on the {gh}x{gw} grid", fontsize=SMALL)
+        ax.set_xlabel("column", fontsize=SMALL)
+        ax.set_ylabel("row", fontsize=SMALL)
+        ax.tick_params(labelsize=SMALL)
         for axis in (ax.xaxis, ax.yaxis):
             axis.set_major_locator(MaxNLocator(integer=True))  # rows and columns are whole numbers
     bar = fig.colorbar(im, ax=axes.tolist(), shrink=0.85)
-    bar.set_label("value", fontsize=9)
-    bar.ax.tick_params(labelsize=9)
-    return fig
+    bar.set_label("value", fontsize=SMALL)
+    bar.ax.tick_params(labelsize=SMALL)
+    return legible_ticks(fig)
 
 
 def plot_class_token_orders(num_patches: int = 4) -> Figure:
@@ -337,7 +340,7 @@ def plot_class_token_orders(num_patches: int = 4) -> Figure:
         for y, (token, pos) in enumerate(rows):
             colour = "tab:orange" if y == 0 else "tab:blue"
             ax.add_patch(plt.Rectangle((0, -y - 0.4), 1.6, 0.8, fc=colour, alpha=0.35))
-            ax.text(0.8, -y, token, ha="center", va="center", fontsize=10)
+            ax.text(0.8, -y, token, ha="center", va="center", fontsize=SMALL)
             ax.text(1.95, -y, "+", ha="center", va="center", fontsize=12)
             faded = pos == "(none)"
             ax.add_patch(
@@ -351,15 +354,15 @@ def plot_class_token_orders(num_patches: int = 4) -> Figure:
                 pos,
                 ha="center",
                 va="center",
-                fontsize=10,
+                fontsize=SMALL,
                 color="gray" if faded else "black",
             )
         n_pos = num_patches + (0 if cls_pos == "(none)" else 1)
-        ax.set_title(f"{title}\npos_embed has shape (1, {n_pos}, D)", fontsize=10)
+        ax.set_title(f"{title}\npos_embed has shape (1, {n_pos}, D)", fontsize=SMALL)
         ax.set_xlim(-0.1, 4.0)
         ax.set_ylim(-num_patches - 0.6, 0.6)
         ax.axis("off")
-    return fig
+    return legible_ticks(fig)
 
 
 def plot_figure7(
@@ -386,7 +389,7 @@ def plot_figure7(
     for ax, (name, table) in zip(axes[0], embeddings.items(), strict=True):
         sim = cosine_similarity_map(table, (h, w)).numpy()
         im = ax.imshow(similarity_mosaic(sim, gap), cmap="viridis", vmin=-1, vmax=1)
-        ax.set_title(name, fontsize=10)
+        ax.set_title(name, fontsize=SMALL)
         step = max(1, (max(h, w) + 7) // 8)  # at most about 8 labelled ticks per axis
         ax.set_xticks(
             [(c + 0.5) * (w + gap) - 1 for c in range(0, w, step)],
@@ -396,22 +399,23 @@ def plot_figure7(
             [(r + 0.5) * (h + gap) - 1 for r in range(0, h, step)],
             [str(r) for r in range(0, h, step)],
         )
-        ax.tick_params(labelsize=9, length=0)
-        ax.set_xlabel("Input patch column", fontsize=9)
-        ax.set_ylabel("Input patch row", fontsize=9)
+        ax.tick_params(labelsize=SMALL, length=0)
+        ax.set_xlabel("Input patch column", fontsize=SMALL)
+        ax.set_ylabel("Input patch row", fontsize=SMALL)
         for side in ax.spines.values():
             side.set_visible(False)
     assert im is not None
     bar = fig.colorbar(im, ax=axes[0].tolist(), shrink=0.85)
-    bar.set_label("Cosine similarity", fontsize=9)
-    bar.ax.tick_params(labelsize=9)
-    fig.suptitle("Position embedding similarity", fontsize=11)
-    return fig
+    bar.set_label("Cosine similarity", fontsize=SMALL)
+    bar.ax.tick_params(labelsize=SMALL)
+    fig.suptitle("Position embedding similarity", fontsize=SMALL + 1)
+    return legible_ticks(fig)
 
 
 def plot_permutation_tests(tests: Sequence[PermutationTest], columns: int = 3) -> Figure:
     """Each test's null (a histogram of the statistic over the shuffles) and, as a red line, the
     value observed on the embedding's real layout; the title gives p and which side was tested.
+    What grey and red mean is for the figure's caption to say.
 
     ``tests``: :class:`companion.experiments.learned_embedding.PermutationTest`, one panel each,
     ``columns`` panels a row.
@@ -428,14 +432,11 @@ def plot_permutation_tests(tests: Sequence[PermutationTest], columns: int = 3) -
         ax.hist(test.null.numpy(), bins=30, color="0.65")
         ax.axvline(test.observed, color="tab:red", lw=2)
         ax.set_title(
-            f"{test.statistic}\np = {test.p_value:.3f} ({side[test.alternative]})", fontsize=9
+            f"{test.statistic}\np = {test.p_value:.3f} ({side[test.alternative]})", fontsize=SMALL
         )
-        ax.tick_params(labelsize=9)
+        ax.tick_params(labelsize=SMALL)
         ax.set_yticks([])
         ax.xaxis.set_major_locator(MaxNLocator(4))
     for ax in list(axes.flat)[len(tests) :]:
         ax.set_visible(False)
-    fig.supxlabel(
-        "the statistic: grey, over the shuffles; red, on the embedding's own layout", fontsize=9
-    )
-    return fig
+    return legible_ticks(fig)

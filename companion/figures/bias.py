@@ -28,12 +28,13 @@ from companion.figures.relative import (
     offset_labels,
     text_width,
 )
+from companion.figures.text_size import SMALL, legible_ticks
 from companion.relative import WindowSize, bias_table_size, lookup_bias
 
 #: Bias values are written in the cells of grids up to this many cells wide.
 ANNOTATED_SIDE = 5
 #: Inches a panel needs around its matrix: tick and axis labels, title, its colour bar.
-PANEL_MARGIN = (1.25, 0.95)
+PANEL_MARGIN = (1.45, 0.95)
 #: Tick labels need about this many inches each; narrower cells get a label every other cell.
 TICK_SPACING = 0.2
 
@@ -154,13 +155,13 @@ def plot_bias_table(
         )
         _thin_ticks(ax, cell, (wh - 1, ww - 1))
         _colorbar(fig, image, ax)
-    fig.suptitle(title, fontsize=11)
-    return fig
+    fig.suptitle(title, fontsize=SMALL + 1)
+    return legible_ticks(fig)
 
 
 def _colorbar(fig: Figure, image: AxesImage, ax: Axes) -> None:
     bar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
-    bar.ax.tick_params(labelsize=9)
+    bar.ax.tick_params(labelsize=SMALL)
 
 
 def plot_query_bias(
@@ -204,8 +205,8 @@ def plot_query_bias(
         )
         _thin_ticks(ax, cell)
         _colorbar(fig, image, ax)
-    fig.suptitle(title, fontsize=11)
-    return fig
+    fig.suptitle(title, fontsize=SMALL + 1)
+    return legible_ticks(fig)
 
 
 def plot_lookup(index: Tensor, table: Tensor, head: int = 0) -> Figure:
@@ -263,8 +264,8 @@ def plot_lookup(index: Tensor, table: Tensor, head: int = 0) -> Figure:
         limits=limits,
         symmetric=True,
     )
-    fig.suptitle(f"B[{head}, q, k] = table[index[q, k], {head}]", fontsize=11)
-    return fig
+    fig.suptitle(f"B[{head}, q, k] = table[index[q, k], {head}]", fontsize=SMALL + 1)
+    return legible_ticks(fig)
 
 
 def plot_query_attention(
@@ -311,15 +312,17 @@ def plot_query_attention(
             ylabel="key row",
             annotate=annotate,
             fmt=fmt,
-            cmap="magma",
+            # Light at 0, dark at the peak: most weights are near 0, so the figure stays light
+            # on a light page, and its dark rendering (book.css) dark on a dark one.
+            cmap="magma_r",
             limits=(0.0, vmax),
             highlight=own,
         )
         _thin_ticks(ax, cell)
     # Below the panels, so that the panels get the page's whole width.
     bar = fig.colorbar(image, ax=axes, location="bottom", shrink=0.6, aspect=30)
-    bar.set_label("attention weight", fontsize=9)
-    bar.ax.tick_params(labelsize=9)
+    bar.set_label("attention weight", fontsize=SMALL)
+    bar.ax.tick_params(labelsize=SMALL)
     bar.ax.xaxis.set_major_locator(MaxNLocator(5))  # room between the tick labels
-    fig.suptitle(title, fontsize=11)
-    return fig
+    fig.suptitle(title, fontsize=SMALL + 1)
+    return legible_ticks(fig)

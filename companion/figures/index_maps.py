@@ -33,7 +33,11 @@ def plot_stacked_offset_maps(window_size: WindowSize) -> Figure:
     n, top = wh * ww, int(index.max())
     maps = index.reshape(wh, ww, wh, ww)
     annotate = max(wh, ww) <= ANNOTATED_SIDE
-    fig = plt.figure(layout="constrained", figsize=(MAX_WIDTH, 0.5 * MAX_WIDTH + 0.6))
+    # 0.3 in narrower than the column: the matrix's tick labels reach past the figure's edge,
+    # and cropped to them it must stay within 6.8 in for its 11 pt text to be legible on a phone
+    # (companion.figures.text_size).
+    width = MAX_WIDTH - 0.3
+    fig = plt.figure(layout="constrained", figsize=(width, 0.5 * width + 0.6))
     left, right = fig.subfigures(1, 2, wspace=0.04)  # type: ignore[misc]  # two SubFigures
     tiles = left.subplots(wh, ww, squeeze=False)
     for qr in range(wh):

@@ -17,6 +17,7 @@ from torch import Tensor
 
 from companion._checks import check_positive_int
 from companion.figures.absolute import MAX_WIDTH, draw_patch_grid
+from companion.figures.text_size import SMALL
 from companion.permutation import PermutationCheck, shuffle_patches
 
 
@@ -60,17 +61,17 @@ def _token_matrix(
 ) -> AxesImage:
     """``data`` ``(N, C)`` as a heatmap, its rows labelled with the token each one holds."""
     image = ax.imshow(data.numpy(), cmap=cmap, vmin=0 if cmap == "Greys" else -lim, vmax=lim)
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title, fontsize=SMALL)
     ax.set_yticks(range(len(ids)), [str(i) for i in ids])
-    ax.set_ylabel("token", fontsize=9)
-    ax.set_xlabel("channel", fontsize=9)
-    ax.tick_params(labelsize=9)
+    ax.set_ylabel("token", fontsize=SMALL)
+    ax.set_xlabel("channel", fontsize=SMALL)
+    ax.tick_params(labelsize=SMALL)
     return image
 
 
 def _colorbar(fig: SubFigure, image: AxesImage, ax: Axes) -> None:
     bar = fig.colorbar(image, ax=ax, shrink=0.9)
-    bar.ax.tick_params(labelsize=9)
+    bar.ax.tick_params(labelsize=SMALL)
 
 
 def plot_permutation_demo(tokens: Tensor, checks: Mapping[str, PermutationCheck]) -> Figure:
@@ -91,7 +92,7 @@ def plot_permutation_demo(tokens: Tensor, checks: Mapping[str, PermutationCheck]
     matrix[torch.arange(n), perm] = 1.0  # row i picks token perm[i]: (P x)[i] = x[perm[i]]
     lim = float(tokens[0].abs().max())
     axes = rows[0].subplots(1, 3)
-    rows[0].suptitle("input: the tokens x and the shuffle perm", fontsize=10, weight="bold")
+    rows[0].suptitle("input: the tokens x and the shuffle perm", fontsize=SMALL + 1, weight="bold")
     _token_matrix(
         axes[0],
         matrix,
@@ -100,8 +101,8 @@ def plot_permutation_demo(tokens: Tensor, checks: Mapping[str, PermutationCheck]
         "Greys",
         1.0,
     )
-    axes[0].set_xlabel("column", fontsize=9)
-    axes[0].set_ylabel("row", fontsize=9)
+    axes[0].set_xlabel("column", fontsize=SMALL)
+    axes[0].set_ylabel("row", fontsize=SMALL)
     _token_matrix(
         axes[1], tokens[0], "tokens x\n(one row per token)", list(range(n)), "coolwarm", lim
     )
@@ -114,7 +115,7 @@ def plot_permutation_demo(tokens: Tensor, checks: Mapping[str, PermutationCheck]
         axes = row.subplots(1, 3)
         # The verdict goes in the row's title: in the narrow right panel a multi-line title ran
         # into the colour bar.
-        row.suptitle(f"{name}\n{check.summary()}", fontsize=10, weight="bold")
+        row.suptitle(f"{name}\n{check.summary()}", fontsize=SMALL + 1, weight="bold")
         lim = float(max(check.output_of_shuffled.abs().max(), check.shuffled_output.abs().max()))
         ids = perm.tolist()
         _token_matrix(
@@ -136,9 +137,9 @@ def plot_permutation_demo(tokens: Tensor, checks: Mapping[str, PermutationCheck]
         diff = (check.output_of_shuffled[0] - check.shuffled_output[0]).abs()
         # One scale for every row, so float rounding (~1e-7) stays black next to a real gap.
         image = axes[2].imshow(diff.numpy(), cmap="magma", vmin=0, vmax=diff_max)
-        axes[2].set_title("|difference|", fontsize=9)
+        axes[2].set_title("|difference|", fontsize=SMALL)
         axes[2].set_yticks(range(n), [str(i) for i in ids])
-        axes[2].set_xlabel("channel", fontsize=9)
-        axes[2].tick_params(labelsize=9)
+        axes[2].set_xlabel("channel", fontsize=SMALL)
+        axes[2].tick_params(labelsize=SMALL)
         _colorbar(row, image, axes[2])
     return fig

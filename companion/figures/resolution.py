@@ -27,13 +27,15 @@ from companion.experiments.resolution_transfer import (
     WINDOW_KEPT,
     grown_condition,
 )
+from companion.figures.text_size import SMALL, legible_ticks
 from companion.relative import WindowSize
 from companion.resize import ResizeMethod, geometric_positions, resize_bias_table, table_as_images
 from companion.rope import WindowRoPE, equal_content_logits, window_positions
 
 #: The book's text column, in inches.
 WIDTH = 6.6
-FONT = 9
+#: Every text's size: the smallest legible on a phone at WIDTH (companion.figures.text_size).
+FONT = SMALL
 
 
 def bump_table(
@@ -90,15 +92,16 @@ def plot_resized_tables(
         for col, (name, images) in enumerate(pictures.items()):
             window = old if name == "old" else new
             label = f"{window[0]}×{window[1]}" + ("" if name == "old" else f", {name}")
-            _draw_offsets(axes[row, col], images[h], window, limits, f"head {h}: {label}")
+            _draw_offsets(axes[row, col], images[h], window, limits, label)
             axes[row, col].set_xlim(-reach[0], reach[0])
             axes[row, col].set_ylim(reach[1], -reach[1])
-        axes[row, 0].set_ylabel("row offset dy", fontsize=FONT)
+        # The head names its row, beside the axis: in the titles it made them wider than a panel.
+        axes[row, 0].set_ylabel(f"head {h}\nrow offset dy", fontsize=FONT)
     for ax in axes[-1]:
         ax.set_xlabel("column offset dx", fontsize=FONT)
     if title:
-        fig.suptitle(title, fontsize=10)
-    return fig
+        fig.suptitle(title, fontsize=FONT + 1)
+    return legible_ticks(fig)
 
 
 def plot_offset_placement(old_window: int, new_window: int) -> Figure:
@@ -133,7 +136,7 @@ def plot_offset_placement(old_window: int, new_window: int) -> Figure:
         f"offset on the new {new}-wide window's axis (old offsets 0..{old - 1} labelled)",
         fontsize=FONT,
     )
-    return fig
+    return legible_ticks(fig)
 
 
 def plot_log_spacing(window: int, larger_window: int) -> Figure:
@@ -155,7 +158,7 @@ def plot_log_spacing(window: int, larger_window: int) -> Figure:
         ax.tick_params(labelsize=FONT)
     axes[0].set_ylabel("MLP input", fontsize=FONT)
     axes[0].legend(fontsize=FONT, loc="upper left")
-    return fig
+    return legible_ticks(fig)
 
 
 def plot_table_image(table: Tensor, window_size: WindowSize, title: str) -> Figure:
@@ -171,8 +174,8 @@ def plot_table_image(table: Tensor, window_size: WindowSize, title: str) -> Figu
         _draw_offsets(ax, images[h], window, limits, f"head {h}")
         ax.set_xlabel("dx", fontsize=FONT)
     axes[0, 0].set_ylabel("dy", fontsize=FONT)
-    fig.suptitle(title, fontsize=10)
-    return fig
+    fig.suptitle(title, fontsize=FONT + 1)
+    return legible_ticks(fig)
 
 
 def plot_rope_logits(ropes: dict[str, WindowRoPE], queries: Sequence[int], seed: int = 0) -> Figure:
@@ -200,7 +203,7 @@ def plot_rope_logits(ropes: dict[str, WindowRoPE], queries: Sequence[int], seed:
             ax.set_title(f"{name}, query ({y}, {x})", fontsize=FONT)
             ax.set_xticks([])
             ax.set_yticks([])
-    return fig
+    return legible_ticks(fig)
 
 
 def resize_figure(old: int, new: int, method: ResizeMethod, head: int) -> Figure:
@@ -220,7 +223,7 @@ def resize_figure(old: int, new: int, method: ResizeMethod, head: int) -> Figure
         ax.set_ylim(reach, -reach)
         ax.set_xlabel("column offset dx", fontsize=FONT)
     axes[0].set_ylabel("row offset dy", fontsize=FONT)
-    return fig
+    return legible_ticks(fig)
 
 
 #: Per-seed columns of :func:`plot_moved_seeds`: (label, condition or None for the reference,
@@ -293,7 +296,7 @@ def plot_moved_seeds(
         ax.tick_params(labelsize=FONT)
         ax.grid(alpha=0.3, axis="y")
     fig.legend(loc="outside lower center", ncol=3, fontsize=FONT, frameon=False)
-    return fig
+    return legible_ticks(fig)
 
 
 def plot_renderings(
@@ -335,4 +338,4 @@ def plot_renderings(
             ax.set_title(f"{title}\n{size // PATCH}x{size // PATCH} patches", fontsize=FONT)
             if col == 0:
                 ax.set_ylabel(f"{task}\n{data.classes[int(label)]}", fontsize=FONT)
-    return fig
+    return legible_ticks(fig)

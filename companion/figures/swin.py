@@ -248,9 +248,11 @@ def plot_cyclic_shift(
     ax_after.set_title(f"after torch.roll by ({-sh}, {-sw})\nregular windows", fontsize=12)
     handles = [Patch(facecolor=PALETTE[r], edgecolor="grey", label=f"region {r}") for r in present]
     # Below the panels, so that they get the column's whole width.
+    # Short swatches and columns close together: five columns of nine regions fit the width.
     fig.legend(
-        handles=handles, loc="outside lower center", ncols=min(len(handles), 5), fontsize=FONT_SIZE
-    )
+        handles=handles, loc="outside lower center", ncols=min(len(handles), 5),
+        fontsize=FONT_SIZE, handlelength=1.2, columnspacing=1.0,
+    )  # fmt: skip
     return fig
 
 

@@ -18,6 +18,7 @@ from companion.data.dataset import ImageClassificationData
 from companion.experiments.stats import paired_interval
 from companion.figures.absolute import MAX_WIDTH
 from companion.figures.relative import text_width
+from companion.figures.text_size import SMALL, legible_ticks
 from companion.position import Position
 
 #: One colour per position encoding of chapter 5, the same in every figure; any other position
@@ -90,9 +91,9 @@ def plot_examples(dataset: ImageClassificationData, n: int = 8, title: str = "")
         if i < n:
             image, label = dataset[i]
             ax.imshow(image.permute(1, 2, 0).numpy(), interpolation="nearest")
-            ax.set_title(dataset.classes[int(label)], fontsize=9)
-    fig.suptitle(title or f"{dataset.name}: first {n} training images", fontsize=11)
-    return fig
+            ax.set_title(dataset.classes[int(label)], fontsize=SMALL)
+    fig.suptitle(title or f"{dataset.name}: first {n} training images", fontsize=SMALL + 1)
+    return legible_ticks(fig)
 
 
 def plot_lr_schedule(total_steps: int, warmup_steps: int, peak_lr: float) -> Figure:
@@ -132,16 +133,16 @@ def plot_learning_curves(
             epochs = [r["epoch"] for r in history]
             ax.plot(epochs, [r[metric] for r in history], marker="o", ms=3, label=label)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_xlabel("epoch", fontsize=10)
-        ax.set_ylabel(METRIC_LABELS.get(metric, metric), fontsize=10)
-        ax.tick_params(labelsize=9)
+        ax.set_xlabel("epoch", fontsize=SMALL)
+        ax.set_ylabel(METRIC_LABELS.get(metric, metric), fontsize=SMALL)
+        ax.tick_params(labelsize=SMALL)
         ax.grid(alpha=0.3)
     fig.legend(
-        *axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=4, fontsize=9
+        *axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=4, fontsize=SMALL
     )
     if title:
-        fig.suptitle(title, fontsize=11)
-    return fig
+        fig.suptitle(title, fontsize=SMALL + 1)
+    return legible_ticks(fig)
 
 
 def plot_ablation_curves(
@@ -179,11 +180,11 @@ def plot_ablation_curves(
             ax.plot(range(1, length + 1), mean, color=color, lw=2.2, label=f"{pos} (mean)")
         if "acc" in metric:
             ax.axhline(chance[dataset], color="k", ls=":", lw=1, label=level)
-        ax.set_title(dataset, fontsize=11)
+        ax.set_title(dataset, fontsize=SMALL + 1)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_xlabel("epoch", fontsize=10)
-        ax.set_ylabel(METRIC_LABELS.get(metric, metric), fontsize=10)
-        ax.tick_params(labelsize=9)
+        ax.set_xlabel("epoch", fontsize=SMALL)
+        ax.set_ylabel(METRIC_LABELS.get(metric, metric), fontsize=SMALL)
+        ax.tick_params(labelsize=SMALL)
         ax.grid(alpha=0.3)
     # One entry per label, whichever panels it appears in.
     entries: dict[str, Any] = {}
@@ -191,11 +192,11 @@ def plot_ablation_curves(
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             entries.setdefault(label, handle)
     fig.legend(
-        list(entries.values()), list(entries), loc="outside lower center", ncols=5, fontsize=9
+        list(entries.values()), list(entries), loc="outside lower center", ncols=3, fontsize=SMALL
     )
     if title:
-        fig.suptitle(title, fontsize=11)
-    return fig
+        fig.suptitle(title, fontsize=SMALL + 1)
+    return legible_ticks(fig)
 
 
 def bias_grid(table: np.ndarray, window_size: Sequence[int]) -> np.ndarray:
@@ -252,20 +253,24 @@ def plot_bias_tables(tables: Mapping[str, Mapping[str, Any]], title: str = "") -
             ax.set_xticks(range(-ww, ww + 1, max(1, ww)))
             ax.set_yticks(range(-wh, wh + 1, max(1, wh)))
             # The row's heads share one offset grid: its dy labels once, at the left, are enough.
-            ax.tick_params(labelsize=9, labelleft=h % across == 0)
-            ax.set_title(f"head {h}", fontsize=9)
+            ax.tick_params(labelsize=SMALL, labelleft=h % across == 0)
+            ax.set_title(f"head {h}", fontsize=SMALL)
             if h % across == 0:
-                ax.set_ylabel(f"{_short(name)}\ndy", fontsize=9)
+                ax.set_ylabel(_short(name).replace(" block", "\nblock") + "\ndy", fontsize=SMALL)
         # At the right end of the block's rows even when a row has fewer heads: a colour bar
         # between two panels would push the columns of every other row apart.
         bar = fig.colorbar(image, ax=list(block.flat), shrink=0.8, pad=0.02)
-        bar.ax.tick_params(labelsize=9)
+        bar.ax.tick_params(labelsize=SMALL)
         first += count
     for ax in axes[-1]:
-        ax.set_xlabel("dx", fontsize=9)
+        ax.set_xlabel("dx", fontsize=SMALL)
     if title:
-        fig.suptitle(title, fontsize=11)
-    return fig
+        fig.suptitle(title, fontsize=SMALL + 1)
+    return legible_ticks(fig)
+
+
+#: A panel of more cells than this breaks their names at every hyphen (``_row_label``).
+CELLS_ON_ONE_LINE = 8
 
 
 def _short(name: str) -> str:
@@ -276,13 +281,17 @@ def _short(name: str) -> str:
     return name
 
 
-def _row_label(row: Mapping[str, Any]) -> str:
+def _row_label(row: Mapping[str, Any], narrow: bool = False) -> str:
     """``rel`` for the standard Swin, ``rel`` over ``no-shift`` for a controlled variant (a long
-    name such as ``abs-offset-bias`` broken after its first hyphen, so neighbours never touch)."""
-    variant = row.get("variant", "swin")
-    if len(variant) > 10 and "-" in variant:
+    name such as ``abs-offset-bias`` broken after its first hyphen, so neighbours never touch).
+    ``narrow``: a crowded panel, where every name breaks after each hyphen and plus."""
+    variant, pos = row.get("variant", "swin"), row["pos"]
+    if narrow:
+        pos = pos.replace("+", "+\n")
+        variant = variant.replace("-", "-\n")
+    elif len(variant) > 10 and "-" in variant:
         variant = variant.replace("-", "-\n", 1)
-    return row["pos"] if variant == "swin" else f"{row['pos']}\n{variant}"
+    return pos if variant == "swin" else f"{pos}\n{variant}"
 
 
 def plot_seed_dots(
@@ -323,17 +332,18 @@ def plot_seed_dots(
                 _, low, high = paired_interval(list(values), confidence)
                 ax.plot([x, x], [max(low, 0.0), min(high, 100.0)], color="k", lw=1.1, zorder=5)
         ax.axhline(100 * chance[dataset], color="k", ls=":", lw=1)
-        ax.set_xticks(range(len(mine)), [_row_label(r) for r in mine], fontsize=9)
+        narrow = len(mine) > CELLS_ON_ONE_LINE
+        ax.set_xticks(range(len(mine)), [_row_label(r, narrow) for r in mine], fontsize=SMALL)
         ax.set_xlim(-0.6, len(mine) - 0.4)
         ax.set_ylim(0, 102)
         ax.set_yticks(range(0, 101, 20))
-        ax.tick_params(axis="y", labelsize=9)
-        ax.set_ylabel("final test accuracy (%)", fontsize=10)
-        ax.set_title(f"{dataset} (dotted: {level})", fontsize=11)
+        ax.tick_params(axis="y", labelsize=SMALL)
+        ax.set_ylabel("final test accuracy (%)", fontsize=SMALL)
+        ax.set_title(f"{dataset} (dotted: {level})", fontsize=SMALL)
         ax.grid(axis="y", alpha=0.3)
     if title:
-        fig.suptitle(title, fontsize=11)
-    return fig
+        fig.suptitle(title, fontsize=SMALL + 1)
+    return legible_ticks(fig)
 
 
 def plot_table4_differences(
@@ -359,14 +369,14 @@ def plot_table4_differences(
         ax.bar(xs, diffs, width=width * 0.92, color=color, label=row)
         for x, d in zip(xs, diffs, strict=True):
             ax.text(x, d + (0.08 if d >= 0 else -0.08), f"{d:+.1f}", ha="center",
-                    va="bottom" if d >= 0 else "top", fontsize=9)  # fmt: skip
+                    va="bottom" if d >= 0 else "top", fontsize=SMALL)  # fmt: skip
     ax.axhline(0, color="k", lw=1)
-    ax.set_xticks(range(len(metrics)), list(metrics.values()), fontsize=10)
+    ax.set_xticks(range(len(metrics)), list(metrics.values()), fontsize=SMALL)
     ax.set_ylim(-lim - 0.7, lim + 0.7)
-    ax.set_ylabel(f"minus '{reference}' (points)", fontsize=10)
-    ax.tick_params(axis="y", labelsize=9)
+    ax.set_ylabel(f"minus '{reference}' (points)", fontsize=SMALL)
+    ax.tick_params(axis="y", labelsize=SMALL)
     ax.grid(axis="y", alpha=0.3)
-    fig.legend(loc="outside lower center", ncols=2, fontsize=9)
+    fig.legend(loc="outside lower center", ncols=2, fontsize=SMALL)
     if title:
-        ax.set_title(title, fontsize=11)
-    return fig
+        ax.set_title(title, fontsize=SMALL + 1)
+    return legible_ticks(fig)

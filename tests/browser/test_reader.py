@@ -21,7 +21,9 @@ import contextlib
 import io
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import pytest
 from book_browser import (
@@ -33,6 +35,7 @@ from book_browser import (
     edition,
     screenshot_name,
 )
+from book_figures import PHONE_MIN_TEXT_PX, png_smallest_text_px
 from PIL import Image
 
 PHONE = {"width": 390, "height": 844}
@@ -355,6 +358,10 @@ async () => {
       cell: ((img.closest(".cell") || img).querySelector(".cell_input pre") || img)
         .textContent.trim().split("\\n").pop().slice(0, 70),
       svg: /\\.svg($|\\?)|^data:image\\/svg/.test(img.getAttribute("src")),
+      // a chapter's figure (a cell's PNG output), where its file is, and whether it is a photo
+      output: !!img.closest(".cell_output"),
+      src: img.currentSrc,
+      photo: img.classList.contains("book-photo"),
     };
   });
 }
@@ -766,3 +773,76 @@ def test_explorers_take_the_dark_pages_colours(
     context.close()
     assert measured, "no page with an explorer found"
     assert not shares, f"explorers that light up a dark phone screen (over {MAX_BRIGHT_SHARE:.0%})"
+
+
+# --- figures on a phone and on a dark page ----------------------------------------------------
+
+
+def _figure_file(src: str) -> Path | None:
+    """The built book's file behind an image URL of the local server (None if it has none)."""
+    file = HTML / unquote(urlparse(src).path).lstrip("/")
+    return file if file.is_file() else None
+
+
+def test_every_figures_smallest_text_is_legible_on_a_phone(phone_visits: dict[str, dict]) -> None:
+    # Every chapter's figures in both editions, folds open. Each PNG records the size of its
+    # smallest text in its own pixels (companion/figures/inline.py); the page shows the PNG at
+    # shown/natural of its size, so the text is shown at that fraction of the recorded size.
+    small, unmeasured, measured = {}, {}, 0
+    for path, visit in phone_visits.items():
+        for f in visit["figures"]:
+            if not f["output"] or f["svg"] or not f["natural"]:
+                continue  # not a chapter's PNG figure (or not loaded: test_every_image_loads)
+            file = _figure_file(f["src"])
+            text_px = None if file is None else png_smallest_text_px(file.read_bytes())
+            if text_px is None:
+                unmeasured.setdefault(path, []).append(f["cell"])
+                continue
+            measured += 1
+            shown = text_px * f["shown"] / f["natural"]
+            if shown < PHONE_MIN_TEXT_PX:
+                small.setdefault(path, []).append(f"{shown:.1f} px: {f['cell']}")
+    assert measured, "no figures found"
+    assert not unmeasured, "figures that record no text size (companion/figures/inline.py)"
+    count = sum(map(len, small.values()))
+    assert not small, f"{count} of {measured} figures with text below {PHONE_MIN_TEXT_PX} px"
+
+
+#: A figure on a dark page may be at most MAX_FIGURE_BRIGHT_SHARE bright (pixels above
+#: BRIGHT_LEVEL): its ink and the colours of its data, on the page's own dark ground. On the
+#: theme's light card a figure was 80-100 % bright. Photos keep their light card (book-photo).
+MAX_FIGURE_BRIGHT_SHARE = 0.35
+
+
+def test_figures_take_the_dark_page_without_lighting_it_up(
+    browser: OfflineBrowser, base_url: str, english: list[str]
+) -> None:
+    context = browser.context.browser.new_context(
+        viewport=PHONE, is_mobile=True, has_touch=True, color_scheme="dark"
+    )
+    context.route("**/*", browser.route)
+    context.route("**/vendor/mathjax/**", lambda route: route.abort("blockedbyclient"))
+    bright, shares, total = {}, [], [0, 0]
+    for path in [*english, "zh/book/02_relative_index.html"]:
+        if "cell_output" not in (HTML / path).read_text(encoding="utf-8"):
+            continue
+        page = _open(context, base_url, path)
+        for img in page.locator("article div.cell_output img:not(.book-photo)").all():
+            if not img.is_visible():
+                continue  # an explorer's static figure, shown only without JavaScript
+            histogram = Image.open(io.BytesIO(img.screenshot())).convert("L").histogram()
+            lit, pixels = sum(histogram[BRIGHT_LEVEL + 1 :]), sum(histogram)
+            total[0], total[1] = total[0] + lit, total[1] + pixels
+            shares.append(lit / pixels)
+            if lit / pixels > MAX_FIGURE_BRIGHT_SHARE:
+                src = (img.get_attribute("src") or "").rsplit("/", 1)[-1]
+                bright.setdefault(path, []).append(f"{lit / pixels:.0%}: {src}")
+        _shot(page, "dark_figures", path)
+        page.close()
+    context.close()
+    assert shares, "no figures found"
+    summary = (
+        f"{len(shares)} figures, {total[0] / total[1]:.0%} of their pixels bright, "
+        f"{sum(map(len, bright.values()))} over {MAX_FIGURE_BRIGHT_SHARE:.0%}"
+    )
+    assert not bright, f"figures that light up a dark page ({summary})"
