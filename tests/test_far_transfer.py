@@ -282,9 +282,10 @@ def test_each_daggered_gap_beside_rel_is_printed_seed_by_seed_with_its_count():
             ("rel", "world", "window-grown-geometric"): (0.95, 0.6, 0.6),
             ("cpb", "world", "window-grown"): (0.95, 0.95, 0.3),
             ("abs", "world", "window-grown"): 0.95,
+            **{(pos, "world", "window-kept"): 0.5 for pos in ("rel", "cpb", "abs")},
         },
     )
-    blocks = family_split_readings(far, ["world"]).split("\n\n")
+    blocks = [b for b in family_split_readings(far, ["world"]).split("\n\n") if " − rel" in b]
     # abs beside rel reads rel's split cell too; rel itself has no gap beside rel
     assert [b.splitlines()[0] for b in blocks] == [
         "world, window grown, as moved: cpb − rel",
@@ -298,4 +299,30 @@ def test_each_daggered_gap_beside_rel_is_printed_seed_by_seed_with_its_count():
     assert (
         lines[5]
         == "  cpb ahead by more than a point on 1 of 3 seeds, behind on 1, within a point on 1"
+    )
+
+
+def test_each_daggered_window_gain_is_printed_seed_by_seed_with_its_count():
+    far = _far(
+        {"rel": 1.0, "cpb": 1.0},
+        {
+            ("rel", "world", "window-kept"): 0.5,
+            ("rel", "world", "window-grown-geometric"): (0.95, 0.6, 0.5),
+            ("cpb", "world", "window-kept"): 0.5,
+            ("cpb", "world", "window-grown"): 0.95,
+        },
+    )
+    blocks = family_split_readings(far, ["world"]).split("\n\n")
+    # cpb's moved cells do not split, so its window gain is read as printed in the family
+    assert [b.splitlines()[0] for b in blocks] == [
+        "world, window grown − kept, as moved: rel",
+        "world, window grown, as moved: cpb − rel",
+    ]
+    lines = blocks[0].splitlines()
+    assert lines[1].split() == ["seed", "0", "1", "2"]
+    assert lines[2].split() == ["rel", "grown-geometric", "at", "48", "solved", "yes", "no", "no"]
+    assert lines[3].split() == ["points", "+45.0", "+10.0", "+0.0"]
+    assert lines[4] == (
+        "  growing the window gains more than a point on 2 of 3 seeds, "
+        "loses more than a point on 0, within a point on 1"
     )

@@ -265,14 +265,23 @@ def far_split_readings(far: FarTransfer) -> str:
 def family_split_readings(
     far: FarTransfer, renderings: Sequence[str] = ("scaled", "world"), against: str = "rel"
 ) -> str:
-    """For every last-column gap of :func:`exploratory_family` marked ``†`` (window grown, as
-    moved: a code − ``against``, on the seeds both are read on, with a moved cell that split):
-    whether each seed's moved cells solved the task, the gap seed by seed in points, and how many
-    seeds (as printed) the code is ahead on by more than a point, behind on, and within a
-    point on. Each line is
-    one seed, so the gap is read as a count, not as the mean the family prints."""
-    size, blocks = far.plan["size"], []
+    """For every gap of :func:`exploratory_family`'s last two columns marked ``†`` (as moved,
+    with a moved cell that split): a code's window gain (grown − kept, on the seeds the code is
+    read on), then, window grown, the code − ``against`` (on the seeds both are read on). Per
+    gap: whether each seed's moved cells solved the task, the gap seed by seed in points, and on
+    how many seeds (as printed) it is above a point, below minus a point, and within a point.
+    Each line is one seed, so the gap is read as a count, not as the mean the family prints."""
+    blocks = []
     for rendering in renderings:
+        for pos in far.codes:
+            kept = {"dataset": DATASET, "pos": pos, "rendering": rendering,
+                    "condition": WINDOW_KEPT, "metric": "acc"}  # fmt: skip
+            grown = {**kept, "condition": grown_condition(pos)}
+            blocks.append(_split_block(
+                far, f"{rendering}, window grown − kept, as moved: {pos}", "window-gain",
+                [grown, kept], _read_seeds(far, pos)[0],
+                ("growing the window gains", "loses more than a point on"),
+            ))  # fmt: skip
         for pos in far.codes:
             if pos in (against, "none"):
                 continue
@@ -280,24 +289,36 @@ def family_split_readings(
                      "condition": grown_condition(pos), "metric": "acc"}  # fmt: skip
             other = {**grown, "pos": against, "condition": grown_condition(against)}
             both = set(_read_seeds(far, pos)[0]) & set(_read_seeds(far, against)[0])
-            seeds = sorted(both)
-            on_both = [r for r in far.rows if r["seed"] in both]
-            moved_split = _moved_split(on_both, far.references, [grown, other], size, far.threshold)
-            if not moved_split:
-                continue
-            labelled = [(f"{name} at {size} solved", won) for name, won, _ in moved_split]
-            values = [_gap_on(far, "code-gap", [grown, other], [s]).estimate for s in seeds]
-            shown = [round(100 * v, 1) for v in values]  # counted as printed
-            ahead, behind = sum(x > 1 for x in shown), sum(x < -1 for x in shown)
-            within = len(seeds) - ahead - behind
-            lines = [
-                f"{rendering}, window grown, as moved: {pos} − {against}",
-                *_seed_lines(seeds, labelled, values),
-                f"  {pos} ahead by more than a point on {ahead} of {len(seeds)} seeds, "
-                f"behind on {behind}, within a point on {within}",
-            ]
-            blocks.append("\n".join(lines))
-    return "\n\n".join(blocks)
+            blocks.append(_split_block(
+                far, f"{rendering}, window grown, as moved: {pos} − {against}", "code-gap",
+                [grown, other], sorted(both), (f"{pos} ahead by", "behind on"),
+            ))  # fmt: skip
+    return "\n\n".join(b for b in blocks if b)
+
+
+def _split_block(
+    far: FarTransfer, title: str, kind: str, cells: list[dict[str, str]], seeds: Sequence[int],
+    counted: tuple[str, str],
+) -> str:  # fmt: skip
+    """One block of :func:`family_split_readings`, or ``""`` where no moved cell of ``cells``
+    splits on ``seeds``: the title, the seed lines, and the count line, which names the seeds
+    above a point with ``counted[0]`` (``"abs ahead by"``) and those below minus a point with
+    ``counted[1]`` (``"behind on"``)."""
+    size = far.plan["size"]
+    on = [r for r in far.rows if r["seed"] in seeds]
+    moved_split = _moved_split(on, far.references, cells, size, far.threshold)
+    if not moved_split:
+        return ""
+    labelled = [(f"{name} at {size} solved", won) for name, won, _ in moved_split]
+    values = [_gap_on(far, kind, cells, [s]).estimate for s in seeds]
+    shown = [round(100 * v, 1) for v in values]  # counted as printed
+    above, below = sum(x > 1 for x in shown), sum(x < -1 for x in shown)
+    return "\n".join([
+        title,
+        *_seed_lines(seeds, labelled, values),
+        f"  {counted[0]} more than a point on {above} of {len(seeds)} seeds, "
+        f"{counted[1]} {below}, within a point on {len(seeds) - above - below}",
+    ])  # fmt: skip
 
 
 def _seed_lines(
