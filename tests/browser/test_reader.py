@@ -114,6 +114,19 @@ def dark(browser: OfflineBrowser) -> Iterator[Any]:
     context.close()
 
 
+@pytest.fixture(scope="module")
+def dark_phone(browser: OfflineBrowser) -> Iterator[Any]:
+    """A phone whose system setting is dark mode; MathJax not loaded (the dark tests read
+    screenshots of explorers and figures, which hold no formulas)."""
+    context = browser.context.browser.new_context(
+        viewport=PHONE, is_mobile=True, has_touch=True, color_scheme="dark"
+    )
+    context.route("**/*", browser.route)
+    context.route("**/vendor/mathjax/**", lambda route: route.abort("blockedbyclient"))
+    yield context
+    context.close()
+
+
 # --- folded solutions -----------------------------------------------------------------------
 
 # Every solution fold of the page (tools/book_folds.py: <details class="book-fold solution">
@@ -746,13 +759,9 @@ MAX_BRIGHT_SHARE = 0.35
 
 
 def test_explorers_take_the_dark_pages_colours(
-    browser: OfflineBrowser, base_url: str, english: list[str]
+    dark_phone: Any, base_url: str, english: list[str]
 ) -> None:
-    context = browser.context.browser.new_context(
-        viewport=PHONE, is_mobile=True, has_touch=True, color_scheme="dark"
-    )
-    context.route("**/*", browser.route)
-    context.route("**/vendor/mathjax/**", lambda route: route.abort("blockedbyclient"))
+    context = dark_phone
     shares, measured = {}, 0
     for path in english:
         if '<div class="cx-explorer">' not in (HTML / path).read_text(encoding="utf-8"):
@@ -770,7 +779,6 @@ def test_explorers_take_the_dark_pages_colours(
             shares[path] = f"{share:.0%} of the screen bright"
         _shot(page, "dark_explorer", path)
         page.close()
-    context.close()
     assert measured, "no page with an explorer found"
     assert not shares, f"explorers that light up a dark phone screen (over {MAX_BRIGHT_SHARE:.0%})"
 
@@ -815,13 +823,9 @@ MAX_FIGURE_BRIGHT_SHARE = 0.35
 
 
 def test_figures_take_the_dark_page_without_lighting_it_up(
-    browser: OfflineBrowser, base_url: str, english: list[str]
+    dark_phone: Any, base_url: str, english: list[str]
 ) -> None:
-    context = browser.context.browser.new_context(
-        viewport=PHONE, is_mobile=True, has_touch=True, color_scheme="dark"
-    )
-    context.route("**/*", browser.route)
-    context.route("**/vendor/mathjax/**", lambda route: route.abort("blockedbyclient"))
+    context = dark_phone
     bright, shares, total = {}, [], [0, 0]
     for path in [*english, "zh/book/02_relative_index.html"]:
         if "cell_output" not in (HTML / path).read_text(encoding="utf-8"):
@@ -839,7 +843,6 @@ def test_figures_take_the_dark_page_without_lighting_it_up(
                 bright.setdefault(path, []).append(f"{lit / pixels:.0%}: {src}")
         _shot(page, "dark_figures", path)
         page.close()
-    context.close()
     assert shares, "no figures found"
     summary = (
         f"{len(shares)} figures, {total[0] / total[1]:.0%} of their pixels bright, "
