@@ -8,9 +8,9 @@ t interval ``mean(d) ± t_{(1+c)/2, n-1} * sd(d) / sqrt(n)`` (:func:`paired_inte
 ``n - 1``). Not a percentile bootstrap over seeds: with n = 5 it resamples 126 distinct sets and
 its interval is too narrow; the t interval is the standard choice for small paired samples.
 
-A family of gaps not planned before the run is exploratory: :func:`holm` adjusts its p-values
-(:func:`holm_bounds` where some sit at their floor, printed by :func:`format_p`), and a gap whose
-adjusted p is below 0.05 is one the family's error rate allows reading.
+A family of gaps not planned before the run is exploratory: :func:`holm_bounds` adjusts its
+p-values (printed by :func:`format_p`), and a gap whose adjusted p is below 0.05 is one the
+family's error rate allows reading.
 
 A split cell (some seeds solve the task, others stall) is a count, solved ``k`` of ``n``
 (``companion.experiments.split_reading``), with an exact Clopper-Pearson interval on the rate
@@ -55,23 +55,8 @@ def paired_interval(
     return mean, mean - half, mean + half
 
 
-def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm's step-down adjustment of a family of ``m`` p-values, in their given order.
-
-    Sorted ascending, the ``i``-th smallest (``i`` from 1) is multiplied by ``m - i + 1`` and the
-    results made non-decreasing (each at least the one before) and capped at 1. Rejecting every
-    hypothesis whose adjusted p is below ``α`` keeps the chance of *any* false rejection in the
-    family at most ``α``, whatever the dependence between the tests.
-    """
-    m = len(p_values)
-    for p in p_values:
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(f"p_values must be numbers in [0, 1], got {p!r}")
-    adjusted, running = [0.0] * m, 0.0
-    for rank, index in enumerate(sorted(range(m), key=lambda i: p_values[i])):
-        running = max(running, min(1.0, (m - rank) * p_values[index]))
-        adjusted[index] = running
-    return adjusted
+def _at_floor(p: float, floor: float) -> bool:
+    return floor > 0.0 and p <= floor * (1 + 1e-9)
 
 
 def format_p(p: float, floor: float = 0.0, name: str = "p") -> str:
@@ -83,37 +68,42 @@ def format_p(p: float, floor: float = 0.0, name: str = "p") -> str:
         raise ValueError(f"p must be a number in [0, 1], got {p!r}")
     if not 0.0 <= floor < 1.0:
         raise ValueError(f"floor must be a number in [0, 1), got {floor!r}")
-    if floor > 0.0 and p <= floor * (1 + 1e-9):
-        return f"{name} < {floor:.2g}"
-    return f"{name} = {p:.2g}"
+    return f"{name} < {floor:.2g}" if _at_floor(p, floor) else f"{name} = {p:.2g}"
 
 
 def holm_bounds(p_values: Sequence[float], floors: Sequence[float]) -> list[tuple[float, bool]]:
-    """:func:`holm` for p-values some of which sit at their floor (``floors[i]``, see
-    :func:`format_p`; 0 for none): ``(adjusted, is_bound)`` for each, in the given order.
+    """Holm's step-down adjustment of a family of ``m`` p-values: ``(adjusted, is_bound)`` for
+    each, in the given order.
 
-    An adjusted p is a bound when the term that sets it (``(m - i + 1)`` times the ``i``-th
-    smallest p, or an earlier, larger term) comes from p-values at their floor only: Holm's
-    adjustment grows with every raw p, so a raw p known only to lie below its floor gives an
-    adjusted p known only to lie below the value computed (``p_Holm < 0.0015``). A value capped
-    at 1 is no bound."""
+    Sorted ascending, the ``i``-th smallest (``i`` from 1) is multiplied by ``m - i + 1`` and the
+    results made non-decreasing (each at least the one before) and capped at 1. Rejecting every
+    hypothesis whose adjusted p is below ``α`` keeps the chance of *any* false rejection in the
+    family at most ``α``, whatever the dependence between the tests.
+
+    ``floors[i]`` is p's floor (see :func:`format_p`; 0 for none). An adjusted p is a bound when
+    the term that sets it (``(m - i + 1)`` times the ``i``-th smallest p, or an earlier, larger
+    term) comes from p-values at their floor only: Holm's adjustment grows with every raw p, so a
+    raw p known only to lie below its floor gives an adjusted p known only to lie below the value
+    computed (``p_Holm < 0.0015``). A value capped at 1 is no bound."""
     if len(p_values) != len(floors):
         raise ValueError(
             f"p_values and floors must be of the same length, got {len(p_values)} and {len(floors)}"
         )
-    adjusted = holm(p_values)
+    for p in p_values:
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"p_values must be numbers in [0, 1], got {p!r}")
     m = len(p_values)
-    bounds = [False] * m
+    adjusted = [(0.0, False)] * m
     running, bound = 0.0, False
     for rank, index in enumerate(sorted(range(m), key=lambda i: p_values[i])):
         term = min(1.0, (m - rank) * p_values[index])
-        floored = floors[index] > 0.0 and p_values[index] <= floors[index] * (1 + 1e-9)
+        floored = _at_floor(p_values[index], floors[index])
         if term > running:
             running, bound = term, floored
         elif term == running and not floored:
             bound = False  # an exact term reaches the same value: the value is exact
-        bounds[index] = bound and running < 1.0
-    return list(zip(adjusted, bounds, strict=True))
+        adjusted[index] = (running, bound and running < 1.0)
+    return adjusted
 
 
 # --------------------------------------------------------------------------- split cells, nulls
@@ -141,33 +131,28 @@ def fisher_exact(k1: int, n1: int, k2: int, n2: int) -> float:
     return float(stats.fisher_exact(table, alternative="two-sided").pvalue)
 
 
-def chebyshev_distance(offset: Sequence[int]) -> int:
-    """How many tokens apart an offset ``(dy, dx)`` is: ``max(|dy|, |dx|)`` (0 is the query)."""
-    return max(abs(int(d)) for d in offset)
-
-
-def ring_probability(window_size: Sequence[int], distances: Sequence[int]) -> float:
-    """The chance that the arg-max of a random bias table (exchangeable entries, one per offset
-    of a ``window_size`` window) lies at one of ``distances``: the share of the
-    ``(2Wh-1)(2Ww-1)`` offsets at those Chebyshev distances."""
-    wh, ww = window_size
-    check_positive_int("window_size[0]", wh)
-    check_positive_int("window_size[1]", ww)
-    offsets = [(dy, dx) for dy in range(1 - wh, wh) for dx in range(1 - ww, ww)]
-    hits = sum(chebyshev_distance(o) in set(distances) for o in offsets)
-    return hits / len(offsets)
-
-
 def ring_null(
     offsets: Sequence[Sequence[int]], window_size: Sequence[int], distances: Sequence[int]
 ) -> str:
-    """One line setting "k of n favourite offsets lie at ``distances``" against random tables:
-    the probability :func:`ring_probability` for one head, the count it leads one to expect, and
-    the chance that independent random tables give ``k`` or more."""
+    """One line setting "k of n favourite offsets lie at ``distances``" against random tables.
+
+    An offset ``(dy, dx)`` lies ``max(|dy|, |dx|)`` tokens from the query. The arg-max of a
+    random bias table (exchangeable entries, one per offset of a ``window_size`` window) lies at
+    one of ``distances`` with probability ``p``, the share of the ``(2Wh-1)(2Ww-1)`` offsets
+    there; the line gives ``p``, the count it leads one to expect, and the chance that
+    independent random tables give ``k`` or more."""
     n = len(offsets)
     check_positive_int("len(offsets)", n)
-    k = sum(chebyshev_distance(o) in set(distances) for o in offsets)
-    p = ring_probability(window_size, distances)
+    wh, ww = window_size
+    check_positive_int("window_size[0]", wh)
+    check_positive_int("window_size[1]", ww)
+
+    def at_distance(offset: Sequence[int]) -> bool:
+        return max(abs(int(d)) for d in offset) in set(distances)
+
+    k = sum(map(at_distance, offsets))
+    table = [(dy, dx) for dy in range(1 - wh, wh) for dx in range(1 - ww, ww)]
+    p = sum(map(at_distance, table)) / len(table)
     tail = float(stats.binom.sf(k - 1, n, p))  # P(X >= k) = P(X > k - 1)
     at = " or ".join(str(d) for d in distances)
     return (
