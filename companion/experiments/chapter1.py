@@ -1,18 +1,9 @@
-"""Chapter 1's reader: the learned absolute embeddings the book trained, and the predictions
-committed before their runs checked by the rules fixed with them. All three experiments trained
-on ``grid-cell`` with an ``8 x 8`` patch grid and ``D = 32`` (``companion.experiments.runs``):
-
-* a plain ViT (``results/learned-vit``, :func:`load_vit_embedding`), whose predictions
-  (:func:`similarity_predictions`) are checked by :func:`check_similarity_predictions`;
-* the same ViT at other seeds (``results/learned-vit-seeds``, :func:`load_vit_seeds`), read by
-  the over-seeds rule fixed before those runs (:func:`vit_seeds_markdown`);
-* the small Swin's ``pos="abs"`` embedding (``results/learned-abs``,
-  :func:`load_learned_embedding`).
-
-Every record is verified against its folder's ``SHA256SUMS`` and, in a results tree with a
-record table (``companion.experiments.records``), against the table's row. The statistics are
-:mod:`companion.experiments.learned_embedding`'s, re-exported for the chapter.
-"""
+"""Chapter 1's reader: the learned absolute embeddings the book trained on ``grid-cell`` (``8 x 8``
+patch grid, ``D = 32``), a plain ViT's (``results/learned-vit``, and at other seeds
+``results/learned-vit-seeds``) and the small Swin's ``pos="abs"`` (``results/learned-abs``), each
+verified against its folder's ``SHA256SUMS`` and, in a results tree with a record table, against
+the table's row; and the predictions committed before the runs, checked by the rules fixed with
+them."""
 
 from __future__ import annotations
 
@@ -31,14 +22,7 @@ from companion.experiments.integrity import (
     verified_tensors,
     whole_folders,
 )
-from companion.experiments.learned_embedding import POSITION_STATISTICS as POSITION_STATISTICS
-from companion.experiments.learned_embedding import PermutationTest
-from companion.experiments.learned_embedding import grid_table as grid_table
-from companion.experiments.learned_embedding import permutation_p_value as permutation_p_value
-from companion.experiments.learned_embedding import permutation_test as permutation_test
-from companion.experiments.learned_embedding import same_parity_pairs as same_parity_pairs
-from companion.experiments.learned_embedding import shuffled_null as shuffled_null
-from companion.experiments.learned_embedding import similarity_gap as similarity_gap
+from companion.experiments.learned_embedding import PermutationTest, permutation_test
 from companion.experiments.paper import markdown_table
 from companion.experiments.predictions import PREDICTIONS, load_predictions, parse_predictions
 from companion.experiments.records import TABLE, check_against_table

@@ -1,12 +1,10 @@
-"""The layout of a learned absolute position embedding, read against a null.
+"""The layout of a learned absolute position embedding, read against a null (chapters 1, 4).
 
 Chapter 1 draws each embedding the way the ViT paper's Figure 7 draws its own (the cosine
 similarity of each patch's embedding with every other one). Any structure read from that picture
 ("neighbours look alike") is a number set against a null: the same number on the *same* vectors
 dealt out to the grid cells in a random order, which keeps every vector and destroys only the
-layout (:func:`permutation_test`). Chapter 4 reads a pretrained ViT's embedding with the same
-statistics; chapter 1's reader (``companion.experiments.chapter1``) loads the embeddings the book
-trained.
+layout (:func:`permutation_test`; ``(k + 1) / (B + 1)``, :func:`permutation_p_value`).
 """
 
 from __future__ import annotations
@@ -22,6 +20,7 @@ from torch import Tensor
 from companion._checks import check_choice, check_positive_int, to_pair
 from companion.data.tasks import CELL, PATCH
 from companion.experiments.stats import format_p
+from companion.relative import flatten_coordinates, grid_coordinates
 
 #: ``grid-cell``'s cells, in patches of the small models (8-px cells, 4-px patches: 2 x 2
 #: patches per cell). The Swin's 2 x 2 patch-merging groups are these same blocks.
@@ -41,32 +40,29 @@ def grid_table(pos_embed: Tensor) -> tuple[Tensor, Grid]:
     return pos_embed.reshape(h * w, d), (h, w)
 
 
-def _grid_coordinates(grid: Grid) -> tuple[Tensor, Tensor]:
-    """The row and the column of each of the ``h * w`` cells, row-major: two ``(N,)``."""
-    rows, cols = torch.meshgrid(torch.arange(grid[0]), torch.arange(grid[1]), indexing="ij")
-    return rows.reshape(-1), cols.reshape(-1)
-
-
 def neighbour_pairs(grid_size: int | Grid) -> Tensor:
     """``(N, N)`` bool: cells that touch along a row or a column (4-neighbours)."""
-    rows, cols = _grid_coordinates(to_pair("grid_size", grid_size))
+    rows, cols = flatten_coordinates(grid_coordinates(to_pair("grid_size", grid_size)))
     return (rows[:, None] - rows[None]).abs() + (cols[:, None] - cols[None]).abs() == 1
+
+
+def _distinct_alike(key: Tensor) -> Tensor:
+    """``(N, N)`` bool: distinct cells with the same ``key`` (``(N,)``)."""
+    return (key[:, None] == key[None, :]) & ~torch.eye(len(key), dtype=torch.bool)
 
 
 def same_parity_pairs(grid_size: int | Grid) -> Tensor:
     """``(N, N)`` bool: distinct cells with the same (row mod 2, column mod 2), i.e. the same
     slot in their 2 x 2 patch-merging group."""
-    rows, cols = _grid_coordinates(to_pair("grid_size", grid_size))
-    slot = rows % 2 * 2 + cols % 2
-    return (slot[:, None] == slot[None, :]) & ~torch.eye(len(slot), dtype=torch.bool)
+    rows, cols = flatten_coordinates(grid_coordinates(to_pair("grid_size", grid_size)))
+    return _distinct_alike(rows % 2 * 2 + cols % 2)
 
 
 def _same_cell_pairs(grid: Grid) -> Tensor:
     """``(N, N)`` bool: distinct cells of the patch grid in the same ``TASK_CELL`` block (for
     ``grid-cell``, the same label; for the Swin, the same patch-merging group)."""
-    rows, cols = _grid_coordinates(grid)
-    block = rows // TASK_CELL * grid[1] + cols // TASK_CELL
-    return (block[:, None] == block[None, :]) & ~torch.eye(grid[0] * grid[1], dtype=torch.bool)
+    rows, cols = flatten_coordinates(grid_coordinates(grid))
+    return _distinct_alike(rows // TASK_CELL * grid[1] + cols // TASK_CELL)
 
 
 def cosine_matrix(table: Tensor) -> Tensor:
@@ -87,13 +83,10 @@ def _pair_gap(sim: Tensor, related: Tensor) -> float:
 
 
 def similarity_gap(table: Tensor, related: Tensor) -> float:
-    """Mean cosine similarity of the ``related`` pairs minus that of all pairs of distinct cells.
-
-    ``table``: ``(N, D)``; ``related``: ``(N, N)`` bool. Positive when related cells have more
-    alike embeddings than two cells picked at random; about 0 when the relation leaves no trace.
-    Under the shuffle null its expected value is exactly 0: a random permutation sends each
-    related pair to a pair of distinct cells drawn uniformly, whose mean is the second term.
-    """
+    """Mean cosine similarity of the ``related`` pairs (``(N, N)`` bool) of ``table``'s ``(N, D)``
+    rows minus that of all pairs of distinct rows. Its expected value under the shuffle null is
+    exactly 0: a random permutation sends each related pair to a pair of distinct cells drawn
+    uniformly, whose mean is the second term."""
     return _pair_gap(cosine_matrix(table), related)
 
 
@@ -112,18 +105,15 @@ def shuffled_null(table: Tensor, related: Tensor, draws: int = 1000, seed: int =
 
 
 def permutation_p_value(
-    observed: float,
-    null: Tensor,
-    alternative: Alternative = "two-sided",
-    center: float | None = None,
+    observed: float, null: Tensor, alternative: Alternative = "two-sided"
 ) -> float:
     """The permutation p-value ``(k + 1) / (B + 1)`` of ``observed`` against ``B`` null draws.
 
     ``k`` counts the draws at least as extreme as ``observed``:
 
     - ``"two-sided"`` (the default, for a statistic whose direction was not fixed before it was
-      seen): ``|draw - center| >= |observed - center|``, with ``center`` the statistic's
-      expected value under the null (by default the draws' mean; 0 for :func:`similarity_gap`);
+      seen): ``|draw - m| >= |observed - m|``, with ``m`` the draws' mean (the statistic's
+      expected value under the null);
     - ``"greater"``: ``draw >= observed`` (a direction fixed in advance: larger);
     - ``"less"``: ``draw <= observed``.
 
@@ -139,8 +129,8 @@ def permutation_p_value(
     elif alternative == "less":
         k = int((null <= observed).sum())
     else:
-        c = float(null.mean()) if center is None else float(center)
-        k = int(((null - c).abs() >= abs(observed - c)).sum())
+        m = float(null.mean())
+        k = int(((null - m).abs() >= abs(observed - m)).sum())
     return (1 + k) / (1 + null.numel())
 
 
@@ -158,7 +148,7 @@ def _neighbour_gap(sim: Tensor, grid: Grid) -> float:
 def _distance_correlation(sim: Tensor, grid: Grid) -> float:
     """Pearson correlation, over all pairs of distinct cells, between their similarity and their
     distance on the grid (Euclidean, in patches). Negative when similarity falls with distance."""
-    rows, cols = _grid_coordinates(grid)
+    rows, cols = flatten_coordinates(grid_coordinates(grid))
     dist = torch.hypot((rows[:, None] - rows[None]).float(), (cols[:, None] - cols[None]).float())
     upper = torch.triu(torch.ones_like(sim, dtype=torch.bool), diagonal=1)
     x, y = sim[upper] - sim[upper].mean(), dist[upper] - dist[upper].mean()
@@ -190,7 +180,7 @@ def _axis_gap(sim: Tensor, grid: Grid) -> float:
     Euclidean distance) than a diagonal pair with the same ``|dr| + |dc|``, so similarity that
     only falls with Euclidean distance gives a negative gap, not a positive one.
     """
-    rows, cols = _grid_coordinates(grid)
+    rows, cols = flatten_coordinates(grid_coordinates(grid))
     dr, dc = (rows[:, None] - rows[None]).abs(), (cols[:, None] - cols[None]).abs()
     apart = ~_same_cell_pairs(grid) & ~torch.eye(sim.shape[0], dtype=torch.bool)
     axis = (dr == 0) | (dc == 0)
@@ -226,9 +216,8 @@ NULL_QUANTILES = (0.005, 0.025, 0.5, 0.975, 0.995)
 
 @dataclass(frozen=True)
 class PermutationTest:
-    """A layout statistic of one embedding against its shuffle null: ``null``, ``(B,)``, the
-    statistic on ``B`` random layouts of the same vectors, and ``p_value``,
-    :func:`permutation_p_value` for ``alternative``."""
+    """A layout statistic of one embedding, its values on ``B`` random layouts of the same
+    vectors (``null``, ``(B,)``) and :func:`permutation_p_value` for ``alternative``."""
 
     statistic: str
     observed: float

@@ -1,11 +1,6 @@
-"""Published numbers the book compares against, typed in once, with their source.
-
-Swin Transformer (Liu et al. 2021, arXiv:2103.14030), Table 4: ablation of the position encoding
-on Swin-T. ViT (Dosovitskiy et al., "An Image is Worth 16x16 Words", ICLR 2021,
-arXiv:2010.11929), Appendix D.4, Table 8: ablation of the position embedding on ViT-B/16. Swin
-Transformer V2 (Liu et al., CVPR 2022, arXiv:2111.09883), Table 1: the parameterized bias table
-against linear- and log-spaced continuous position bias as the window grows (Swin-T). These
-are the papers' reported results, not runs of ours; the book labels them so.
+"""Published numbers the book compares against, typed in once, each table with its source (Swin's
+Table 4, ViT's Table 8, Swin V2's Table 1, RoPE-ViT's Swin-T rows): the papers' reported results,
+not runs of ours, and the book labels them so.
 """
 
 from __future__ import annotations

@@ -20,20 +20,7 @@ measured beside a control; the table itself says which numbers came out, not why
 
 from __future__ import annotations
 
-from companion.experiments.paper import (
-    ROPE_VIT_SWIN_SOURCE,
-    ROPE_VIT_SWIN_T,
-    SWIN_TABLE4,
-    SWIN_TABLE4_SOURCE,
-    SWINV2_TABLE1,
-    SWINV2_TABLE1_SOURCE,
-    SWINV2_TABLE1_WINDOWS,
-    TABLE4_METRICS,
-    VIT_TABLE8,
-    VIT_TABLE8_COLUMNS,
-    VIT_TABLE8_SOURCE,
-    markdown_table,
-)
+from companion.experiments import paper
 
 #: Gaps smaller than this (in points) are printed in parentheses: not read (rule 1 above).
 READABLE_GAP = 1.0
@@ -55,25 +42,24 @@ def _note(source: str, per: str = "cell") -> str:
 
 def marked_gaps_markdown(pairs: tuple[tuple[str, str], ...]) -> str:
     """Row differences ``a - b`` of Table 4 as a Markdown table, sub-point gaps in parentheses."""
+    table, rows = paper.SWIN_TABLE4, []
     for a, b in pairs:
         for name, row in (("a", a), ("b", b)):
-            if row not in SWIN_TABLE4:
-                raise ValueError(f"{name}: {row!r} is not a row of Table 4 ({list(SWIN_TABLE4)})")
-    rows = [
-        (f"{a} − {b}", *(mark_gap(SWIN_TABLE4[a][m] - SWIN_TABLE4[b][m]) for m in TABLE4_METRICS))
-        for a, b in pairs
-    ]
-    note = _note(SWIN_TABLE4_SOURCE, "row") + "; compare within a column only.*"
-    head = ["difference", *TABLE4_METRICS.values()]
-    return markdown_table(head, rows, note, "l" * len(head))
+            if row not in table:
+                raise ValueError(f"{name}: {row!r} is not a row of Table 4 ({list(table)})")
+        gaps = [mark_gap(table[a][m] - table[b][m]) for m in paper.TABLE4_METRICS]
+        rows.append((f"{a} − {b}", *gaps))
+    note = _note(paper.SWIN_TABLE4_SOURCE, "row") + "; compare within a column only.*"
+    head = ["difference", *paper.TABLE4_METRICS.values()]
+    return paper.markdown_table(head, rows, note, "l" * len(head))
 
 
 def vit_table8_gaps_markdown() -> str:
     """Table 8's cells minus its no-embedding cell (Default/Stem), in points of accuracy, and
     the spread (largest minus smallest) among the cells with an embedding, marked."""
-    none = VIT_TABLE8["none"]["default"]
+    none = paper.VIT_TABLE8["none"]["default"]
     assert none is not None  # the paper's one cell without an embedding
-    embedded = {row: cells for row, cells in VIT_TABLE8.items() if row != "none"}
+    embedded = {row: cells for row, cells in paper.VIT_TABLE8.items() if row != "none"}
     rows = [
         (f"{row} − none", *(mark_gap(100 * (v - none)) if v is not None else "N/A"
                             for v in cells.values()))
@@ -82,19 +68,19 @@ def vit_table8_gaps_markdown() -> str:
     present = [v for cells in embedded.values() for v in cells.values() if v is not None]
     note = (
         f"*Points of accuracy, each cell minus the no-embedding cell (Default/Stem), computed "
-        f"from {VIT_TABLE8_SOURCE}. Largest minus smallest of the cells with a position "
+        f"from {paper.VIT_TABLE8_SOURCE}. Largest minus smallest of the cells with a position "
         f"embedding: {mark_gap(100 * (max(present) - min(present)))}. One number per cell and "
         f"no spread reported, so gaps below {READABLE_GAP:g} point are in parentheses (not "
         "readable).*"
     )
-    return markdown_table(["difference", *VIT_TABLE8_COLUMNS.values()], rows, note)
+    return paper.markdown_table(["difference", *paper.VIT_TABLE8_COLUMNS.values()], rows, note)
 
 
 def swinv2_table1_reading_markdown() -> str:
     """Table 1's ImageNet columns read by the rules: each row's change from window 8 as the window
     grows (not fine-tuned / fine-tuned), and each continuous bias minus the bias table at the
     same window, sub-point gaps in parentheses."""
-    names, windows = list(SWINV2_TABLE1), SWINV2_TABLE1_WINDOWS
+    names, windows = list(paper.SWINV2_TABLE1), paper.SWINV2_TABLE1_WINDOWS
 
     def cells(a: dict[str, float], b: dict[str, float] | None) -> list[str]:
         """``a`` at each larger window minus ``b`` there, or minus ``a`` at window 8 (None)."""
@@ -104,19 +90,19 @@ def swinv2_table1_reading_markdown() -> str:
             for w in windows
         ]  # fmt: skip
 
-    rows = [(f"{row}: change from W8", *cells(SWINV2_TABLE1[row], None)) for row in names]
+    rows = [(f"{row}: change from W8", *cells(paper.SWINV2_TABLE1[row], None)) for row in names]
     for a, b in [(row, names[0]) for row in names[1:]] + [(names[2], names[1])]:
-        rows.append((f"{a} − {b}", *cells(SWINV2_TABLE1[a], SWINV2_TABLE1[b])))
+        rows.append((f"{a} − {b}", *cells(paper.SWINV2_TABLE1[a], paper.SWINV2_TABLE1[b])))
     head = ["ImageNet top-1, points", *(f"W{w} (no FT / FT)" for w in windows)]
-    return markdown_table(head, rows, _note(SWINV2_TABLE1_SOURCE) + ".*")
+    return paper.markdown_table(head, rows, _note(paper.SWINV2_TABLE1_SOURCE) + ".*")
 
 
 def rope_vit_reading_markdown() -> str:
     """RoPE-ViT's Swin-T rows read by the rules: each code's change from 224 to 384 px, and each
     rotary code's change minus the bias table's (``rel``), sub-point gaps in parentheses."""
-    change = {pos: m["top1_384"] - m["top1_224"] for pos, m in ROPE_VIT_SWIN_T.items()}
+    change = {pos: m["top1_384"] - m["top1_224"] for pos, m in paper.ROPE_VIT_SWIN_T.items()}
     rows = [(f"`{pos}`: change", mark_gap(c)) for pos, c in change.items()]
     rows += [(f"`{pos}` − `rel`: change", mark_gap(c - change["rel"]))
              for pos, c in change.items() if pos != "rel"]  # fmt: skip
     head = ["ImageNet top-1, points", "224 → 384 px"]
-    return markdown_table(head, rows, _note(ROPE_VIT_SWIN_SOURCE) + ".*")
+    return paper.markdown_table(head, rows, _note(paper.ROPE_VIT_SWIN_SOURCE) + ".*")

@@ -2,21 +2,11 @@
 ``scipy.stats``: Student's t, the exact binomial interval, Fisher's exact test, the binomial tail;
 what is the book's own is small and named for what it does.
 
-A gap between two ablation cells trained with the same seeds (each seed's data order and initial
-draw shared) is read over the per-seed differences ``d_i = a_i - b_i``: their mean with the paired
-t interval ``mean(d) ± t_{(1+c)/2, n-1} * sd(d) / sqrt(n)`` (:func:`paired_interval`, ``sd`` with
-``n - 1``). Not a percentile bootstrap over seeds: with n = 5 it resamples 126 distinct sets and
-its interval is too narrow; the t interval is the standard choice for small paired samples.
-
 A family of gaps not planned before the run is exploratory: :func:`holm_bounds` adjusts its
-p-values (printed by :func:`format_p`), and a gap whose adjusted p is below 0.05 is one the
-family's error rate allows reading.
-
+p-values, and a gap whose adjusted p is below 0.05 is one the family's error rate allows reading.
 A split cell (some seeds solve the task, others stall) is a count, solved ``k`` of ``n``
-(``companion.experiments.split_reading``), with an exact Clopper-Pearson interval on the rate
-(:func:`binomial_interval`); two counts are compared by Fisher's exact test (:func:`fisher_exact`).
-A pattern in a table of exchangeable random numbers ("most favourites lie at distance 2 or 3") is
-set against the share of offsets at that distance (:func:`ring_null`).
+(``companion.experiments.split_reading``), read with :func:`binomial_interval` and compared with
+another by :func:`fisher_exact`.
 """
 
 from __future__ import annotations
@@ -33,8 +23,7 @@ from companion._checks import check_positive_int
 def t_quantile(p: float, df: int) -> float:
     """The ``t`` with ``P(T <= t) = p`` for Student's t with ``df`` degrees of freedom
     (``t_quantile(0.975, 4)`` is 2.776): ``scipy.stats.t.ppf``, with the arguments checked."""
-    if isinstance(df, bool) or not isinstance(df, int) or df < 1:
-        raise ValueError(f"df must be an int >= 1, got {df!r}")
+    check_positive_int("df", df)
     if not 0.0 < p < 1.0:
         raise ValueError(f"p must be a number in (0, 1), got {p!r}")
     return float(stats.t.ppf(p, df))
@@ -43,8 +32,13 @@ def t_quantile(p: float, df: int) -> float:
 def paired_interval(
     differences: Sequence[float], confidence: float = 0.95
 ) -> tuple[float, float, float]:
-    """``(mean, low, high)``: the mean of ``differences`` and its paired t interval (see the
-    module docstring). Needs at least 2 differences."""
+    """``(mean, low, high)`` of at least 2 ``differences``: the paired t interval.
+
+    A gap between two cells trained with the same seeds (each seed's data order and initial draw
+    shared) is read over the per-seed differences ``d_i = a_i - b_i``: their mean with
+    ``mean(d) ± t_{(1+c)/2, n-1} * sd(d) / sqrt(n)`` (``sd`` with ``n - 1``). Not a percentile
+    bootstrap over seeds: with n = 5 it resamples 126 distinct sets and its interval is too
+    narrow; the t interval is the standard choice for small paired samples."""
     n = len(differences)
     if n < 2:
         raise ValueError(f"differences must hold at least 2 values, got {n}")
