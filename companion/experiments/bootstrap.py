@@ -28,12 +28,9 @@ REPLICATES = 4000
 @dataclass(frozen=True)
 class Interval:
     """A statistic, its 95 % percentile interval and a two-sided bootstrap p-value for "the
-    statistic is 0" (the share of replicates on the far side of 0, doubled, at least 1/(B+1)).
-
-    ``floor`` is that least value, ``1 / (B + 1)`` for ``B`` replicates: a ``p`` at the floor
-    means that no replicate fell on the far side of 0, so the p-value is below what ``B``
-    replicates resolve, a bound (``p < floor``), not a measured number
-    (:func:`companion.experiments.stats.format_p` prints it so)."""
+    statistic is 0": the share of replicates on the far side of 0, doubled, at least ``floor``,
+    ``1 / (B + 1)`` for ``B`` replicates. A ``p`` at the floor means that no replicate fell on the
+    far side: a bound (``p < floor``), not a measured number (``stats.format_p`` prints it so)."""
 
     estimate: float
     low: float

@@ -98,8 +98,7 @@ def _shuffles(n: int, draws: int, seed: int) -> list[Tensor]:
 
 
 def shuffled_null(table: Tensor, related: Tensor, draws: int = 1000, seed: int = 0) -> Tensor:
-    """``(draws,)`` values of :func:`similarity_gap` with the same ``N`` rows dealt to random
-    cells: what the statistic looks like when the embedding carries no layout at all."""
+    """``(draws,)`` values of :func:`similarity_gap` with the rows dealt to random cells."""
     perms = _shuffles(table.shape[0], draws, seed)
     return torch.tensor([similarity_gap(table[p], related) for p in perms])
 
@@ -140,8 +139,7 @@ def permutation_p_value(
 
 
 def _neighbour_gap(sim: Tensor, grid: Grid) -> float:
-    """Mean similarity of 4-neighbours (cells that touch along a row or a column) minus that of
-    all pairs of distinct cells: :func:`similarity_gap` with :func:`neighbour_pairs`."""
+    """:func:`similarity_gap` over :func:`neighbour_pairs` (4-neighbours alike)."""
     return _pair_gap(sim, neighbour_pairs(grid))
 
 
@@ -255,8 +253,8 @@ def permutation_test(
     alternative: Alternative = "two-sided",
 ) -> PermutationTest:
     """``statistic`` (a name in :data:`POSITION_STATISTICS`) of the ``(N, D)`` embedding
-    ``table`` on its ``h x w`` grid, against the same statistic over ``draws`` shuffles of the
-    rows over the grid (the ``seed`` fixes them)."""
+    ``table`` on its ``h x w`` grid against its shuffle null (``draws`` shuffles, fixed by
+    ``seed``)."""
     grid = to_pair("grid_size", grid_size)
     measure = POSITION_STATISTICS[check_choice("statistic", statistic, list(POSITION_STATISTICS))]
     check_choice("alternative", alternative, ALTERNATIVES)
