@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from companion.experiments.bootstrap import gap_interval, lift_gap_interval
-from companion.experiments.stats import fisher_exact
+from companion.experiments.stats import fisher_exact, format_p
 
 
 def coin(seeds, images, p, seed=0):
@@ -96,6 +96,7 @@ def test_an_interval_is_the_same_when_its_resampling_draws_are_reused():
 def test_an_interval_knows_its_p_value_floor_and_when_it_sits_on_it():
     far = gap_interval(coin(10, 500, 0.9), coin(10, 500, 0.2, seed=1), replicates=999)
     assert far.floor == pytest.approx(1 / 1000) and far.p == pytest.approx(far.floor)
-    assert far.at_floor  # no replicate on the far side of 0: the p-value is a bound
+    # no replicate on the far side of 0: the p-value is a bound, printed as one
+    assert format_p(far.p, far.floor) == "p < 0.001"
     near = gap_interval(coin(10, 500, 0.5), coin(10, 500, 0.5, seed=1))
-    assert near.floor == pytest.approx(1 / 4001) and not near.at_floor
+    assert near.floor == pytest.approx(1 / 4001) and format_p(near.p, near.floor).startswith("p = ")

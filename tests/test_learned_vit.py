@@ -11,11 +11,11 @@ from book_figures import assert_fits_the_page
 from companion._io import file_sha256
 from companion.absolute import sincos_2d_position_embedding
 from companion.experiments.chapter1 import (
+    SimilarityOutcome,
     check_similarity_predictions,
     load_vit_embedding,
     load_vit_seeds,
     prediction_held,
-    seed_count_verdict,
     similarity_outcomes_markdown,
     similarity_predictions,
     vit_seeds_markdown,
@@ -23,21 +23,27 @@ from companion.experiments.chapter1 import (
 from companion.experiments.integrity import ResultsError, write_manifest
 from companion.experiments.learned_embedding import (
     POSITION_STATISTICS,
-    axis_gap,
-    cell_gap,
     cosine_matrix,
-    distance_correlation,
-    merge_slot_gap,
-    nearest_neighbour_rate,
-    neighbour_gap,
     permutation_p_value,
     permutation_test,
-    same_cell_pairs,
     similarity_gap,
 )
 from companion.figures.absolute import plot_figure7, plot_permutation_tests
 
 GEN = torch.Generator
+
+
+def statistic(name: str):
+    """A layout statistic of :data:`POSITION_STATISTICS` on a square grid: ``(sim, side)``."""
+    return lambda sim, side: POSITION_STATISTICS[name](sim, (side, side))
+
+
+axis_gap = statistic("axis_gap")
+cell_gap = statistic("cell_gap")
+distance_correlation = statistic("distance_correlation")
+merge_slot_gap = statistic("merge_slot_gap")
+nearest_neighbour_rate = statistic("nearest_neighbour_rate")
+neighbour_gap = statistic("neighbour_gap")
 
 
 def smooth_table() -> torch.Tensor:
@@ -85,10 +91,9 @@ def test_a_value_below_every_draw_is_extreme_two_sided_not_one_sided():
     assert permutation_p_value(-0.047, null) == pytest.approx(1 / 1001)
 
 
-def test_the_two_sided_centre_defaults_to_the_null_s_mean():
+def test_the_two_sided_centre_is_the_null_s_mean():
     null = torch.tensor([9.0, 10.0, 11.0])
     assert permutation_p_value(10.5, null) == pytest.approx(3 / 4)  # |draw - 10| >= 0.5: 9, 11
-    assert permutation_p_value(10.5, null, center=0.0) == pytest.approx(2 / 4)  # 11 only
 
 
 def test_the_p_value_refuses_bad_arguments():
@@ -165,10 +170,12 @@ def test_merge_slot_gap_finds_the_swin_s_sign_coded_slots():
     assert permutation_test(table, 8, "merge_slot_gap", draws=200).p_value < 0.01
 
 
-def test_same_cell_pairs_join_the_cells_of_one_2x2_block():
-    pairs = same_cell_pairs(4)
-    assert pairs[0, 1] and pairs[0, 4] and pairs[0, 5] and not pairs[0, 2] and not pairs[0, 0]
-    assert int(pairs.sum()) == 4 * 4 * 3
+def test_cell_gap_compares_neighbours_inside_a_2x2_block_with_those_across_its_border():
+    rows, cols = torch.meshgrid(torch.arange(4), torch.arange(4), indexing="ij")
+    block = (rows // 2 * 2 + cols // 2).reshape(-1)
+    sim = (block[:, None] == block[None]).float()  # alike inside a block, unlike across
+    assert cell_gap(sim, 4) == 1.0
+    assert cell_gap(torch.ones(16, 16), 4) == 0.0
 
 
 def test_the_permutation_test_reports_quantiles_and_is_fixed_by_its_seed():
@@ -198,8 +205,6 @@ def test_the_permutation_test_refuses_bad_arguments():
         permutation_test(table, 5, "neighbour_gap")
     with pytest.raises(ValueError, match="table must be an \\(N, D\\) tensor"):
         permutation_test(table[None], 4, "neighbour_gap")
-    with pytest.raises(ValueError, match="sim must be the \\(16, 16\\) similarity matrix"):
-        cell_gap(torch.zeros(9, 9), 4)
     assert set(POSITION_STATISTICS) >= {"neighbour_gap", "cell_gap", "axis_gap"}
 
 
@@ -484,11 +489,18 @@ def test_the_predictions_were_committed_before_the_run_and_not_edited_after():
 
 
 def test_a_prediction_over_seeds_holds_fails_or_splits_by_count():
-    assert seed_count_verdict([True] * 5) == "holds"
-    assert seed_count_verdict([False] * 5) == "fails"
-    assert seed_count_verdict([True, True, False, True, True]) == "splits"
-    with pytest.raises(ValueError, match="at least one seed"):
-        seed_count_verdict([])
+    rule = {"seeds": [2, 3, 4], "min_test_acc": 0.9, "min_learned": 2}
+    test = permutation_test(torch.randn(64, 8, generator=GEN().manual_seed(0)), 8, "cell_gap", 20)
+    accuracy = {2: 1.0, 3: 1.0, 4: 1.0}
+    verdicts = {(True, True, True): "holds", (False, False, False): "fails"}
+    verdicts[True, False, True] = "splits"
+    for held, verdict in verdicts.items():
+        outcomes = {
+            seed: [SimilarityOutcome({"id": "V1"}, test, h)]
+            for seed, h in zip(rule["seeds"], held, strict=True)
+        }
+        text = vit_seeds_markdown(outcomes, accuracy, rule)
+        assert text.endswith(f"| {sum(held)} of 3 | {verdict} |")
 
 
 def test_the_seed_table_counts_the_seeds_that_learned_and_shows_seed_0_apart():

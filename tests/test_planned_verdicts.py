@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from companion.experiments import chapter1, chapter5, chapter6
+from companion.experiments import chapter1, chapter5, chapter6, learned_embedding
 
 SNAPSHOT = Path(__file__).with_name("planned_verdicts.json")
 CHAPTER5 = (
@@ -40,7 +40,7 @@ def outcomes() -> dict[str, Any]:
     """Every planned reading the chapters print, as read by the code of this commit."""
     found: dict[str, Any] = {}
     vit, _ = chapter1.load_vit_embedding()
-    table, grid = chapter1.grid_table(vit)
+    table, grid = learned_embedding.grid_table(vit)
     plan = chapter1.similarity_predictions()
     read = chapter1.check_similarity_predictions(table, grid, plan)
     vit_table = chapter1.similarity_outcomes_markdown(read, plan["alpha"])

@@ -10,15 +10,18 @@ from scipy import stats
 
 from companion.experiments.stats import (
     binomial_interval,
-    chebyshev_distance,
     format_p,
-    holm,
     holm_bounds,
     paired_interval,
     ring_null,
-    ring_probability,
     t_quantile,
 )
+
+
+def holm(p_values):
+    """The adjusted p-values alone, none of them at a floor."""
+    return [adjusted for adjusted, _ in holm_bounds(p_values, [0.0] * len(p_values))]
+
 
 #: t_{0.975, df} for df = 1..30, as printed in every statistics table (3 decimals).
 T975 = (
@@ -137,20 +140,21 @@ def test_binomial_interval_names_a_count_outside_zero_to_n():
         binomial_interval(6, 5)
 
 
-def test_ring_probability_of_distance_two_or_three_in_a_4x4_window_is_40_of_49():
-    assert ring_probability((4, 4), (2, 3)) == pytest.approx(40 / 49)
-    assert ring_probability((4, 4), (0,)) == pytest.approx(1 / 49)
+def test_ring_null_chance_of_distance_two_or_three_in_a_4x4_window_is_40_of_49():
+    assert "random tables: p = 81.6%, 0.8 expected" in ring_null([(2, 0)], (4, 4), (2, 3))
+    assert "random tables: p = 2.0%, 0.0 expected" in ring_null([(0, 0)], (4, 4), (0,))
 
 
-def test_ring_probability_is_where_random_tables_put_their_arg_max():
+def test_ring_null_chance_is_where_random_tables_put_their_arg_max():
     rng = random.Random(0)
     offsets = [(dy, dx) for dy in range(-3, 4) for dx in range(-3, 4)]
     hits = 0
     for _ in range(20000):
         values = [rng.random() for _ in offsets]
-        best = offsets[values.index(max(values))]
-        hits += chebyshev_distance(best) in (2, 3)
+        dy, dx = offsets[values.index(max(values))]
+        hits += max(abs(dy), abs(dx)) in (2, 3)
     assert hits / 20000 == pytest.approx(40 / 49, abs=0.01)
+    assert "p = 81.6%" in ring_null([(0, 0)], (4, 4), (2, 3))  # 40 / 49
 
 
 def test_ring_null_counts_the_favourites_and_states_the_expected_count():

@@ -28,12 +28,9 @@ REPLICATES = 4000
 @dataclass(frozen=True)
 class Interval:
     """A statistic, its 95 % percentile interval and a two-sided bootstrap p-value for "the
-    statistic is 0" (the share of replicates on the far side of 0, doubled, at least 1/(B+1)).
-
-    ``floor`` is that least value, ``1 / (B + 1)`` for ``B`` replicates: a ``p`` at the floor
-    means that no replicate fell on the far side of 0, so the p-value is below what ``B``
-    replicates resolve, a bound (``p < floor``), not a measured number
-    (:func:`companion.experiments.stats.format_p` prints it so)."""
+    statistic is 0": the share of replicates on the far side of 0, doubled, at least ``floor``,
+    ``1 / (B + 1)`` for ``B`` replicates. A ``p`` at the floor means that no replicate fell on the
+    far side: a bound (``p < floor``), not a measured number (``stats.format_p`` prints it so)."""
 
     estimate: float
     low: float
@@ -43,11 +40,6 @@ class Interval:
 
     def __str__(self) -> str:
         return f"{self.estimate:+.3f} [{self.low:+.3f}, {self.high:+.3f}]"
-
-    @property
-    def at_floor(self) -> bool:
-        """Whether ``p`` is the least value the replicates can give (then it is a bound)."""
-        return self.floor > 0.0 and self.p <= self.floor * (1 + 1e-9)
 
 
 @lru_cache(maxsize=8)
@@ -76,10 +68,17 @@ def _replicates(correct: np.ndarray, on_seeds: np.ndarray, on_images: np.ndarray
     return (on_seeds * per_seed.T).sum(1) / on_seeds[0].sum()
 
 
-def _constant_answer(labels: np.ndarray, on_images: np.ndarray) -> np.ndarray:
-    """``(replicates,)``: the most frequent label's share among each replicate's images."""
-    one_hot = np.eye(int(labels.max()) + 1)[labels]
-    return (on_images @ one_hot).max(1) / on_images[0].sum()
+def _above_constant(
+    correct: np.ndarray, labels: np.ndarray, name: str, on_seeds: np.ndarray, on_images: np.ndarray
+) -> tuple[np.ndarray, float]:
+    """``(replicates,)`` and the estimate of a cell's accuracy minus the constant answer's, the
+    most frequent label's share among each replicate's images."""
+    labels = np.asarray(labels, dtype=np.int64)
+    if labels.shape != (correct.shape[1],):
+        raise ValueError(f"{name} must have shape ({correct.shape[1]},), got {labels.shape}")
+    constant = (on_images @ np.eye(int(labels.max()) + 1)[labels]).max(1) / on_images[0].sum()
+    values = _replicates(correct, on_seeds, on_images) - constant
+    return values, correct.mean() - np.bincount(labels).max() / len(labels)
 
 
 def _interval(estimate: float, values: np.ndarray) -> Interval:
@@ -102,22 +101,17 @@ def gap_interval(
     check_int_in_range("replicates", replicates, 100, 1_000_000)
     a = _check(a, "a")
     on_seeds, on_images = _weights(a.shape[0], a.shape[1], replicates, seed)
-    values = _replicates(a, on_seeds, on_images)
-    estimate = a.mean()
+    if b is None and labels is not None:
+        values, estimate = _above_constant(a, labels, "labels", on_seeds, on_images)
+        return _interval(estimate, values)
+    values, estimate = _replicates(a, on_seeds, on_images), a.mean()
     if b is not None:
         b = _check(b, "b")
         if b.shape != a.shape:
             raise ValueError(
                 f"b must have a's shape {a.shape} (the same seeds and images), got {b.shape}"
             )
-        values = values - _replicates(b, on_seeds, on_images)
-        estimate -= b.mean()
-    elif labels is not None:
-        labels = np.asarray(labels, dtype=np.int64)
-        if labels.shape != (a.shape[1],):
-            raise ValueError(f"labels must have shape ({a.shape[1]},), got {labels.shape}")
-        values = values - _constant_answer(labels, on_images)
-        estimate -= np.bincount(labels).max() / len(labels)
+        values, estimate = values - _replicates(b, on_seeds, on_images), estimate - b.mean()
     return _interval(estimate, values)
 
 
@@ -143,11 +137,10 @@ def lift_gap_interval(
     on_seeds, _ = _weights(seeds, first.shape[1], replicates, seed)
     lifts = []
     # The second set's images get their own draws (stream seed + 1), independent of the first's.
-    for offset, (correct, labels) in enumerate(((first, labels_first), (second, labels_second))):
-        labels = np.asarray(labels, dtype=np.int64)
-        n = correct.shape[1]
-        _, on_images = _weights(seeds, n, replicates, seed + offset)
-        values = _replicates(correct, on_seeds, on_images) - _constant_answer(labels, on_images)
-        lifts.append((values, correct.mean() - np.bincount(labels).max() / n))
+    for offset, (correct, labels, name) in enumerate(
+        ((first, labels_first, "labels_first"), (second, labels_second, "labels_second"))
+    ):
+        _, on_images = _weights(seeds, correct.shape[1], replicates, seed + offset)
+        lifts.append(_above_constant(correct, labels, name, on_seeds, on_images))
     (v1, e1), (v2, e2) = lifts
     return _interval(e2 - e1, v2 - v1)

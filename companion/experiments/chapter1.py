@@ -1,26 +1,13 @@
-"""Chapter 1's reader: the learned absolute embeddings the book trained, and the predictions
-committed before their runs checked by the rules fixed with them.
-
-Three experiments, all trained on ``grid-cell`` with an ``8 x 8`` patch grid and ``D = 32``:
-
-* a plain ViT (``results/learned-vit``, :func:`load_vit_embedding`, written by
-  ``companion.experiments.runs.learned_vit``), whose predictions (``predictions.md``, one
-  ``json`` block: :func:`similarity_predictions`) were committed before its run and are checked
-  by :func:`check_similarity_predictions`;
-* the same ViT at other seeds (``results/learned-vit-seeds``, :func:`load_vit_seeds`), read by
-  the over-seeds rule fixed before those runs (:func:`vit_seeds_markdown`);
-* the small Swin's ``pos="abs"`` embedding (``results/learned-abs``,
-  :func:`load_learned_embedding`, written by ``companion.experiments.runs.learned_embedding``).
-
-Every record is verified against its folder's ``SHA256SUMS`` and, in a results tree with a
-record table (``companion.experiments.records``), against the table's row. The statistics are
-:mod:`companion.experiments.learned_embedding`'s; the chapter imports everything it reads from
-here (re-exported as ``name as name``). This module only reads what the runs saved.
-"""
+"""Chapter 1's reader: the learned absolute embeddings the book trained on ``grid-cell`` (``8 x 8``
+patch grid, ``D = 32``), a plain ViT's (``results/learned-vit``, and at other seeds
+``results/learned-vit-seeds``) and the small Swin's ``pos="abs"`` (``results/learned-abs``), each
+verified against its folder's ``SHA256SUMS`` and, in a results tree with a record table, against
+the table's row; and the predictions committed before the runs, checked by the rules fixed with
+them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,27 +22,18 @@ from companion.experiments.integrity import (
     verified_tensors,
     whole_folders,
 )
-from companion.experiments.learned_embedding import POSITION_STATISTICS as POSITION_STATISTICS
-from companion.experiments.learned_embedding import PermutationTest
-from companion.experiments.learned_embedding import grid_table as grid_table
-from companion.experiments.learned_embedding import permutation_p_value as permutation_p_value
-from companion.experiments.learned_embedding import permutation_test as permutation_test
-from companion.experiments.learned_embedding import same_parity_pairs as same_parity_pairs
-from companion.experiments.learned_embedding import shuffled_null as shuffled_null
-from companion.experiments.learned_embedding import similarity_gap as similarity_gap
+from companion.experiments.learned_embedding import PermutationTest, permutation_test
+from companion.experiments.paper import markdown_table
 from companion.experiments.predictions import PREDICTIONS, load_predictions, parse_predictions
 from companion.experiments.records import TABLE, check_against_table
 from companion.experiments.related import refuse_other_trees
 from companion.experiments.results import result_places
 
-RESULT_NAME = "learned-abs"
+#: The files the runs write: the Swin's embedding, the ViT's, and each run's record.
 EMBEDDING_FILE = "absolute_pos_embed.pt"
-PROVENANCE_FILE = "provenance.json"
-#: The plain ViT's folder and file (``companion.experiments.runs.learned_vit`` writes them).
-VIT_RESULT_NAME = "learned-vit"
 VIT_EMBEDDING_FILE = "pos_embed.pt"
-#: The same ViT at other seeds, read by the rule its ``predictions.md`` fixed before the runs.
-VIT_SEEDS_RESULT_NAME = "learned-vit-seeds"
+PROVENANCE_FILE = "provenance.json"
+VIT_RESULT_NAME = "learned-vit"
 
 
 def _find(name: str, folder: str | Path | None, *files: str) -> Path:
@@ -87,17 +65,15 @@ def _load_embedding(
 
 
 def load_learned_embedding(folder: str | Path | None = None) -> tuple[Tensor, dict]:
-    """The small Swin's saved ``(1, h, w, D)`` embedding and its provenance record, checked
-    against the folder's ``SHA256SUMS``; without ``folder``, ``results/learned-abs`` where the
-    chapters find their results (``companion.experiments.results.result_places``)."""
-    return _load_embedding(RESULT_NAME, EMBEDDING_FILE, folder)
+    """The small Swin's saved ``(1, h, w, D)`` embedding and its provenance record, verified;
+    without ``folder``, ``results/learned-abs`` where the chapters find their results."""
+    return _load_embedding("learned-abs", EMBEDDING_FILE, folder)
 
 
 def load_vit_embedding(folder: str | Path | None = None) -> tuple[Tensor, dict]:
     """The plain ViT's saved embedding, ``(1, h, w, D)`` (its ``(1, N, D)`` parameter with the
-    ``N = h * w`` rows laid out on the grid, row-major), and its provenance record, checked
-    against the folder's ``SHA256SUMS``; ``results/learned-vit`` is looked for as
-    :func:`load_learned_embedding` looks for its folder."""
+    ``N = h * w`` rows laid out on the grid, row-major), and its provenance record, verified;
+    without ``folder``, ``results/learned-vit``."""
     return _load_embedding(VIT_RESULT_NAME, VIT_EMBEDDING_FILE, folder)
 
 
@@ -120,43 +96,39 @@ def similarity_predictions(folder: str | Path | None = None) -> dict[str, Any]:
     return load_predictions(_find(VIT_RESULT_NAME, folder, PREDICTIONS), kinds=("similarity",))
 
 
-def prediction_held(prediction: dict[str, Any], test: PermutationTest, alpha: float) -> bool:
-    """Whether ``test`` meets ``prediction["expect"]``, one of
+#: What a prediction's ``expect``, ``"<word> X"``, may say: whether a test meets it (from its
+#: observed value, ``X`` and whether ``p <= alpha``), and how the outcomes' table prints it.
+EXPECTATIONS: dict[str, tuple[Callable[[float, float, bool], bool], str]] = {
+    # the pattern is there, at least (at most) X
+    "above": (lambda observed, x, significant: observed >= x and significant, "≥ {x}, p ≤ {a}"),
+    "below": (lambda observed, x, significant: observed <= x and significant, "≤ {x}, p ≤ {a}"),
+    # a pattern predicted absent
+    "within": (lambda observed, x, significant: abs(observed) < x and not significant,
+               "within ±{x}, p > {a}"),
+    # a pattern of one sign predicted absent: the "above X" of that pattern fails
+    "not above": (lambda observed, x, significant: not (observed >= x and significant),
+                  "not (≥ {x} with p ≤ {a})"),
+}  # fmt: skip
 
-    - ``"above X"``: the pattern is there: observed >= X and p <= alpha;
-    - ``"below X"``: observed <= X and p <= alpha;
-    - ``"within X"``: a pattern predicted absent: |observed| < X and p > alpha;
-    - ``"not above X"``: a pattern of one sign predicted absent: *not* (observed >= X and
-      p <= alpha), i.e. the ``"above X"`` of that pattern fails.
-    """
-    expect = str(prediction["expect"])
+
+def _expectation(expect: str) -> tuple[str, str]:
+    """``"above 0.3"`` -> ``("above", "0.3")``, checked against :data:`EXPECTATIONS`."""
     word, _, number = expect.rpartition(" ")
     try:
-        x = float(number)
+        float(number)
     except ValueError:
         word = ""
-    significant = test.p_value <= alpha
-    if word == "above":
-        return test.observed >= x and significant
-    if word == "below":
-        return test.observed <= x and significant
-    if word == "within":
-        return abs(test.observed) < x and not significant
-    if word == "not above":
-        return not (test.observed >= x and significant)
-    raise ValueError(
-        f"expect must be 'above X', 'below X', 'within X' or 'not above X', got {expect!r}"
-    )
+    if word not in EXPECTATIONS:
+        raise ValueError(
+            f"expect must be 'above X', 'below X', 'within X' or 'not above X', got {expect!r}"
+        )
+    return word, number
 
 
-def _expected_text(expect: str, alpha: float) -> str:
-    word, _, number = expect.rpartition(" ")
-    return {
-        "above": f"≥ {number}, p ≤ {alpha}",
-        "below": f"≤ {number}, p ≤ {alpha}",
-        "within": f"within ±{number}, p > {alpha}",
-        "not above": f"not (≥ {number} with p ≤ {alpha})",
-    }[word]
+def prediction_held(prediction: dict[str, Any], test: PermutationTest, alpha: float) -> bool:
+    """Whether ``test`` meets ``prediction["expect"]`` (:data:`EXPECTATIONS`) at ``alpha``."""
+    word, number = _expectation(str(prediction["expect"]))
+    return EXPECTATIONS[word][0](test.observed, float(number), test.p_value <= alpha)
 
 
 def check_similarity_predictions(
@@ -177,21 +149,18 @@ def check_similarity_predictions(
 def similarity_outcomes_markdown(outcomes: Sequence[SimilarityOutcome], alpha: float) -> str:
     """A Markdown table: each prediction, what it expected, observed, the null's 2.5 % and
     97.5 % quantiles, p, and whether it held."""
-    lines = [
-        "| id | prediction | expected | observed | null 2.5 % – 97.5 % | p | held |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    side = {"two-sided": "two-sided", "greater": "one-sided, >", "less": "one-sided, <"}
+    rows = []
     for o in outcomes:
-        q = o.test.quantiles
-        side = {"two-sided": "two-sided", "greater": "one-sided, >", "less": "one-sided, <"}
-        lines.append(
-            f"| {o.prediction['id']} | {o.prediction['text']} | "
-            f"{_expected_text(o.prediction['expect'], alpha)} ({side[o.test.alternative]}) | "
-            f"{o.test.observed:+.3f} | "
-            f"{q[0.025]:+.3f} – {q[0.975]:+.3f} | {o.test.p_text('')} | "
-            f"{'yes' if o.held else '**no**'} |"
-        )
-    return "\n".join(lines)
+        q, (word, number) = o.test.quantiles, _expectation(o.prediction["expect"])
+        expected = EXPECTATIONS[word][1].format(x=number, a=alpha)
+        rows.append((
+            o.prediction["id"], o.prediction["text"], f"{expected} ({side[o.test.alternative]})",
+            f"{o.test.observed:+.3f}", f"{q[0.025]:+.3f} – {q[0.975]:+.3f}", o.test.p_text(""),
+            "yes" if o.held else "**no**",
+        ))  # fmt: skip
+    head = ["id", "prediction", "expected", "observed", "null 2.5 % – 97.5 %", "p", "held"]
+    return markdown_table(head, rows, align="l" * len(head))
 
 
 # --------------------------------------------------------------------------- over seeds
@@ -201,7 +170,7 @@ def load_vit_seeds(folder: str | Path | None = None) -> tuple[dict[str, Any], di
     """The over-seeds rule (the ``json`` block of ``learned-vit-seeds/predictions.md``) and
     ``{seed: (embedding (1, h, w, D), provenance record)}`` for each of its seeds, each checked
     against its folder's ``SHA256SUMS`` and against the rule's sha256 its run recorded."""
-    place = _find(VIT_SEEDS_RESULT_NAME, folder, PREDICTIONS)
+    place = _find("learned-vit-seeds", folder, PREDICTIONS)
     rule = parse_predictions((place / PREDICTIONS).read_text(encoding="utf-8"), place, ())
     digest = file_sha256(place / PREDICTIONS)
     runs = {}
@@ -215,14 +184,6 @@ def load_vit_seeds(folder: str | Path | None = None) -> tuple[dict[str, Any], di
     return rule, runs
 
 
-def seed_count_verdict(held: Sequence[bool]) -> str:
-    """The over-seeds reading of one prediction (``learned-vit-seeds/predictions.md``):
-    ``"holds"`` on every seed that learned, ``"fails"`` on none, else ``"splits"``."""
-    if not held:
-        raise ValueError("held must list at least one seed that learned")
-    return "holds" if all(held) else "fails" if not any(held) else "splits"
-
-
 def vit_seeds_markdown(
     outcomes: dict[int, Sequence[SimilarityOutcome]],
     accuracy: dict[int, float],
@@ -230,8 +191,10 @@ def vit_seeds_markdown(
     seed0: Sequence[SimilarityOutcome] | None = None,
 ) -> str:
     """A Markdown table, one row per prediction: each seed's observed value (``✓`` held, ``✗``
-    not), seed 0 beside them (not counted), and the count over the seeds that learned
-    (final test accuracy at least the rule's ``min_test_acc``) with the rule's verdict.
+    not), seed 0 beside them (not counted), and the count over the seeds that learned (final
+    test accuracy at least the rule's ``min_test_acc``) with the rule's verdict: ``"holds"`` on
+    every seed that learned, ``"fails"`` on none, else ``"splits"``; ``"not readable"`` when
+    fewer than the rule's ``min_learned`` seeds learned.
 
     ``outcomes``: ``{seed: check_similarity_predictions(...)}`` for the rule's seeds that
     learned; ``accuracy``: ``{seed: final test accuracy}`` for all of them."""
@@ -240,22 +203,15 @@ def vit_seeds_markdown(
         raise ValueError(
             f"outcomes must hold the seeds that learned, {learned}, got {sorted(outcomes)}"
         )
-    head = [f"seed {s}" for s in learned] + (["seed 0 (not counted)"] if seed0 else [])
-    lines = [
-        "| id | " + " | ".join(head) + " | held | over seeds |",
-        "|---|" + "---:|" * len(head) + "---|---|",
-    ]
+    rows = []
     for i, first in enumerate(next(iter(outcomes.values()))):
-        row = [outcomes[s][i] for s in learned]
+        row = [outcomes[s][i] for s in learned] + ([seed0[i]] if seed0 else [])
+        held = [o.held for o in row[: len(learned)]]
+        verdict = "holds" if all(held) else "fails" if not any(held) else "splits"
+        if len(learned) < rule["min_learned"]:
+            verdict = "not readable"
         cells = [f"{o.test.observed:+.3f} {'✓' if o.held else '✗'}" for o in row]
-        if seed0:
-            cells.append(f"{seed0[i].test.observed:+.3f} {'✓' if seed0[i].held else '✗'}")
-        held = [o.held for o in row]
-        verdict = (
-            seed_count_verdict(held) if len(learned) >= rule["min_learned"] else "not readable"
-        )
-        lines.append(
-            f"| {first.prediction['id']} | " + " | ".join(cells)
-            + f" | {sum(held)} of {len(held)} | {verdict} |"
-        )  # fmt: skip
-    return "\n".join(lines)
+        rows.append((first.prediction["id"], *cells, f"{sum(held)} of {len(held)}", verdict))
+    head = [f"seed {s}" for s in learned] + (["seed 0 (not counted)"] if seed0 else [])
+    head = ["id", *head, "held", "over seeds"]
+    return markdown_table(head, rows, align="l" + "r" * (len(head) - 3) + "ll")

@@ -1,14 +1,10 @@
-"""The layout of a learned absolute position embedding, read against a null.
+"""The layout of a learned absolute position embedding, read against a null (chapters 1, 4).
 
 Chapter 1 draws each embedding the way the ViT paper's Figure 7 draws its own (the cosine
 similarity of each patch's embedding with every other one). Any structure read from that picture
 ("neighbours look alike") is a number set against a null: the same number on the *same* vectors
 dealt out to the grid cells in a random order, which keeps every vector and destroys only the
-layout (:func:`permutation_test`). Chapter 4 reads a pretrained ViT's embedding with the same
-statistics.
-
-These are the statistics only; chapter 1's reader (``companion.experiments.chapter1``) loads the
-embeddings the book trained and checks the predictions committed before their runs.
+layout (:func:`permutation_test`; ``(k + 1) / (B + 1)``, :func:`permutation_p_value`).
 """
 
 from __future__ import annotations
@@ -24,6 +20,7 @@ from torch import Tensor
 from companion._checks import check_choice, check_positive_int, to_pair
 from companion.data.tasks import CELL, PATCH
 from companion.experiments.stats import format_p
+from companion.relative import flatten_coordinates, grid_coordinates
 
 #: ``grid-cell``'s cells, in patches of the small models (8-px cells, 4-px patches: 2 x 2
 #: patches per cell). The Swin's 2 x 2 patch-merging groups are these same blocks.
@@ -31,9 +28,10 @@ TASK_CELL = CELL // PATCH
 
 Alternative = Literal["two-sided", "greater", "less"]
 ALTERNATIVES: tuple[Alternative, ...] = get_args(Alternative)
+Grid = tuple[int, int]
 
 
-def grid_table(pos_embed: Tensor) -> tuple[Tensor, tuple[int, int]]:
+def grid_table(pos_embed: Tensor) -> tuple[Tensor, Grid]:
     """``(1, h, w, D)`` (Swin's layout) -> the ``(h*w, D)`` table and ``(h, w)``."""
     if not isinstance(pos_embed, Tensor) or pos_embed.dim() != 4 or pos_embed.shape[0] != 1:
         got = tuple(pos_embed.shape) if isinstance(pos_embed, Tensor) else type(pos_embed).__name__
@@ -42,24 +40,29 @@ def grid_table(pos_embed: Tensor) -> tuple[Tensor, tuple[int, int]]:
     return pos_embed.reshape(h * w, d), (h, w)
 
 
-def _grid_coordinates(grid: tuple[int, int]) -> tuple[Tensor, Tensor]:
-    """The row and the column of each of the ``h * w`` cells, row-major: two ``(N,)``."""
-    rows, cols = torch.meshgrid(torch.arange(grid[0]), torch.arange(grid[1]), indexing="ij")
-    return rows.reshape(-1), cols.reshape(-1)
-
-
-def neighbour_pairs(grid_size: int | tuple[int, int]) -> Tensor:
+def neighbour_pairs(grid_size: int | Grid) -> Tensor:
     """``(N, N)`` bool: cells that touch along a row or a column (4-neighbours)."""
-    rows, cols = _grid_coordinates(to_pair("grid_size", grid_size))
+    rows, cols = flatten_coordinates(grid_coordinates(to_pair("grid_size", grid_size)))
     return (rows[:, None] - rows[None]).abs() + (cols[:, None] - cols[None]).abs() == 1
 
 
-def same_parity_pairs(grid_size: int | tuple[int, int]) -> Tensor:
+def _distinct_alike(key: Tensor) -> Tensor:
+    """``(N, N)`` bool: distinct cells with the same ``key`` (``(N,)``)."""
+    return (key[:, None] == key[None, :]) & ~torch.eye(len(key), dtype=torch.bool)
+
+
+def same_parity_pairs(grid_size: int | Grid) -> Tensor:
     """``(N, N)`` bool: distinct cells with the same (row mod 2, column mod 2), i.e. the same
     slot in their 2 x 2 patch-merging group."""
-    rows, cols = _grid_coordinates(to_pair("grid_size", grid_size))
-    slot = rows % 2 * 2 + cols % 2
-    return (slot[:, None] == slot[None, :]) & ~torch.eye(len(slot), dtype=torch.bool)
+    rows, cols = flatten_coordinates(grid_coordinates(to_pair("grid_size", grid_size)))
+    return _distinct_alike(rows % 2 * 2 + cols % 2)
+
+
+def _same_cell_pairs(grid: Grid) -> Tensor:
+    """``(N, N)`` bool: distinct cells of the patch grid in the same ``TASK_CELL`` block (for
+    ``grid-cell``, the same label; for the Swin, the same patch-merging group)."""
+    rows, cols = flatten_coordinates(grid_coordinates(grid))
+    return _distinct_alike(rows // TASK_CELL * grid[1] + cols // TASK_CELL)
 
 
 def cosine_matrix(table: Tensor) -> Tensor:
@@ -79,48 +82,37 @@ def _pair_gap(sim: Tensor, related: Tensor) -> float:
     return float(sim[related].mean() - sim[~torch.eye(n, dtype=torch.bool)].mean())
 
 
-def similarity_gap(table: Tensor, related: Tensor, magnitude: bool = False) -> float:
-    """Mean cosine similarity of the ``related`` pairs minus that of all pairs of distinct cells.
-
-    ``table``: ``(N, D)``; ``related``: ``(N, N)`` bool. Positive when related cells have more
-    alike embeddings than two cells picked at random; about 0 when the relation leaves no trace.
-    ``magnitude=True`` compares ``|cosine|`` instead: related vectors that are parallel *or*
-    anti-parallel (bright and dark spots alike in a similarity map) then count as alike.
-
-    Under the shuffle null its expected value is exactly 0: a random permutation sends each
-    related pair to a pair of distinct cells drawn uniformly, whose mean is the second term.
-    """
-    sim = cosine_matrix(table)
-    return _pair_gap(sim.abs() if magnitude else sim, related)
+def similarity_gap(table: Tensor, related: Tensor) -> float:
+    """Mean cosine similarity of the ``related`` pairs (``(N, N)`` bool) of ``table``'s ``(N, D)``
+    rows minus that of all pairs of distinct rows. Its expected value under the shuffle null is
+    exactly 0: a random permutation sends each related pair to a pair of distinct cells drawn
+    uniformly, whose mean is the second term."""
+    return _pair_gap(cosine_matrix(table), related)
 
 
-def shuffled_null(
-    table: Tensor, related: Tensor, draws: int = 1000, seed: int = 0, magnitude: bool = False
-) -> Tensor:
-    """``(draws,)`` values of :func:`similarity_gap` with the rows dealt to random cells.
-
-    The same ``N`` vectors, randomly permuted over the grid: what the statistic looks like when
-    the embedding carries no layout at all.
-    """
+def _shuffles(n: int, draws: int, seed: int) -> list[Tensor]:
+    """``draws`` random orders of ``n`` cells, fixed by ``seed``."""
     check_positive_int("draws", draws)
     gen = torch.Generator().manual_seed(seed)
-    perms = (torch.randperm(table.shape[0], generator=gen) for _ in range(draws))
-    return torch.tensor([similarity_gap(table[p], related, magnitude) for p in perms])
+    return [torch.randperm(n, generator=gen) for _ in range(draws)]
+
+
+def shuffled_null(table: Tensor, related: Tensor, draws: int = 1000, seed: int = 0) -> Tensor:
+    """``(draws,)`` values of :func:`similarity_gap` with the rows dealt to random cells."""
+    perms = _shuffles(table.shape[0], draws, seed)
+    return torch.tensor([similarity_gap(table[p], related) for p in perms])
 
 
 def permutation_p_value(
-    observed: float,
-    null: Tensor,
-    alternative: Alternative = "two-sided",
-    center: float | None = None,
+    observed: float, null: Tensor, alternative: Alternative = "two-sided"
 ) -> float:
     """The permutation p-value ``(k + 1) / (B + 1)`` of ``observed`` against ``B`` null draws.
 
     ``k`` counts the draws at least as extreme as ``observed``:
 
     - ``"two-sided"`` (the default, for a statistic whose direction was not fixed before it was
-      seen): ``|draw - center| >= |observed - center|``, with ``center`` the statistic's
-      expected value under the null (by default the draws' mean; 0 for :func:`similarity_gap`);
+      seen): ``|draw - m| >= |observed - m|``, with ``m`` the draws' mean (the statistic's
+      expected value under the null);
     - ``"greater"``: ``draw >= observed`` (a direction fixed in advance: larger);
     - ``"less"``: ``draw <= observed``.
 
@@ -136,74 +128,48 @@ def permutation_p_value(
     elif alternative == "less":
         k = int((null <= observed).sum())
     else:
-        c = float(null.mean()) if center is None else float(center)
-        k = int(((null - c).abs() >= abs(observed - c)).sum())
+        m = float(null.mean())
+        k = int(((null - m).abs() >= abs(observed - m)).sum())
     return (1 + k) / (1 + null.numel())
 
 
 # --------------------------------------------------------------------------- layout statistics
-# Each takes the (N, N) cosine-similarity matrix of an (h, w) grid's embedding (rows row-major)
-# and returns one number; the shuffle null permutes the matrix's rows and columns alike.
+# Each takes the (N, N) cosine-similarity matrix of an (h, w) grid's embedding (rows row-major,
+# checked by permutation_test) and returns one number.
 
 
-def _check_sim(sim: Tensor, grid_size: int | tuple[int, int]) -> tuple[int, int]:
-    h, w = to_pair("grid_size", grid_size)
-    if not isinstance(sim, Tensor) or sim.shape != (h * w, h * w):
-        got = tuple(sim.shape) if isinstance(sim, Tensor) else type(sim).__name__
-        n = h * w
-        raise ValueError(
-            f"sim must be the ({n}, {n}) similarity matrix of {h} x {w} cells, got {got}"
-        )
-    return h, w
-
-
-def same_cell_pairs(grid_size: int | tuple[int, int], cell: int = TASK_CELL) -> Tensor:
-    """``(N, N)`` bool: distinct cells of the patch grid in the same ``cell x cell`` block (for
-    ``grid-cell``, the same label; for the Swin, the same patch-merging group)."""
-    h, w = to_pair("grid_size", grid_size)
-    check_positive_int("cell", cell)
-    rows, cols = _grid_coordinates((h, w))
-    block = rows // cell * w + cols // cell
-    return (block[:, None] == block[None, :]) & ~torch.eye(h * w, dtype=torch.bool)
-
-
-def neighbour_gap(sim: Tensor, grid_size: int | tuple[int, int]) -> float:
-    """Mean similarity of 4-neighbours (cells that touch along a row or a column) minus that of
-    all pairs of distinct cells: :func:`similarity_gap` with :func:`neighbour_pairs`."""
-    grid = _check_sim(sim, grid_size)
+def _neighbour_gap(sim: Tensor, grid: Grid) -> float:
+    """:func:`similarity_gap` over :func:`neighbour_pairs` (4-neighbours alike)."""
     return _pair_gap(sim, neighbour_pairs(grid))
 
 
-def distance_correlation(sim: Tensor, grid_size: int | tuple[int, int]) -> float:
+def _distance_correlation(sim: Tensor, grid: Grid) -> float:
     """Pearson correlation, over all pairs of distinct cells, between their similarity and their
     distance on the grid (Euclidean, in patches). Negative when similarity falls with distance."""
-    grid = _check_sim(sim, grid_size)
-    rows, cols = _grid_coordinates(grid)
+    rows, cols = flatten_coordinates(grid_coordinates(grid))
     dist = torch.hypot((rows[:, None] - rows[None]).float(), (cols[:, None] - cols[None]).float())
     upper = torch.triu(torch.ones_like(sim, dtype=torch.bool), diagonal=1)
     x, y = sim[upper] - sim[upper].mean(), dist[upper] - dist[upper].mean()
     return float((x * y).sum() / (x.norm() * y.norm()))
 
 
-def nearest_neighbour_rate(sim: Tensor, grid_size: int | tuple[int, int]) -> float:
+def _nearest_neighbour_rate(sim: Tensor, grid: Grid) -> float:
     """The fraction of cells whose most similar *other* cell is one of its 4-neighbours (chance,
     for a random layout of an 8 x 8 grid: 3.5 neighbours out of 63 cells, 0.056)."""
-    grid = _check_sim(sim, grid_size)
     others = sim.masked_fill(torch.eye(sim.shape[0], dtype=torch.bool), float("-inf"))
     nearest = others.argmax(dim=1)
     return float(neighbour_pairs(grid)[torch.arange(sim.shape[0]), nearest].float().mean())
 
 
-def cell_gap(sim: Tensor, grid_size: int | tuple[int, int], cell: int = TASK_CELL) -> float:
-    """Among 4-neighbours: mean similarity of those inside the same ``cell x cell`` block minus
+def _cell_gap(sim: Tensor, grid: Grid) -> float:
+    """Among 4-neighbours: mean similarity of those inside the same ``TASK_CELL`` block minus
     that of those on either side of a block's border (0 when the blocks leave no trace)."""
-    grid = _check_sim(sim, grid_size)
-    near, same = neighbour_pairs(grid), same_cell_pairs(grid, cell)
+    near, same = neighbour_pairs(grid), _same_cell_pairs(grid)
     return float(sim[near & same].mean() - sim[near & ~same].mean())
 
 
-def axis_gap(sim: Tensor, grid_size: int | tuple[int, int], cell: int = TASK_CELL) -> float:
-    """Row-and-column structure beyond the blocks: among pairs in *different* ``cell x cell``
+def _axis_gap(sim: Tensor, grid: Grid) -> float:
+    """Row-and-column structure beyond the blocks: among pairs in *different* ``TASK_CELL``
     blocks, the mean similarity of pairs that share a row or a column minus that of pairs that
     share neither, at the same Manhattan distance ``|dr| + |dc|``.
 
@@ -212,10 +178,9 @@ def axis_gap(sim: Tensor, grid_size: int | tuple[int, int], cell: int = TASK_CEL
     Euclidean distance) than a diagonal pair with the same ``|dr| + |dc|``, so similarity that
     only falls with Euclidean distance gives a negative gap, not a positive one.
     """
-    grid = _check_sim(sim, grid_size)
-    rows, cols = _grid_coordinates(grid)
+    rows, cols = flatten_coordinates(grid_coordinates(grid))
     dr, dc = (rows[:, None] - rows[None]).abs(), (cols[:, None] - cols[None]).abs()
-    apart = ~same_cell_pairs(grid, cell) & ~torch.eye(sim.shape[0], dtype=torch.bool)
+    apart = ~_same_cell_pairs(grid) & ~torch.eye(sim.shape[0], dtype=torch.bool)
     axis = (dr == 0) | (dc == 0)
     total, weight = 0.0, 0
     for d in range(1, grid[0] + grid[1] - 1):
@@ -227,21 +192,20 @@ def axis_gap(sim: Tensor, grid_size: int | tuple[int, int], cell: int = TASK_CEL
     return total / weight if weight else 0.0
 
 
-def merge_slot_gap(sim: Tensor, grid_size: int | tuple[int, int]) -> float:
-    """:func:`similarity_gap` of ``|cos|`` over :func:`same_parity_pairs`: cells in the same slot
-    of their 2 x 2 patch-merging group alike, up to sign (the Swin's pattern)."""
-    grid = _check_sim(sim, grid_size)
+def _merge_slot_gap(sim: Tensor, grid: Grid) -> float:
+    """The gap of ``|cos|`` over :func:`same_parity_pairs`: cells in the same slot of their 2 x 2
+    patch-merging group alike, up to sign (parallel *or* anti-parallel: the Swin's pattern)."""
     return _pair_gap(sim.abs(), same_parity_pairs(grid))
 
 
 #: The layout statistics by name (what ``predictions.md`` names).
-POSITION_STATISTICS: dict[str, Callable[[Tensor, tuple[int, int]], float]] = {
-    "neighbour_gap": neighbour_gap,
-    "distance_correlation": distance_correlation,
-    "nearest_neighbour_rate": nearest_neighbour_rate,
-    "cell_gap": cell_gap,
-    "axis_gap": axis_gap,
-    "merge_slot_gap": merge_slot_gap,
+POSITION_STATISTICS: dict[str, Callable[[Tensor, Grid], float]] = {
+    "neighbour_gap": _neighbour_gap,
+    "distance_correlation": _distance_correlation,
+    "nearest_neighbour_rate": _nearest_neighbour_rate,
+    "cell_gap": _cell_gap,
+    "axis_gap": _axis_gap,
+    "merge_slot_gap": _merge_slot_gap,
 }
 
 #: The quantiles of the null that :class:`PermutationTest` reports.
@@ -250,11 +214,8 @@ NULL_QUANTILES = (0.005, 0.025, 0.5, 0.975, 0.995)
 
 @dataclass(frozen=True)
 class PermutationTest:
-    """A layout statistic of one embedding against its shuffle null.
-
-    ``null``: ``(B,)`` the statistic on ``B`` random layouts of the same vectors;
-    ``p_value``: :func:`permutation_p_value`'s ``(k + 1) / (B + 1)`` for ``alternative``.
-    """
+    """A layout statistic of one embedding, its values on ``B`` random layouts of the same
+    vectors (``null``, ``(B,)``) and :func:`permutation_p_value` for ``alternative``."""
 
     statistic: str
     observed: float
@@ -270,7 +231,7 @@ class PermutationTest:
 
     def p_text(self, name: str = "p") -> str:
         """``"p = 0.77"``, or ``"p < 0.001"`` at the floor ``1 / (B + 1)``: a p-value no shuffle
-        reached is bounded, not measured (``companion.experiments.stats.format_p``)."""
+        reached is bounded, not measured."""
         return format_p(self.p_value, 1 / (self.null.numel() + 1), name).strip()
 
     def line(self) -> str:
@@ -285,27 +246,27 @@ class PermutationTest:
 
 def permutation_test(
     table: Tensor,
-    grid_size: int | tuple[int, int],
+    grid_size: int | Grid,
     statistic: str,
     draws: int = 1000,
     seed: int = 0,
     alternative: Alternative = "two-sided",
 ) -> PermutationTest:
     """``statistic`` (a name in :data:`POSITION_STATISTICS`) of the ``(N, D)`` embedding
-    ``table`` on its ``h x w`` grid, against the same statistic over ``draws`` shuffles of the
-    rows over the grid (a permutation null; the ``seed`` fixes the shuffles)."""
-    h, w = to_pair("grid_size", grid_size)
+    ``table`` on its ``h x w`` grid against its shuffle null (``draws`` shuffles, fixed by
+    ``seed``)."""
+    grid = to_pair("grid_size", grid_size)
     measure = POSITION_STATISTICS[check_choice("statistic", statistic, list(POSITION_STATISTICS))]
-    check_positive_int("draws", draws)
     check_choice("alternative", alternative, ALTERNATIVES)
     sim = cosine_matrix(table)
-    if sim.shape[0] != h * w:
+    if sim.shape[0] != grid[0] * grid[1]:
         raise ValueError(
-            f"table must have h * w = {h * w} rows for grid_size={(h, w)}, got {sim.shape[0]}"
+            f"table must have h * w = {grid[0] * grid[1]} rows for grid_size={grid}, "
+            f"got {sim.shape[0]}"
         )
-    observed = measure(sim, (h, w))
-    gen = torch.Generator().manual_seed(seed)
-    perms = (torch.randperm(h * w, generator=gen) for _ in range(draws))
-    null = torch.tensor([measure(sim[p][:, p], (h, w)) for p in perms], dtype=torch.float64)
-    p_value = permutation_p_value(observed, null, alternative)
-    return PermutationTest(statistic, observed, null, alternative, p_value)
+    observed = measure(sim, grid)
+    perms = _shuffles(grid[0] * grid[1], draws, seed)
+    null = torch.tensor([measure(sim[p][:, p], grid) for p in perms], dtype=torch.float64)
+    return PermutationTest(
+        statistic, observed, null, alternative, permutation_p_value(observed, null, alternative)
+    )

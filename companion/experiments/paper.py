@@ -1,14 +1,27 @@
-"""Published numbers the book compares against, typed in once, with their source.
-
-Swin Transformer (Liu et al. 2021, arXiv:2103.14030), Table 4: ablation of the position encoding
-on Swin-T. ViT (Dosovitskiy et al., "An Image is Worth 16x16 Words", ICLR 2021,
-arXiv:2010.11929), Appendix D.4, Table 8: ablation of the position embedding on ViT-B/16. Swin
-Transformer V2 (Liu et al., CVPR 2022, arXiv:2111.09883), Table 1: the parameterized bias table
-against linear- and log-spaced continuous position bias as the window grows (Swin-T). These
-are the papers' reported results, not runs of ours; the book labels them so.
+"""Published numbers the book compares against, typed in once, each table with its source (Swin's
+Table 4, ViT's Table 8, Swin V2's Table 1, RoPE-ViT's Swin-T rows): the papers' reported results,
+not runs of ours, and the book labels them so.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+
+def markdown_table(
+    head: Sequence[str], rows: Iterable[Sequence[object]], note: str = "", align: str = ""
+) -> str:
+    """A Markdown table, and ``note`` (its source, how to read it) as a paragraph below.
+    ``align``: ``l`` (left) or ``r`` (right) for each column; by default the first column left
+    and the others right."""
+    align = align or "l" + "r" * (len(head) - 1)
+    lines = [
+        "| " + " | ".join(head) + " |",
+        "|" + "".join("---:|" if a == "r" else "---|" for a in align),
+    ]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines) + (f"\n\n{note}" if note else "")
+
 
 SWIN_TABLE4_SOURCE = "Liu et al. 2021, Swin Transformer, arXiv:2103.14030, Table 4 (Swin-T)"
 
@@ -43,14 +56,13 @@ POS_TO_TABLE4_ROW: dict[str, str] = {
 
 def swin_table4_markdown() -> str:
     """Table 4 as a Markdown table (for display in a notebook with ``IPython.display.Markdown``)."""
-    header = "| position encoding | ImageNet top-1 / top-5 | COCO AP box / mask | ADE20K mIoU |"
-    lines = [header, "|---|---|---|---|"]
-    for row, m in SWIN_TABLE4.items():
-        lines.append(
-            f"| {row} | {m['imagenet_top1']} / {m['imagenet_top5']} | "
-            f"{m['coco_ap_box']} / {m['coco_ap_mask']} | {m['ade20k_miou']} |"
-        )
-    return "\n".join(lines) + f"\n\n*Source: {SWIN_TABLE4_SOURCE}.*"
+    head = ["position encoding", "ImageNet top-1 / top-5", "COCO AP box / mask", "ADE20K mIoU"]
+    rows = [
+        (row, f"{m['imagenet_top1']} / {m['imagenet_top5']}",
+         f"{m['coco_ap_box']} / {m['coco_ap_mask']}", m["ade20k_miou"])
+        for row, m in SWIN_TABLE4.items()
+    ]  # fmt: skip
+    return markdown_table(head, rows, f"*Source: {SWIN_TABLE4_SOURCE}.*", "llll")
 
 
 ROPE_VIT_SWIN_SOURCE = (
@@ -69,14 +81,13 @@ ROPE_VIT_SWIN_T: dict[str, dict[str, float]] = {
 
 def rope_vit_swin_markdown() -> str:
     """``ROPE_VIT_SWIN_T`` as a Markdown table with the drop from 224 to 384 px and the source."""
-    lines = [
-        "| position code | top-1 at 224 px | top-1 at 384 px | change |",
-        "|---|---:|---:|---:|",
-    ]
-    for pos, m in ROPE_VIT_SWIN_T.items():
-        change = m["top1_384"] - m["top1_224"]
-        lines.append(f"| `{pos}` | {m['top1_224']:.1f} | {m['top1_384']:.1f} | {change:+.1f} |")
-    return "\n".join(lines) + f"\n\n*Source: {ROPE_VIT_SWIN_SOURCE}.*"
+    head = ["position code", "top-1 at 224 px", "top-1 at 384 px", "change"]
+    rows = [
+        (f"`{pos}`", f"{m['top1_224']:.1f}", f"{m['top1_384']:.1f}",
+         f"{m['top1_384'] - m['top1_224']:+.1f}")
+        for pos, m in ROPE_VIT_SWIN_T.items()
+    ]  # fmt: skip
+    return markdown_table(head, rows, f"*Source: {ROPE_VIT_SWIN_SOURCE}.*")
 
 
 #: The differences between Table 4's rows that chapter 5 discusses: ``(a, b)`` reads "a - b".
@@ -116,68 +127,45 @@ VIT_TABLE8: dict[str, dict[str, float | None]] = {
 
 def vit_table8_markdown() -> str:
     """Table 8 as a Markdown table, values as the paper prints them, with the source."""
-    lines = [
-        "| position embedding | " + " | ".join(VIT_TABLE8_COLUMNS.values()) + " |",
-        "|---" + "|---:" * len(VIT_TABLE8_COLUMNS) + "|",
+    rows = [
+        (row, *(f"{v:.5f}" if v is not None else "N/A" for v in cells.values()))
+        for row, cells in VIT_TABLE8.items()
     ]
-    for row, cells in VIT_TABLE8.items():
-        values = [f"{v:.5f}" if v is not None else "N/A" for v in cells.values()]
-        lines.append(f"| {row} | " + " | ".join(values) + " |")
-    return "\n".join(lines) + f"\n\n*Source: {VIT_TABLE8_SOURCE}.*"
+    head = ["position embedding", *VIT_TABLE8_COLUMNS.values()]
+    return markdown_table(head, rows, f"*Source: {VIT_TABLE8_SOURCE}.*")
 
 
 SWINV2_TABLE1_SOURCE = (
     "Liu et al. 2022, Swin Transformer V2: Scaling Up Capacity and Resolution (CVPR 2022), "
     "arXiv:2111.09883, Table 1 (Swin-T)"
 )
-#: Where the numbers of ``SWINV2_TABLE1`` were read (not recalled): three independent text
-#: conversions of arXiv:2111.09883 (two Markdown renderings of Table 1 and its caption, and the
-#: LaTeX source's ``tab:lcpb``), which agree on every cell; not the paper's PDF. Check against
-#: the paper before quoting it elsewhere.
-SWINV2_TABLE1_READ_FROM = (
-    "three text conversions of arXiv:2111.09883 (Table 1, and the LaTeX source's tab:lcpb), "
-    "which agree; not the paper's PDF"
-)
-
-#: Table 1's columns, the book's key -> the paper's heading. ``imagenet_w8`` is the model trained
-#: from scratch on ImageNet-1K at 256 px with window 8 (the paper's ``*``); ``imagenet_wN`` is
-#: that model tested at the larger image and window without fine-tuning, ``imagenet_wN_ft`` after
-#: fine-tuning there (the paper's ``†`` cells print them as "without / with"); COCO (box AP) and
-#: ADE20K (mIoU) are fine-tunes of the same models at the window named.
-SWINV2_TABLE1_COLUMNS: dict[str, str] = {
-    "imagenet_w8": "ImageNet W8, I256 (trained)",
-    "imagenet_w12": "ImageNet W12, I384, not fine-tuned",
-    "imagenet_w12_ft": "ImageNet W12, I384, fine-tuned",
-    "imagenet_w16": "ImageNet W16, I512, not fine-tuned",
-    "imagenet_w16_ft": "ImageNet W16, I512, fine-tuned",
-    "imagenet_w20": "ImageNet W20, I640, not fine-tuned",
-    "imagenet_w20_ft": "ImageNet W20, I640, fine-tuned",
-    "imagenet_w24": "ImageNet W24, I768, not fine-tuned",
-    "imagenet_w24_ft": "ImageNet W24, I768, fine-tuned",
-    "coco_w16": "COCO AP box W16",
-    "coco_w32": "COCO AP box W32",
-    "ade20k_w16": "ADE20K mIoU W16",
-    "ade20k_w20": "ADE20K mIoU W20",
-    "ade20k_w32": "ADE20K mIoU W32",
-}
 #: The larger ImageNet windows of Table 1, in the paper's order.
 SWINV2_TABLE1_WINDOWS = (12, 16, 20, 24)
-
+#: Table 1's columns, in the paper's order. ``imagenet_w8`` is the model trained from scratch on
+#: ImageNet-1K at 256 px with window 8 (the paper's ``*``); ``imagenet_wN`` is that model tested
+#: at window N (image 32N px) without fine-tuning, ``imagenet_wN_ft`` after fine-tuning there (the
+#: paper's ``†`` cells print them as "without / with"); COCO (box AP) and ADE20K (mIoU) are
+#: fine-tunes of the same models at the window named.
+SWINV2_TABLE1_COLUMNS = (
+    "imagenet_w8",
+    *(f"imagenet_w{w}{ft}" for w in SWINV2_TABLE1_WINDOWS for ft in ("", "_ft")),
+    *("coco_w16", "coco_w32", "ade20k_w16", "ade20k_w20", "ade20k_w32"),
+)
 #: position bias -> column -> value, rows in the paper's order. The paper also prints each CPB
 #: cell's gain over the first row in brackets; they follow from these numbers and are left out.
+#: Read (not recalled) from three independent text conversions of arXiv:2111.09883 (two Markdown
+#: renderings of Table 1 and its caption, and the LaTeX source's ``tab:lcpb``), which agree on
+#: every cell; not the paper's PDF. Check against the paper before quoting it elsewhere.
 SWINV2_TABLE1: dict[str, dict[str, float]] = {
-    "parameterized bias table (Swin V1)": dict(
-        zip(SWINV2_TABLE1_COLUMNS, (81.7, 79.4, 82.7, 77.2, 83.0, 73.2, 83.2, 68.7, 83.2,
-                                    50.8, 50.9, 45.5, 45.8, 44.5), strict=True)
-    ),
-    "linear-spaced CPB": dict(
-        zip(SWINV2_TABLE1_COLUMNS, (81.7, 82.0, 82.9, 81.2, 83.3, 79.8, 83.6, 77.6, 83.7,
-                                    50.9, 51.7, 47.0, 47.4, 47.2), strict=True)
-    ),
-    "log-spaced CPB": dict(
-        zip(SWINV2_TABLE1_COLUMNS, (81.8, 82.4, 83.2, 81.7, 83.8, 80.4, 84.0, 79.1, 84.2,
-                                    51.1, 51.8, 47.0, 47.7, 47.8), strict=True)
-    ),
+    row: dict(zip(SWINV2_TABLE1_COLUMNS, values, strict=True))
+    for row, values in (
+        ("parameterized bias table (Swin V1)", (81.7, 79.4, 82.7, 77.2, 83.0, 73.2, 83.2, 68.7,
+                                                83.2, 50.8, 50.9, 45.5, 45.8, 44.5)),
+        ("linear-spaced CPB", (81.7, 82.0, 82.9, 81.2, 83.3, 79.8, 83.6, 77.6, 83.7,
+                               50.9, 51.7, 47.0, 47.4, 47.2)),
+        ("log-spaced CPB", (81.8, 82.4, 83.2, 81.7, 83.8, 80.4, 84.0, 79.1, 84.2,
+                            51.1, 51.8, 47.0, 47.7, 47.8)),
+    )
 }  # fmt: skip
 #: The book's ``pos`` -> Table 1's row with the same kind of bias (``cpb`` is log-spaced).
 POS_TO_SWINV2_ROW: dict[str, str] = {
@@ -193,17 +181,15 @@ def swinv2_table1_markdown() -> str:
     """Table 1's ImageNet columns as the paper lays them out ("not fine-tuned / fine-tuned" per
     window), then COCO and ADE20K, as a Markdown table with the source."""
     windows = SWINV2_TABLE1_WINDOWS
-    head = ["trained W8"] + [f"W{w} (no FT / FT)" for w in windows]
+    head = ["position bias", "trained W8", *(f"W{w} (no FT / FT)" for w in windows)]
     head += ["COCO AP box W16 / W32", "ADE20K mIoU W16 / W20 / W32"]
-    lines = [
-        "| position bias | " + " | ".join(head) + " |",
-        "|---" + "|---:" * len(head) + "|",
-    ]
-    for row, m in SWINV2_TABLE1.items():
-        cells = [f"{m['imagenet_w8']}"]
-        cells += [f"{m[f'imagenet_w{w}']} / {m[f'imagenet_w{w}_ft']}" for w in windows]
-        cells += [f"{m['coco_w16']} / {m['coco_w32']}"]
-        cells += [f"{m['ade20k_w16']} / {m['ade20k_w20']} / {m['ade20k_w32']}"]
-        lines.append(f"| {row} | " + " | ".join(cells) + " |")
-    note = f"*Source: {SWINV2_TABLE1_SOURCE}; read from {SWINV2_TABLE1_READ_FROM}.*"
-    return "\n".join(lines) + "\n\n" + note
+    rows = [
+        (row, m["imagenet_w8"], *(f"{m[f'imagenet_w{w}']} / {m[f'imagenet_w{w}_ft']}"
+                                  for w in windows),
+         f"{m['coco_w16']} / {m['coco_w32']}",
+         f"{m['ade20k_w16']} / {m['ade20k_w20']} / {m['ade20k_w32']}")
+        for row, m in SWINV2_TABLE1.items()
+    ]  # fmt: skip
+    read_from = "three text conversions of arXiv:2111.09883 (Table 1, and the LaTeX source's "
+    read_from += "tab:lcpb), which agree; not the paper's PDF"
+    return markdown_table(head, rows, f"*Source: {SWINV2_TABLE1_SOURCE}; read from {read_from}.*")

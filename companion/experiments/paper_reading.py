@@ -20,161 +20,89 @@ measured beside a control; the table itself says which numbers came out, not why
 
 from __future__ import annotations
 
-from companion.experiments.paper import (
-    ROPE_VIT_SWIN_SOURCE,
-    ROPE_VIT_SWIN_T,
-    SWIN_TABLE4,
-    SWIN_TABLE4_SOURCE,
-    SWINV2_TABLE1,
-    SWINV2_TABLE1_SOURCE,
-    SWINV2_TABLE1_WINDOWS,
-    TABLE4_METRICS,
-    VIT_TABLE8,
-    VIT_TABLE8_COLUMNS,
-    VIT_TABLE8_SOURCE,
-)
+from companion.experiments import paper
 
 #: Gaps smaller than this (in points) are printed in parentheses: not read (rule 1 above).
 READABLE_GAP = 1.0
 
 
 def mark_gap(gap: float, readable: float = READABLE_GAP) -> str:
-    """``+1.2`` for a gap of at least ``readable`` points, ``(+0.3)`` for a smaller one."""
+    """``+1.2`` for a gap of at least ``readable`` points (rounded to the tables' 0.1), ``(+0.3)``
+    for a smaller one."""
     text = f"{gap:+.1f}"
     return text if abs(round(gap, 1)) >= readable else f"({text})"
 
 
-def table4_gap(a: str, b: str, metric: str) -> float:
-    """``a - b`` in points for one metric of Table 4, rounded to the table's 0.1."""
-    for name, value, allowed in (("a", a, SWIN_TABLE4), ("b", b, SWIN_TABLE4)):
-        if value not in allowed:
-            raise ValueError(f"{name}: {value!r} is not a row of Table 4 ({list(allowed)})")
-    if metric not in TABLE4_METRICS:
-        raise ValueError(f"metric: {metric!r} is not one of {list(TABLE4_METRICS)}")
-    return round(SWIN_TABLE4[a][metric] - SWIN_TABLE4[b][metric], 1)
+def _note(source: str, per: str = "cell") -> str:
+    return (
+        f"*Points, computed from {source}; one number per {per} and no spread, so "
+        f"gaps below {READABLE_GAP:g} point are in parentheses (not read)"
+    )
 
 
 def marked_gaps_markdown(pairs: tuple[tuple[str, str], ...]) -> str:
-    """Row differences ``a - b`` as a Markdown table, sub-point gaps in parentheses."""
-    head = "| difference | " + " | ".join(TABLE4_METRICS.values()) + " |"
-    lines = [head, "|---" * (len(TABLE4_METRICS) + 1) + "|"]
+    """Row differences ``a - b`` of Table 4 as a Markdown table, sub-point gaps in parentheses."""
+    table, rows = paper.SWIN_TABLE4, []
     for a, b in pairs:
-        cells = [mark_gap(table4_gap(a, b, m)) for m in TABLE4_METRICS]
-        lines.append(f"| {a} − {b} | " + " | ".join(cells) + " |")
-    note = (
-        f"*Points, computed from {SWIN_TABLE4_SOURCE}; one number per row and no spread, so "
-        f"gaps below {READABLE_GAP:g} point are in parentheses (not read); compare within a "
-        "column only.*"
-    )
-    return "\n".join(lines) + "\n\n" + note
-
-
-def vit_table8_gap(row: str, column: str) -> float:
-    """One cell of ViT's Table 8 minus its no-embedding cell (Default/Stem), in points of
-    accuracy, rounded to 0.1."""
-    if row not in VIT_TABLE8:
-        raise ValueError(f"row: {row!r} is not a row of Table 8 ({list(VIT_TABLE8)})")
-    if column not in VIT_TABLE8_COLUMNS:
-        raise ValueError(f"column: {column!r} is not one of {list(VIT_TABLE8_COLUMNS)}")
-    value, none = VIT_TABLE8[row][column], VIT_TABLE8["none"]["default"]
-    if value is None or none is None:
-        raise ValueError(f"column: Table 8 has no value (N/A) for row {row!r} in {column!r}")
-    return round(100 * (value - none), 1)
-
-
-def vit_table8_spread() -> float:
-    """Largest minus smallest of Table 8's cells that have a position embedding, in points."""
-    values = [v for row, cells in VIT_TABLE8.items() if row != "none" for v in cells.values()]
-    present = [v for v in values if v is not None]
-    return round(100 * (max(present) - min(present)), 1)
+        for name, row in (("a", a), ("b", b)):
+            if row not in table:
+                raise ValueError(f"{name}: {row!r} is not a row of Table 4 ({list(table)})")
+        gaps = [mark_gap(table[a][m] - table[b][m]) for m in paper.TABLE4_METRICS]
+        rows.append((f"{a} − {b}", *gaps))
+    note = _note(paper.SWIN_TABLE4_SOURCE, "row") + "; compare within a column only.*"
+    head = ["difference", *paper.TABLE4_METRICS.values()]
+    return paper.markdown_table(head, rows, note, "l" * len(head))
 
 
 def vit_table8_gaps_markdown() -> str:
-    """Table 8's cells minus no embedding, and the spread among the embeddings, marked."""
-    lines = [
-        "| difference | " + " | ".join(VIT_TABLE8_COLUMNS.values()) + " |",
-        "|---" + "|---:" * len(VIT_TABLE8_COLUMNS) + "|",
-    ]
-    for row, cells in VIT_TABLE8.items():
-        if row == "none":
-            continue
-        marked = [
-            mark_gap(vit_table8_gap(row, c)) if v is not None else "N/A" for c, v in cells.items()
-        ]
-        lines.append(f"| {row} − none | " + " | ".join(marked) + " |")
-    spread = mark_gap(vit_table8_spread())
+    """Table 8's cells minus its no-embedding cell (Default/Stem), in points of accuracy, and
+    the spread (largest minus smallest) among the cells with an embedding, marked."""
+    none = paper.VIT_TABLE8["none"]["default"]
+    assert none is not None  # the paper's one cell without an embedding
+    embedded = {row: cells for row, cells in paper.VIT_TABLE8.items() if row != "none"}
+    rows = [
+        (f"{row} − none", *(mark_gap(100 * (v - none)) if v is not None else "N/A"
+                            for v in cells.values()))
+        for row, cells in embedded.items()
+    ]  # fmt: skip
+    present = [v for cells in embedded.values() for v in cells.values() if v is not None]
     note = (
         f"*Points of accuracy, each cell minus the no-embedding cell (Default/Stem), computed "
-        f"from {VIT_TABLE8_SOURCE}. Largest minus smallest of the "
-        f"cells with a position embedding: {spread}. One number per cell and no spread reported, "
-        f"so gaps below {READABLE_GAP:g} point are in parentheses (not readable).*"
+        f"from {paper.VIT_TABLE8_SOURCE}. Largest minus smallest of the cells with a position "
+        f"embedding: {mark_gap(100 * (max(present) - min(present)))}. One number per cell and "
+        f"no spread reported, so gaps below {READABLE_GAP:g} point are in parentheses (not "
+        "readable).*"
     )
-    return "\n".join(lines) + "\n\n" + note
-
-
-def swinv2_change(row: str, window: int, fine_tuned: bool = False) -> float:
-    """Swin V2's Table 1: ``row``'s ImageNet top-1 at ``window`` (not fine-tuned, or fine-tuned)
-    minus its top-1 at the training window 8, in points, rounded to 0.1."""
-    if row not in SWINV2_TABLE1:
-        raise ValueError(f"row: {row!r} is not a row of Swin V2's Table 1 ({list(SWINV2_TABLE1)})")
-    if window not in SWINV2_TABLE1_WINDOWS:
-        raise ValueError(f"window: {window!r} is not one of {list(SWINV2_TABLE1_WINDOWS)}")
-    cells = SWINV2_TABLE1[row]
-    moved = cells[f"imagenet_w{window}_ft" if fine_tuned else f"imagenet_w{window}"]
-    return round(moved - cells["imagenet_w8"], 1)
-
-
-def swinv2_gap(a: str, b: str, column: str) -> float:
-    """``a - b`` in points for one column of Swin V2's Table 1, rounded to the table's 0.1."""
-    for name, row in (("a", a), ("b", b)):
-        if row not in SWINV2_TABLE1:
-            raise ValueError(f"{name}: {row!r} is not a row of Swin V2's Table 1")
-    if column not in SWINV2_TABLE1[a]:
-        raise ValueError(f"column: {column!r} is not one of {list(SWINV2_TABLE1[a])}")
-    return round(SWINV2_TABLE1[a][column] - SWINV2_TABLE1[b][column], 1)
+    return paper.markdown_table(["difference", *paper.VIT_TABLE8_COLUMNS.values()], rows, note)
 
 
 def swinv2_table1_reading_markdown() -> str:
     """Table 1's ImageNet columns read by the rules: each row's change from window 8 as the window
     grows (not fine-tuned / fine-tuned), and each continuous bias minus the bias table at the
     same window, sub-point gaps in parentheses."""
-    rows, bias_table = list(SWINV2_TABLE1), next(iter(SWINV2_TABLE1))
-    windows = SWINV2_TABLE1_WINDOWS
-    lines = [
-        "| ImageNet top-1, points | " + " | ".join(f"W{w} (no FT / FT)" for w in windows) + " |",
-        "|---" + "|---:" * len(windows) + "|",
-    ]
-    for row in rows:
-        cells = [
-            f"{mark_gap(swinv2_change(row, w))} / {mark_gap(swinv2_change(row, w, True))}"
+    names, windows = list(paper.SWINV2_TABLE1), paper.SWINV2_TABLE1_WINDOWS
+
+    def cells(a: dict[str, float], b: dict[str, float] | None) -> list[str]:
+        """``a`` at each larger window minus ``b`` there, or minus ``a`` at window 8 (None)."""
+        return [
+            " / ".join(mark_gap(a[c] - (a["imagenet_w8"] if b is None else b[c]))
+                       for c in (f"imagenet_w{w}", f"imagenet_w{w}_ft"))
             for w in windows
-        ]
-        lines.append(f"| {row}: change from W8 | " + " | ".join(cells) + " |")
-    pairs = [(row, bias_table) for row in rows[1:]] + [(rows[2], rows[1])]
-    for a, b in pairs:
-        cells = [
-            f"{mark_gap(swinv2_gap(a, b, f'imagenet_w{w}'))} / "
-            f"{mark_gap(swinv2_gap(a, b, f'imagenet_w{w}_ft'))}"
-            for w in windows
-        ]
-        lines.append(f"| {a} − {b} | " + " | ".join(cells) + " |")
-    note = (
-        f"*Points, computed from {SWINV2_TABLE1_SOURCE}; one number per cell and no spread, so "
-        f"gaps below {READABLE_GAP:g} point are in parentheses (not read).*"
-    )
-    return "\n".join(lines) + "\n\n" + note
+        ]  # fmt: skip
+
+    rows = [(f"{row}: change from W8", *cells(paper.SWINV2_TABLE1[row], None)) for row in names]
+    for a, b in [(row, names[0]) for row in names[1:]] + [(names[2], names[1])]:
+        rows.append((f"{a} − {b}", *cells(paper.SWINV2_TABLE1[a], paper.SWINV2_TABLE1[b])))
+    head = ["ImageNet top-1, points", *(f"W{w} (no FT / FT)" for w in windows)]
+    return paper.markdown_table(head, rows, _note(paper.SWINV2_TABLE1_SOURCE) + ".*")
 
 
 def rope_vit_reading_markdown() -> str:
     """RoPE-ViT's Swin-T rows read by the rules: each code's change from 224 to 384 px, and each
     rotary code's change minus the bias table's (``rel``), sub-point gaps in parentheses."""
-    change = {pos: m["top1_384"] - m["top1_224"] for pos, m in ROPE_VIT_SWIN_T.items()}
-    lines = ["| ImageNet top-1, points | 224 → 384 px |", "|---|---:|"]
-    lines += [f"| `{pos}`: change | {mark_gap(c)} |" for pos, c in change.items()]
-    lines += [f"| `{pos}` − `rel`: change | {mark_gap(round(c - change['rel'], 1))} |"
-              for pos, c in change.items() if pos != "rel"]  # fmt: skip
-    note = (
-        f"*Points, computed from {ROPE_VIT_SWIN_SOURCE}; one number per cell and no spread, so "
-        f"gaps below {READABLE_GAP:g} point are in parentheses (not read).*"
-    )
-    return "\n".join(lines) + "\n\n" + note
+    change = {pos: m["top1_384"] - m["top1_224"] for pos, m in paper.ROPE_VIT_SWIN_T.items()}
+    rows = [(f"`{pos}`: change", mark_gap(c)) for pos, c in change.items()]
+    rows += [(f"`{pos}` − `rel`: change", mark_gap(c - change["rel"]))
+             for pos, c in change.items() if pos != "rel"]  # fmt: skip
+    head = ["ImageNet top-1, points", "224 → 384 px"]
+    return paper.markdown_table(head, rows, _note(paper.ROPE_VIT_SWIN_SOURCE) + ".*")
