@@ -55,7 +55,7 @@ def outcomes() -> dict[str, Any]:
             both = chapter5.blind_predictions_table(results, plan, chapter5.KNOWN_BEFORE[name])
             found[f"chapter 5: {name}, all seeds and blind seeds"] = _rows(both)
     far = chapter6.load_far_transfer()
-    table = chapter6.far_transfer_predictions_table(far.before, far.rows, far.references, far.plan)
+    table = chapter6.far_transfer_predictions_table(far)
     found["chapter 6: cpu-transfer-far"] = _rows(table)
     learned = chapter6.learned_line(far.references, "far-relation", far.codes, far.plan)
     found["chapter 6: cpu-transfer-far, references learned"] = learned.splitlines()

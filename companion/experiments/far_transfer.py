@@ -32,7 +32,6 @@ from companion.experiments.predictions import (
 )
 from companion.experiments.records import check_against_table, load_table
 from companion.experiments.related import check_added_seeds, check_one_run, related_folder
-from companion.experiments.resolution_transfer import WINDOW_GROWN, WINDOW_KEPT
 from companion.experiments.results import (
     describe_run,
     find_results,
@@ -42,18 +41,16 @@ from companion.experiments.results import (
     run_key,
 )
 from companion.experiments.split_reading import accuracy_table
-from companion.experiments.transfer_gaps import (
-    References,
-    learned_seeds,
-    merge_rows,
-    merge_runs,
-)
+from companion.experiments.transfer_gaps import References, learned_seeds, merge_rows, merge_runs
 from companion.experiments.transfer_results import check_references
 
 DATASET = "far-relation"
-CONDITIONS = (WINDOW_KEPT, WINDOW_GROWN)
 #: The blind seeds a cell is read on: its first five that no pilot run equals.
 BLIND = 5
+
+
+#: ``(code, rendering, condition, metric, seed)``: a run's place in :attr:`FarTransfer.accuracy`.
+Key = tuple[str, str | None, str, str, int]
 
 
 @dataclass(frozen=True)
@@ -64,8 +61,8 @@ class FarTransfer:
     every move's ``transfer.json`` rows; ``references``: ``{rendering: results.json}`` trained at
     ``plan["size"]`` px; ``plan``: the predictions' block; ``records``: each ablation and transfer
     record as read (for :func:`~companion.experiments.results.describe_run`); ``codes``: the
-    codes trained at 32 px, in the plan's order; ``accuracy``: ``{(code, seed): test accuracy}``
-    of ``before``'s runs, read from the record table."""
+    codes trained at 32 px, in the plan's order; ``accuracy``: every run's test accuracy read from
+    the record table (:func:`accuracies` reads it), from which every "solved" is counted."""
 
     before: dict[str, Any]
     rows: list[dict[str, Any]]
@@ -73,7 +70,7 @@ class FarTransfer:
     plan: dict[str, Any]
     records: tuple[dict[str, Any], ...]
     codes: tuple[str, ...]
-    accuracy: dict[tuple[str, int], float]
+    accuracy: dict[Key, float]
 
     @property
     def threshold(self) -> float:
@@ -99,11 +96,24 @@ class FarTransfer:
         cells = [f"{DATASET}:{pos}" for pos in self.codes]
         return accuracy_table(self.before, DATASET, ["test"], rule, cells)
 
+    def accuracies(
+        self,
+        pos: str,
+        rendering: str | None = None,
+        condition: str = "trained",
+        metric: str = "acc",
+    ) -> dict[int, float]:
+        """``{seed: test accuracy}``, seeds in order: ``pos``'s 32-px runs (no ``rendering``), or
+        in ``rendering`` at the plan's size its moves (``condition``, ``metric``) or its reference
+        (``"trained"``)."""
+        cell = (pos, rendering, condition, metric)
+        return dict(sorted((k[-1], v) for k, v in self.accuracy.items() if k[:-1] == cell))
+
     def seeds(self, pos: str) -> tuple[list[int], list[int]]:
         """``(solved, all)``: the seeds of ``pos`` at 32 px reaching the threshold, and every
         seed, sorted."""
-        every = sorted(seed for code, seed in self.accuracy if code == pos)
-        return [s for s in every if self.accuracy[pos, s] >= self.threshold], every
+        found = self.accuracies(pos)
+        return [s for s, value in found.items() if value >= self.threshold], list(found)
 
 
 @whole_folders
@@ -116,23 +126,27 @@ def _checked(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return results, moves
 
 
-def _accuracies(folders: Sequence[Path]) -> dict[tuple[str, int], float]:
-    """``{(code, seed): correct / total}`` of the 32-px runs' test split in ``folders``, read from
-    the record table (a filter on its rows), which the folders were just checked against."""
-    names = {folder.name for folder in folders}
-    return {(row["code"], row["seed"]): row["correct"] / row["total"]
-            for row in load_table(folders[0].parent)
-            if row["experiment"] in names and row["record"] == "results"
-            and (row["task"], row["split"]) == (DATASET, "test")}  # fmt: skip
+def _accuracies(folders: Sequence[Path], size: int) -> dict[Key, float]:
+    """:attr:`FarTransfer.accuracy` of the far-relation test split of ``folders`` (32-px runs, their
+    moves at ``size`` px, references trained at ``size`` px): ``correct / total`` of the record
+    table's rows, which the folders were just checked against."""
+    names, found = {folder.name for folder in folders}, {}
+    for row in load_table(folders[0].parent):
+        wanted = row["experiment"] in names and (row["task"], row["split"]) == (DATASET, "test")
+        if wanted and (row["record"] == "results" or row["size"] == size):  # no 32-px moves
+            rendering = row["rendering"] if row["size"] == size else None
+            key = (row["code"], rendering, row["condition"], row["metric"], row["seed"])
+            found[key] = row["correct"] / row["total"]
+    return found
 
 
-def _split(
-    accuracy: Mapping[tuple[str, int], float], codes: Sequence[str], threshold: float
-) -> list[str]:
-    """The codes some of whose seeds reach ``threshold`` and some do not, in ``codes``' order."""
+def _split(accuracy: Mapping[Key, float], codes: Sequence[str], threshold: float) -> list[str]:
+    """The codes some of whose 32-px seeds reach ``threshold`` and some do not, in ``codes``'
+    order."""
     solved: dict[str, list[bool]] = {}
-    for (pos, _), value in accuracy.items():
-        solved.setdefault(pos, []).append(value >= threshold)
+    for (pos, rendering, *_), value in accuracy.items():
+        if rendering is None:
+            solved.setdefault(pos, []).append(value >= threshold)
     return [pos for pos in codes if 0 < sum(solved.get(pos, [])) < len(solved.get(pos, []))]
 
 
@@ -146,7 +160,8 @@ def load_far_transfer(name: str = "cpu-transfer-far") -> FarTransfer:
     plan = parse_far_transfer_predictions(read_text(folder, PREDICTIONS), folder / PREDICTIONS)
     first, moves = _checked(folder)
     ablations, transfers, folders = [first], [moves], [folder]
-    split = _split(_accuracies(folders), first["plan"]["pos"], plan["solved"]["threshold"])
+    split = _split(_accuracies(folders, plan["size"]), first["plan"]["pos"],
+                   plan["solved"]["threshold"])  # fmt: skip
     if split:
         more_folder = related_folder(folder, f"{name}-more")  # in the same results tree
         folders.append(more_folder)
@@ -161,11 +176,12 @@ def load_far_transfer(name: str = "cpu-transfer-far") -> FarTransfer:
     for rendering, reference in references.items():
         check_against_table(folder.parent / plan["references"][rendering], reference)
     check_one_run(ablations, list(references.values()))  # one code, the same settings
+    folders += [folder.parent / n for n in plan["references"].values()]
     return FarTransfer(before=merge_runs(*ablations), rows=merge_rows(*transfers),
                        references=references, plan=plan,
                        records=(*ablations, *transfers, *references.values()),
                        codes=tuple(first["plan"]["pos"]),
-                       accuracy=_accuracies(folders))  # fmt: skip
+                       accuracy=_accuracies(folders, plan["size"]))  # fmt: skip
 
 
 @whole_folders
@@ -193,21 +209,25 @@ def load_blind_far_transfer(far: FarTransfer, name: str = "cpu-transfer-far") ->
     kept = {(r["dataset"], r["pos"], r["seed"]) for r in before["runs"]}
     rows = merge_rows({"rows": far.rows}, blind_moves)
     references = {**far.references, "world": merge_runs(far.references["world"], world_blind)}
+    references = {r: _first_blind(ref, pilots[r]) for r, ref in references.items()}
+    # a run's accuracy is kept where its run is: a move where its 32-px run is
+    present: set[tuple[str, str | None, int]] = {
+        (r["pos"], None, r["seed"]) for r in before["runs"]
+    }
+    present |= {
+        (r["pos"], side, r["seed"]) for side, ref in references.items() for r in ref["runs"]
+    }
+    accuracy = {**far.accuracy, **_accuracies([blind_folder, world_blind_folder], far.plan["size"])}
     return FarTransfer(
         before=before,
         rows=[r for r in rows if (r["dataset"], r["pos"], r["seed"]) in kept],
-        references={
-            rendering: _first_blind(ref, pilots[rendering]) for rendering, ref in references.items()
-        },
+        references=references,
         plan=far.plan,
         records=(*far.records, blind, blind_moves, world_blind),
         codes=far.codes,
-        accuracy={
-            key: value
-            for key, value in {**far.accuracy, **_accuracies([blind_folder])}.items()
-            if (DATASET, *key) in kept
-        },
-    )
+        accuracy={key: value for key, value in accuracy.items()
+                  if (key[0], key[1] if key[2] == "trained" else None, key[4]) in present},
+    )  # fmt: skip
 
 
 def _first_blind(results: dict[str, Any], pilots: set[str]) -> dict[str, Any]:
@@ -224,29 +244,18 @@ def _first_blind(results: dict[str, Any], pilots: set[str]) -> dict[str, Any]:
     return {**results, "runs": runs}
 
 
-def learned_references(
-    references: References, dataset: str, codes: Sequence[str], plan: Mapping[str, Any]
-) -> dict[str, dict[str, tuple[int, int]]]:
-    """``{rendering: {pos: (seeds reaching learned.threshold on test, seeds)}}`` for each code of
-    ``codes`` with a reference in that rendering."""
-    found: dict[str, dict[str, tuple[int, int]]] = {}
-    threshold = plan["learned"]["threshold"]
-    for rendering, reference in references.items():
-        trained = {r["pos"] for r in reference["runs"] if r["dataset"] == dataset}
-        seeds = {pos: learned_seeds(reference, dataset, pos, threshold)
-                 for pos in codes if pos in trained}  # fmt: skip
-        found[rendering] = {pos: (len(won), len(every)) for pos, (won, every) in seeds.items()}
-    return found
-
-
 def learned_line(
     references: References, dataset: str, codes: Sequence[str], plan: Mapping[str, Any]
 ) -> str:
     """``"Trained at 48 px, seeds reaching 90 % ...: world abs 4/4, world rel 2/4 (not
-    learned)."``: each reference's count, for the chapter's text."""
-    need, parts = plan["learned"]["seeds"], []
-    for rendering, by_pos in learned_references(references, dataset, codes, plan).items():
-        parts += [f"{rendering} {pos} {k}/{n}{' (not learned)' * (k < need)}"
-                  for pos, (k, n) in by_pos.items()]  # fmt: skip
-    return (f"Trained at {plan['size']} px, seeds reaching {100 * plan['learned']['threshold']:g} "
+    learned)."``: each reference's count of seeds reaching ``learned.threshold`` on test, for
+    each code of ``codes`` it trained, for the chapter's text."""
+    need, threshold, parts = plan["learned"]["seeds"], plan["learned"]["threshold"], []
+    for rendering, reference in references.items():
+        trained = {r["pos"] for r in reference["runs"] if r["dataset"] == dataset}
+        for pos in (pos for pos in codes if pos in trained):
+            won, every = learned_seeds(reference, dataset, pos, threshold)
+            parts.append(f"{rendering} {pos} {len(won)}/{len(every)}"
+                         f"{' (not learned)' * (len(won) < need)}")  # fmt: skip
+    return (f"Trained at {plan['size']} px, seeds reaching {100 * threshold:g} "
             f"% test accuracy (learned: at least {need}): {', '.join(parts)}.")  # fmt: skip
