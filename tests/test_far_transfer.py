@@ -15,16 +15,14 @@ from test_far_transfer_predictions import _rows as _moves
 from test_far_transfer_predictions import reading
 
 from companion.experiments.chapter6 import (
-    FarTransfer,
     check_far_transfer_prediction,
     exploratory_family,
     family_split_readings,
     far_glance,
     far_split_readings,
-    load_far_transfer,
 )
 from companion.experiments.evaluation import labels_text, pack_bits
-from companion.experiments.far_transfer import _accuracies, _split
+from companion.experiments.far_transfer import FarTransfer, _accuracies, _split, load_far_transfer
 from companion.experiments.integrity import ResultsError, write_manifest
 from companion.experiments.records import write_table
 from companion.experiments.results import find_results, load_results
@@ -131,9 +129,7 @@ def test_a_gap_against_a_reference_is_read_seed_by_seed_only_where_it_learned():
     plan = {**PLAN, "learned": {"threshold": 0.75, "seeds": 2},
             "predictions": [{"id": "X1", "text": "rel stays below", "kind": "moved-gap",
                              "expect": "below -0.1", "cell": cell}]}  # fmt: skip
-    text = far_split_readings(
-        FarTransfer(**{**FAR.__dict__, "plan": plan, "references": references})
-    )
+    text = far_split_readings(reading(FAR.before, FAR.rows, references, plan))
     lines = text.splitlines()
     assert lines[2] == "  not readable on seed 1: the reference did not learn there"
     assert lines[3].split() == ["seed", "0", "2"]

@@ -9,11 +9,11 @@ import torch
 from companion.experiments.chapter6 import (
     check_far_transfer_prediction,
     far_transfer_predictions_table,
+    learned_line,
 )
 from companion.experiments.evaluation import labels_text, pack_bits, unpack_bits
-from companion.experiments.far_transfer import FarTransfer, learned_line
+from companion.experiments.far_transfer import FarTransfer, merge_rows, merge_runs
 from companion.experiments.predictions import parse_far_transfer_predictions
-from companion.experiments.transfer_gaps import merge_rows, merge_runs
 
 D = "far-relation"
 IMAGES = 200
@@ -207,7 +207,7 @@ def test_table_marks_failures_and_unreadable_gaps_and_prints_expectations_in_poi
 
 
 def test_learned_line_counts_each_reference_seeds_that_reach_the_threshold():
-    line = learned_line(REFERENCES, D, ["rel", "abs", "cpb"], PLAN)
+    line = learned_line(reading(BEFORE, ROWS, REFERENCES))
     assert "world rel 3/3, world abs 2/3 (not learned)." in line and "at 48 px" in line
 
 

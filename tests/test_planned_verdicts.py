@@ -57,7 +57,7 @@ def outcomes() -> dict[str, Any]:
     far = chapter6.load_far_transfer()
     table = chapter6.far_transfer_predictions_table(far)
     found["chapter 6: cpu-transfer-far"] = _rows(table)
-    learned = chapter6.learned_line(far.references, "far-relation", far.codes, far.plan)
+    learned = chapter6.learned_line(far)
     found["chapter 6: cpu-transfer-far, references learned"] = learned.splitlines()
     seeds = chapter6.far_split_readings(far)
     found["chapter 6: cpu-transfer-far, split cells seed by seed"] = seeds.splitlines()

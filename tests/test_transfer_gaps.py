@@ -5,11 +5,11 @@ import pytest
 import torch
 
 from companion.experiments.bootstrap import Interval
-from companion.experiments.evaluation import labels_text, pack_bits
+from companion.experiments.evaluation import labels_text, pack_bits, unpack_bits
+from companion.experiments.far_transfer import FarTransfer
 from companion.experiments.predictions import correct_by_seed
 from companion.experiments.results import find_results, load_results, load_transfer
 from companion.experiments.transfer_gaps import kind_gap, points
-from companion.experiments.transfer_results import moved_correct
 
 IMAGES = 200
 #: Labels with a constant answer of 0.5 (label 0 on half the images).
@@ -71,9 +71,10 @@ def _cell(pos="rel", rendering="world", condition="window-kept", metric="acc"):
             "metric": metric}  # fmt: skip
 
 
-def _gap(kind: str, rows: list[dict], cells: list[dict], references=None, before=None):
+def _gap(kind: str, rows: list[dict], cells: list[dict], references=None):
     references = references or {"world": _results({"rel": 0.9})}
-    return kind_gap(before or {}, rows, references, kind, cells, 48)[0]
+    far = FarTransfer({}, rows, references, {"size": 48}, (), (), {})
+    return kind_gap(far, kind, cells)[0]
 
 
 def test_moved_minus_reference_pairs_seeds_and_images():
@@ -139,9 +140,18 @@ def test_the_committed_transfer_records_read_end_to_end():
     gap = _gap("moved-gap", rows, [cell], references)
     assert -1 <= gap.low <= gap.estimate <= gap.high <= 1
     reference = correct_by_seed(references["world"], "relation:rel", "test")
-    moved = moved_correct(rows, "relation", "rel", "world", 48, "window-kept")
+    moved = [r["correct"] for r in rows if (r["dataset"], r["pos"], r["rendering"], r["size"],
+             r["condition"]) == ("relation", "rel", "world", 48, "window-kept")]  # fmt: skip
     n = len(next(iter(reference.values())))
-    direct = np.mean([moved[s][:n].mean() for s in moved]) - np.mean(
+    direct = np.mean([unpack_bits(bits, n).mean() for bits in moved]) - np.mean(
         [c.mean() for c in reference.values()]
     )
     assert gap.estimate == pytest.approx(direct)
+
+
+def test_a_moved_cell_missing_or_read_by_an_unknown_metric_is_named():
+    rows = _rows({("rel", "world", "window-kept"): (0.8, 0.9)})
+    with pytest.raises(ValueError, match="no cell rel:window-grown on d/world at 48 px"):
+        _gap("moved-gap", rows, [_cell(condition="window-grown")])
+    with pytest.raises(ValueError, match="metric must be one of"):
+        _gap("moved-gap", rows, [_cell(metric="loss")])

@@ -38,18 +38,16 @@ from typing import Any
 
 import numpy as np
 
-from companion.experiments.bootstrap import Interval
 from companion.experiments.far_transfer import BLIND, DATASET, FarTransfer
-from companion.experiments.far_transfer import learned_line as learned_line  # re-exported
 from companion.experiments.far_transfer import load_blind_far_transfer as load_blind_far_transfer
 from companion.experiments.far_transfer import load_far_transfer as load_far_transfer
-from companion.experiments.pilots import find_pilot_twins as find_pilot_twins  # re-exported
-from companion.experiments.pilots import twins_table as twins_table  # re-exported
+from companion.experiments.pilots import find_pilot_twins as find_pilot_twins
+from companion.experiments.pilots import twins_table as twins_table
 from companion.experiments.predictions import meets, p_text, test_labels, threshold_of
 from companion.experiments.resolution_transfer import WINDOW_GROWN, WINDOW_KEPT, grown_condition
 from companion.experiments.split_reading import glance_entry
 from companion.experiments.stats import binomial_interval, holm_bounds
-from companion.experiments.transfer_gaps import kind_gap, learned_seeds, points
+from companion.experiments.transfer_gaps import kind_gap, points
 
 #: A count prediction whose text says so is held only by more than half of the seeds read: the
 #: plan's ``expect`` range was written for five seeds, its word for any number of them.
@@ -64,6 +62,20 @@ def _outcome(held: bool | None) -> str:
 
 def _verdict(held: bool | None) -> str:
     return "not readable" if held is None else "yes" if held else "**no**"
+
+
+def learned_line(far: FarTransfer) -> str:
+    """``"Trained at 48 px, seeds reaching 90 % ...: world abs 4/4, world rel 2/4 (not
+    learned)."``: each reference's count of seeds that learned (:meth:`FarTransfer.seeds`)."""
+    need, parts = far.plan["learned"]["seeds"], []
+    for rendering in far.references:
+        for pos in (pos for pos in far.codes if far.accuracies(pos, rendering)):
+            won, every = far.seeds(pos, rendering)
+            parts.append(f"{rendering} {pos} {len(won)}/{len(every)}"
+                         f"{' (not learned)' * (len(won) < need)}")  # fmt: skip
+    return (f"Trained at {far.plan['size']} px, seeds reaching "
+            f"{100 * far.plan['learned']['threshold']:g} % test accuracy (learned: at least "
+            f"{need}): {', '.join(parts)}.")  # fmt: skip
 
 
 def verdict_line(far: FarTransfer, seeds: str = "on all seeds") -> str:
@@ -210,7 +222,7 @@ def exploratory_family(
     marks a gap that reads a moved cell whose seeds split at the new size, a mean over solved and
     unsolved seeds, to be read by the counts of the glance table, not as one number."""
     entries = _family(far, renderings, against)
-    read = [[None if g is None else (_gap_on(far, *g), bool(_moved_split(far, g[1], g[2])))
+    read = [[None if g is None else (kind_gap(far, *g)[0], bool(_moved_split(far, g[1], g[2])))
              for g in gaps] for *_, gaps in entries]  # fmt: skip
     tested = [g[0] for gaps in read for g in gaps if g is not None]
     adjusted = iter(holm_bounds([i.p for i in tested], [i.floor for i in tested]))
@@ -271,7 +283,7 @@ def _split_block(
     if not moved_split:
         return ""
     labelled = [(f"{name} at {far.plan['size']} solved", won) for name, won, _ in moved_split]
-    values = [_gap_on(far, kind, cells, [s]).estimate for s in seeds]
+    values = [kind_gap(far, kind, cells, [s])[0].estimate for s in seeds]
     shown = [round(100 * v, 1) for v in values]  # counted as printed
     above, below = sum(x > 1 for x in shown), sum(x < -1 for x in shown)
     return "\n".join([
@@ -302,10 +314,7 @@ def far_split_readings(far: FarTransfer) -> str:
             continue
         seeds = sorted(set.intersection(*(set(far.seeds(pos)[1]) for pos in codes)))
         if p["kind"] == "moved-gap":  # read only where the reference learned, on its seeds
-            reference = far.references[cells[0]["rendering"]]
-            learned, every = learned_seeds(
-                reference, DATASET, cells[0]["pos"], far.plan["learned"]["threshold"]
-            )
+            learned, every = far.seeds(cells[0]["pos"], cells[0]["rendering"])
             if len(learned) < far.plan["learned"]["seeds"]:
                 continue
             dropped = [s for s in seeds if s in every and s not in learned]
@@ -320,13 +329,13 @@ def far_split_readings(far: FarTransfer) -> str:
             lines.append(f"  not readable on seed {named}: the reference did not learn there")
         labelled = [(f"{pos} solved", solved[pos]) for pos in split]
         labelled += [(f"{name} at {far.plan['size']} solved", won) for name, won, _ in moved_split]
-        values = [_gap_on(far, p["kind"], cells, [s]).estimate for s in seeds]
+        values = [kind_gap(far, p["kind"], cells, [s])[0].estimate for s in seeds]
         lines += _seed_lines(seeds, labelled, values)
         if not split:  # only the moved cells split: nothing solved at 32 px to read apart
             blocks.append("\n".join(lines))
             continue
         kept = [s for s in seeds if all(s in solved[pos] for pos in codes)]
-        interval = _gap_on(far, p["kind"], cells, kept)
+        interval = kind_gap(far, p["kind"], cells, kept)[0]
         where = "every code solved" + " and the reference learned" * (p["kind"] == "moved-gap")
         lines.append(
             f"  exploratory, on the {len(kept)} seeds where {where}: "
@@ -370,19 +379,6 @@ def _moved_split(
     return found
 
 
-def _gap_on(
-    far: FarTransfer, kind: str, cells: list[dict[str, str]], seeds: Collection[int]
-) -> Interval:
-    """A planned gap of ``kind`` on ``seeds`` only."""
-    before = {**far.before, "runs": [r for r in far.before["runs"] if r["seed"] in seeds]}
-    rows = [r for r in far.rows if r["seed"] in seeds]
-    references = {
-        rendering: {**ref, "runs": [r for r in ref["runs"] if r["seed"] in seeds]}
-        for rendering, ref in far.references.items()
-    }
-    return kind_gap(before, rows, references, kind, cells, far.plan["size"])[0]
-
-
 def moved_cell(cell: Mapping[str, str]) -> dict[str, str]:
     """A moved cell with its metric and its code's own grown condition filled in."""
     found = {"metric": "acc", **cell}
@@ -417,14 +413,12 @@ def check_far_transfer_prediction(
                          f"conditions, got {named}")  # fmt: skip
     if kind == "moved-gap":
         cell, learned = cells[0], plan["learned"]
-        won, every = learned_seeds(
-            far.references[cell["rendering"]], cell["dataset"], cell["pos"], learned["threshold"]
-        )
+        won, every = far.seeds(cell["pos"], cell["rendering"])
         if len(won) < learned["seeds"]:
             return (f"not readable: {cell['pos']} trained at {size} px in {cell['rendering']} "
                     f"({plan['references'][cell['rendering']]}) learned in {len(won)} of "
                     f"{len(every)} seeds, {learned['seeds']} needed"), None  # fmt: skip
-    interval, note = kind_gap(far.before, far.rows, far.references, kind, cells, size)
+    interval, note = kind_gap(far, kind, cells)
     text = points(interval) + p_text(interval, prediction["expect"]) + note
     split = [pos for pos in dict.fromkeys(c["pos"] for c in cells) if _read_seeds(far, pos)[1]]
     text += f" (split cell: {', '.join(split)})" * bool(split)

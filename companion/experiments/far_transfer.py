@@ -16,7 +16,7 @@ which 32-px cells split is read from the record table's counts, not from the per
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,8 +41,6 @@ from companion.experiments.results import (
     run_key,
 )
 from companion.experiments.split_reading import accuracy_table
-from companion.experiments.transfer_gaps import References, learned_seeds, merge_rows, merge_runs
-from companion.experiments.transfer_results import check_references
 
 DATASET = "far-relation"
 #: The blind seeds a cell is read on: its first five that no pilot run equals.
@@ -109,11 +107,13 @@ class FarTransfer:
         cell = (pos, rendering, condition, metric)
         return dict(sorted((k[-1], v) for k, v in self.accuracy.items() if k[:-1] == cell))
 
-    def seeds(self, pos: str) -> tuple[list[int], list[int]]:
-        """``(solved, all)``: the seeds of ``pos`` at 32 px reaching the threshold, and every
-        seed, sorted."""
-        found = self.accuracies(pos)
-        return [s for s, value in found.items() if value >= self.threshold], list(found)
+    def seeds(self, pos: str, rendering: str | None = None) -> tuple[list[int], list[int]]:
+        """``(reached, all)``, sorted: the seeds of ``pos`` at 32 px that solved the task (the
+        plan's ``solved.threshold``), or of its reference in ``rendering`` that learned it
+        (``learned.threshold``), and every seed."""
+        found = self.accuracies(pos, rendering)
+        threshold = self.threshold if rendering is None else self.plan["learned"]["threshold"]
+        return [s for s, value in found.items() if value >= threshold], list(found)
 
 
 @whole_folders
@@ -148,6 +148,18 @@ def _split(accuracy: Mapping[Key, float], codes: Sequence[str], threshold: float
         if rendering is None:
             solved.setdefault(pos, []).append(value >= threshold)
     return [pos for pos in codes if 0 < sum(solved.get(pos, [])) < len(solved.get(pos, []))]
+
+
+def check_references(references: Mapping[str, dict[str, Any]], names: Mapping[str, str]) -> None:
+    """Refuse a reference ablation (``references``: ``{rendering: results.json}``, ``names``:
+    rendering -> folder) not trained in its rendering."""
+    for rendering, results in references.items():
+        drawn = {r["settings"].get("rendering", "scaled") for r in results["runs"]}
+        if drawn != {rendering}:
+            raise ValueError(
+                f"{names[rendering]}: its runs were drawn in {sorted(drawn)}, not in "
+                f"{rendering!r}; check the predictions' references"
+            )
 
 
 @whole_folders
@@ -244,18 +256,40 @@ def _first_blind(results: dict[str, Any], pilots: set[str]) -> dict[str, Any]:
     return {**results, "runs": runs}
 
 
-def learned_line(
-    references: References, dataset: str, codes: Sequence[str], plan: Mapping[str, Any]
-) -> str:
-    """``"Trained at 48 px, seeds reaching 90 % ...: world abs 4/4, world rel 2/4 (not
-    learned)."``: each reference's count of seeds reaching ``learned.threshold`` on test, for
-    each code of ``codes`` it trained, for the chapter's text."""
-    need, threshold, parts = plan["learned"]["seeds"], plan["learned"]["threshold"], []
-    for rendering, reference in references.items():
-        trained = {r["pos"] for r in reference["runs"] if r["dataset"] == dataset}
-        for pos in (pos for pos in codes if pos in trained):
-            won, every = learned_seeds(reference, dataset, pos, threshold)
-            parts.append(f"{rendering} {pos} {len(won)}/{len(every)}"
-                         f"{' (not learned)' * (len(won) < need)}")  # fmt: skip
-    return (f"Trained at {plan['size']} px, seeds reaching {100 * threshold:g} "
-            f"% test accuracy (learned: at least {need}): {', '.join(parts)}.")  # fmt: skip
+def _merge(
+    records: Sequence[dict[str, Any]], key: Callable[[Mapping[str, Any]], tuple[Any, ...]]
+) -> list[dict]:
+    """The records in order, refusing a cell and seed (``key(record)``, the seed last) met twice."""
+    seen: set[tuple[Any, ...]] = set()
+    for r in records:
+        if key(r) in seen:
+            cell = ":".join(str(v) for v in key(r)[:-1])
+            raise ValueError(f"cell {cell} seed {r['seed']} is in more than one record")
+        seen.add(key(r))
+    return list(records)
+
+
+def merge_runs(*results: dict[str, Any]) -> dict[str, Any]:
+    """One results.json from several of one ablation (extra seeds trained later): ``{"runs",
+    "test_sets"}``, the runs concatenated, the test sets the first record's (a later one's must be
+    identical on the datasets both hold); a cell's seed in two records is refused."""
+    test_sets: dict[str, Any] = {}
+    for r in results:
+        for dataset, sets in r["test_sets"].items():
+            if test_sets.setdefault(dataset, sets) != sets:
+                raise ValueError(f"the records' {dataset!r} test sets (labels) differ")
+    runs = _merge(
+        [run for r in results for run in r["runs"]],
+        lambda run: (run["dataset"], run["pos"], run.get("variant", "swin"), run["seed"]),
+    )
+    return {"runs": runs, "test_sets": test_sets}
+
+
+def merge_rows(*transfers: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows of several transfer.json records concatenated; a seed of a cell (dataset, pos,
+    rendering, size, condition, variant) in two records is refused."""
+    return _merge(
+        [row for t in transfers for row in t["rows"]],
+        lambda r: (r["dataset"], r["pos"], r.get("rendering", "scaled"), r["size"],
+                   r["condition"], r.get("variant", "swin"), r["seed"]),
+    )  # fmt: skip

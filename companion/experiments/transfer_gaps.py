@@ -19,21 +19,21 @@ fractions of accuracy; :func:`points` prints them in points.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import numpy as np
 
 from companion.experiments.bootstrap import Interval, gap_interval, lift_gap_interval
+from companion.experiments.evaluation import unpack_bits
+from companion.experiments.far_transfer import FarTransfer
 from companion.experiments.predictions import correct_by_seed, test_labels
-from companion.experiments.transfer_results import moved_correct
 
-Rows = Sequence[dict[str, Any]]
-References = Mapping[str, dict[str, Any]]
-BySeed = Mapping[int, np.ndarray]
+#: A moved model's accuracy as moved, and after the short fine-tune.
+METRICS = ("acc", "acc_finetuned")
 
 
-def moved_labels(references: References, cell: Mapping[str, str]) -> np.ndarray:
+def _labels(references: Mapping[str, dict[str, Any]], cell: Mapping[str, str]) -> np.ndarray:
     """The ``(images,)`` labels of the test images a moved ``cell`` (its ``dataset`` drawn in its
     ``rendering``) was tested on: its reference's."""
     dataset, rendering = cell["dataset"], cell["rendering"]
@@ -46,100 +46,64 @@ def moved_labels(references: References, cell: Mapping[str, str]) -> np.ndarray:
     return test_labels(references[rendering], dataset, "test")
 
 
-def _moved(rows: Rows, cell: Mapping[str, str], size: int, images: int) -> dict[int, np.ndarray]:
-    """``{seed: (images,) bool}``: which of the first ``images`` test images each seed's moved
-    model of ``cell`` got right."""
-    by_seed = moved_correct(
-        rows, cell["dataset"], cell["pos"], cell["rendering"], size, cell["condition"],
-        cell.get("metric", "acc"),
-    )  # fmt: skip
-    short = min(len(bits) for bits in by_seed.values())
-    if short < images:
+def _moved(far: FarTransfer, cell: Mapping[str, str], images: int) -> dict[int, np.ndarray]:
+    """``{seed: (images,) bool}``: which of the first ``images`` test images each moved run of
+    ``cell`` got right (as moved, or after the fine-tune: its ``metric``)."""
+    metric = cell.get("metric", "acc")
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+    size = far.plan["size"]
+    wanted = (cell["dataset"], cell["pos"], cell["rendering"], size, cell["condition"])
+    found = {r["seed"]: r[f"correct{metric[3:]}"] for r in far.rows
+             if (r["dataset"], r["pos"], r.get("rendering", "scaled"), r["size"], r["condition"])
+             == wanted}  # fmt: skip
+    if not found:
+        raise ValueError(f"rows hold no cell {cell['pos']}:{cell['condition']} on "
+                         f"{cell['dataset']}/{cell['rendering']} at {size} px")  # fmt: skip
+    # whole bytes of hex: up to 7 padding bits after the last image, never read
+    if (short := 4 * min(len(bits) for bits in found.values())) < images:
         raise ValueError(
             f"images must be at most the {short} the moved runs were tested on, got {images}"
         )
-    return {seed: bits[:images] for seed, bits in by_seed.items()}
+    return {seed: unpack_bits(bits, 4 * len(bits))[:images] for seed, bits in found.items()}
 
 
 def kind_gap(
-    before: dict[str, Any], rows: Rows, references: References, kind: str,
-    cells: list[dict[str, str]], size: int,
-) -> tuple[Interval, str]:  # fmt: skip
-    """The interval of a gap of ``kind`` and the note on the seeds it was read on (those both
-    sides have, named where either side has more), paired by seed and test image:
+    far: FarTransfer, kind: str, cells: list[dict[str, str]], seeds: Collection[int] | None = None
+) -> tuple[Interval, str]:
+    """The interval of a gap of ``kind`` as moved to the plan's size and the note on the seeds it
+    was read on (those both sides have, of ``seeds`` if given; the note names them where either
+    side has more), paired by seed and test image:
 
     * ``lift-change`` (``cells = [cell]``): the moved cell's lift over the constant answer minus
-      the same seeds' lift at 32 px (``before``), each on its own images;
+      the same seeds' lift at 32 px, each on its own images;
     * ``moved-gap`` (``[cell]``): moved accuracy − its reference's;
     * ``code-gap``/``window-gain`` (``[a, b]``): moved ``a`` − moved ``b``, two cells that share
       dataset and rendering (the same test images)."""
-    cell, labels = cells[0], moved_labels(references, cells[0])
-    moved = _moved(rows, cell, size, len(labels))
-    cell_name = f"{cell['dataset']}:{cell['pos']}"
+    cell, labels = cells[0], _labels(far.references, cells[0])
+    moved = _moved(far, cell, len(labels))
+    name = f"{cell['dataset']}:{cell['pos']}"
     if kind == "lift-change":
-        other: BySeed = correct_by_seed(before, cell_name, "test")
+        other: Mapping[int, np.ndarray] = correct_by_seed(far.before, name, "test")
     elif kind == "moved-gap":
-        other = correct_by_seed(references[cell["rendering"]], cell_name, "test")
+        other = correct_by_seed(far.references[cell["rendering"]], name, "test")
     else:
         for key in ("dataset", "rendering"):
             if cells[0][key] != cells[1][key]:
                 raise ValueError(f"a and b must share the {key} (the same test images), got "
                                  f"{cells[0][key]!r} and {cells[1][key]!r}")  # fmt: skip
-        other = _moved(rows, cells[1], size, len(labels))
-    seeds = sorted(set(moved) & set(other))
-    note = f" (on the {len(seeds)} seeds both have)" if set(moved) != set(other) else ""
-    a, b = np.stack([moved[s] for s in seeds]), np.stack([other[s] for s in seeds])
+        other = _moved(far, cells[1], len(labels))
+    both = set(moved) & set(other)
+    note = f" (on the {len(both)} seeds both have)" if set(moved) != set(other) else ""
+    read = sorted(both if seeds is None else both & set(seeds))
+    a, b = np.stack([moved[s] for s in read]), np.stack([other[s] for s in read])
     if kind == "lift-change":
-        return lift_gap_interval(b, test_labels(before, cell["dataset"], "test"), a, labels), note
+        return lift_gap_interval(
+            b, test_labels(far.before, cell["dataset"], "test"), a, labels
+        ), note
     return gap_interval(a, b), note
 
 
 def points(interval: Interval) -> str:
     """``"+12.3 [+4.5, +20.1]"``: the estimate and its 95 % interval in points."""
     return f"{100 * interval.estimate:+.1f} [{100 * interval.low:+.1f}, {100 * interval.high:+.1f}]"
-
-
-def learned_seeds(
-    reference: dict[str, Any], dataset: str, pos: str, threshold: float
-) -> tuple[list[int], list[int]]:
-    """``(learned, every)``: the seeds of a reference cell reaching ``threshold`` test accuracy,
-    and all its seeds, sorted."""
-    by_seed = correct_by_seed(reference, f"{dataset}:{pos}", "test")
-    return [s for s in sorted(by_seed) if by_seed[s].mean() >= threshold], sorted(by_seed)
-
-
-def _merge(records: Rows, key: Callable[[Mapping[str, Any]], tuple[Any, ...]]) -> list[dict]:
-    """The records in order, refusing a cell and seed (``key(record)``, the seed last) met twice."""
-    seen: set[tuple[Any, ...]] = set()
-    for r in records:
-        if key(r) in seen:
-            cell = ":".join(str(v) for v in key(r)[:-1])
-            raise ValueError(f"cell {cell} seed {r['seed']} is in more than one record")
-        seen.add(key(r))
-    return list(records)
-
-
-def merge_runs(*results: dict[str, Any]) -> dict[str, Any]:
-    """One results.json from several of one ablation (extra seeds trained later): ``{"runs",
-    "test_sets"}``, the runs concatenated, the test sets the first record's (a later one's must be
-    identical on the datasets both hold); a cell's seed in two records is refused."""
-    test_sets: dict[str, Any] = {}
-    for r in results:
-        for dataset, sets in r["test_sets"].items():
-            if test_sets.setdefault(dataset, sets) != sets:
-                raise ValueError(f"the records' {dataset!r} test sets (labels) differ")
-    runs = _merge(
-        [run for r in results for run in r["runs"]],
-        lambda run: (run["dataset"], run["pos"], run.get("variant", "swin"), run["seed"]),
-    )
-    return {"runs": runs, "test_sets": test_sets}
-
-
-def merge_rows(*transfers: dict[str, Any]) -> list[dict[str, Any]]:
-    """The rows of several transfer.json records concatenated; a seed of a cell (dataset, pos,
-    rendering, size, condition, variant) in two records is refused."""
-    return _merge(
-        [row for t in transfers for row in t["rows"]],
-        lambda r: (r["dataset"], r["pos"], r.get("rendering", "scaled"), r["size"],
-                   r["condition"], r.get("variant", "swin"), r["seed"]),
-    )  # fmt: skip

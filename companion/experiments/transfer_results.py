@@ -11,12 +11,9 @@ at the new size in the same rendering (:func:`check_references`), in
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
-from companion.experiments.evaluation import unpack_bits
 from companion.experiments.resolution_transfer import condition_name
 from companion.experiments.results import cell_label, mean_std, summarize
 
@@ -65,48 +62,3 @@ def transfer_table(summary: Sequence[dict[str, Any]]) -> str:
             f"| {dataset} | {pos} | {rendering} | {size} | {condition} | {v['acc']} | {after} |"
         )
     return "\n".join(lines)
-
-
-METRICS = ("acc", "acc_finetuned")
-
-
-def check_references(references: Mapping[str, dict[str, Any]], names: Mapping[str, str]) -> None:
-    """Refuse a reference ablation (``references``: ``{rendering: results.json}``, ``names``:
-    rendering -> folder) not trained in its rendering."""
-    for rendering, results in references.items():
-        drawn = {r["settings"].get("rendering", "scaled") for r in results["runs"]}
-        if drawn != {rendering}:
-            raise ValueError(
-                f"{names[rendering]}: its runs were drawn in {sorted(drawn)}, not in "
-                f"{rendering!r}; check the predictions' references"
-            )
-
-
-def moved_correct(
-    rows: Sequence[dict[str, Any]],
-    dataset: str,
-    pos: str,
-    rendering: str,
-    size: int,
-    condition: str,
-    metric: str = "acc",
-) -> dict[int, np.ndarray]:
-    """``{seed: (bits,) bool}``: which test images each moved run of the cell got right (the
-    first ``images`` of the ``bits``, a multiple of 8)."""
-    if metric not in METRICS:
-        raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
-    bits = "correct" + metric[3:]
-    wanted = (dataset, pos, rendering, size, condition)
-    found = {
-        r["seed"]: r
-        for r in rows
-        if (r["dataset"], r["pos"], r.get("rendering", "scaled"), r["size"], r["condition"])
-        == wanted
-    }
-    if not found:
-        raise ValueError(
-            f"rows hold no cell {pos}:{condition} on {dataset}/{rendering} at {size} px"
-        )
-    # The bits are packed in whole bytes (hex): the last byte may carry up to 7 padding bits,
-    # which the callers cut off at the test set's length.
-    return {seed: unpack_bits(r[bits], 4 * len(r[bits])) for seed, r in sorted(found.items())}
