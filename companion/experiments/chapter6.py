@@ -1,9 +1,6 @@
 """Chapter 6's reader: the far-relation transfer (every code trained at 32 px, moved to 48 px,
-beside the references trained at 48 px), read by the rules its predictions fixed before the run.
-
-The experiment's folders are read, verified and merged into one :class:`FarTransfer` by
-:mod:`companion.experiments.far_transfer` (:func:`load_far_transfer`, and on blind seeds only
-:func:`load_blind_far_transfer`); this module reads it.
+beside the references trained at 48 px; one :class:`FarTransfer`, :func:`load_far_transfer`),
+read by the rules its predictions fixed before the run.
 
 The planned comparisons (kinds in ``predictions.TRANSFER_KINDS``; a moved cell is ``{"dataset",
 "pos", "rendering", "condition", "metric"}``, ``"window-grown"`` read as the code's own grown
@@ -24,11 +21,11 @@ the seeds both sides have (the measured text says so where they differ).
 
 The exploratory family (:func:`exploratory_family`) is every comparison the predictions did not
 plan that the chapter prints: what each code kept of its 32-px lift, with the window kept and
-grown, and what growing the window gained, in each rendering; two-stage bootstrap intervals in
-points, Holm's adjustment over the whole family. A code whose 32-px cell split is read on the
-seeds that solved it (the others had nothing to keep) and says so. Where a gap beside
-``against`` reads a moved cell that split (``†``), :func:`family_split_readings` prints it seed
-by seed, to be read as a count.
+grown, what growing the window gained, and each code beside ``against``, in each rendering;
+two-stage bootstrap intervals in points, Holm's adjustment over the whole family. A code whose
+32-px cell split is read on the seeds that solved it (the others had nothing to keep) and says
+so. A gap that reads a moved cell whose seeds split at 48 px (``†``) is a mean over solved and
+unsolved seeds: :func:`family_split_readings` prints it seed by seed, to be read as a count.
 """
 
 from __future__ import annotations
@@ -36,16 +33,14 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from companion.experiments.far_transfer import BLIND, DATASET, FarTransfer
+from companion.experiments.far_transfer import far_glance as far_glance
 from companion.experiments.far_transfer import load_blind_far_transfer as load_blind_far_transfer
 from companion.experiments.far_transfer import load_far_transfer as load_far_transfer
 from companion.experiments.pilots import find_pilot_twins as find_pilot_twins
 from companion.experiments.pilots import twins_table as twins_table
-from companion.experiments.predictions import meets, p_text, test_labels, threshold_of
+from companion.experiments.predictions import meets, p_text, threshold_of
 from companion.experiments.resolution_transfer import WINDOW_GROWN, WINDOW_KEPT, grown_condition
-from companion.experiments.split_reading import glance_entry
 from companion.experiments.stats import binomial_interval, holm_bounds
 from companion.experiments.transfer_gaps import kind_gap, points
 
@@ -94,10 +89,8 @@ def far_transfer_predictions_table(far: FarTransfer) -> str:
     points with their 95 % interval, "not readable" where held is ``None``."""
     lines = ["| id | prediction | expected | measured | held |", "|---|---|---|---|---|"]
     for p in far.plan["predictions"]:
-        measured, held = check_far_transfer_prediction(far, p)
-        lines.append(
-            f"| {p['id']} | {p['text']} | {_expected(p)} | {measured} | {_verdict(held)} |"
-        )
+        cells = [p["id"], p["text"], _expected(p), *_measured(far, p)]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -108,75 +101,14 @@ def blind_predictions_table(far: FarTransfer, blind: FarTransfer) -> str:
     lines = [f"| id | expected | all seeds | held | {BLIND} blind seeds | held |",
              "|---|---|---|---|---|---|"]  # fmt: skip
     for p in far.plan["predictions"]:
-        cells = [x for read in (far, blind) for x in _measured(read, p)]
-        lines.append(f"| {p['id']} | {_expected(p)} | " + " | ".join(cells) + " |")
+        cells = [p["id"], _expected(p), *_measured(far, p), *_measured(blind, p)]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def _measured(far: FarTransfer, prediction: Mapping[str, Any]) -> tuple[str, str]:
     measured, held = check_far_transfer_prediction(far, prediction)
     return measured, _verdict(held)
-
-
-def far_glance(far: FarTransfer, renderings: Sequence[str] = ("world", "scaled")) -> str:
-    """Markdown: each code's lift over the constant answer in points (mean over seeds, from the
-    record table's accuracies) trained at 32 px, moved to the plan's size with the window kept
-    and grown (each code's own grown condition, :func:`grown_condition`: a bias table resized
-    geometrically) in each rendering, as moved and fine-tuned ("ft"), and trained at that size
-    ("ref", "—" where no reference of the code was trained). Where a cell's seeds split by the
-    "solved" threshold, the entry is the count solved and each group's lift
-    (:func:`~companion.experiments.split_reading.glance_entry`)."""
-    size, threshold, constants = far.plan["size"], far.threshold, far.constants()
-    head = ["code", "32 px"]
-    for rendering in renderings:
-        for condition in (WINDOW_KEPT, WINDOW_GROWN):
-            short = condition.removeprefix("window-")
-            head += [f"{rendering}, {short}", f"{rendering}, {short}, ft"]
-        head.append(f"{rendering}, ref")
-    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
-    labels = test_labels(far.before, DATASET, "test")
-    for pos in far.codes:
-        solved = far.seeds(pos)[0]
-        entries = [f"`{pos}`", _entry(far.accuracies(pos), np.bincount(labels).max() / len(labels),
-                                      threshold)]  # fmt: skip
-        for rendering in renderings:
-            for condition in (WINDOW_KEPT, grown_condition(pos)):
-                for metric in ("acc", "acc_finetuned"):
-                    moved = far.accuracies(pos, rendering, condition, metric)
-                    entries.append(_entry(moved, constants[rendering], threshold, solved))
-            reference = far.accuracies(pos, rendering)
-            entries.append(_entry(reference, constants[rendering], threshold) if reference else "—")
-        lines.append("| " + " | ".join(entries) + " |")
-    lines.append("")
-    lines.append(
-        f"*`{DATASET}`: lift over the constant answer (points), mean over seeds, each column on "
-        f"its own test images: trained at 32 px; moved to {size} px with the window kept or grown "
-        f"(a bias table resized geometrically), as moved and after the short fine-tune (ft); "
-        f"trained at {size} px (ref, — where none was). Where a cell's seeds split, the count "
-        f"solved (accuracy ≥ {100 * threshold:g} %), their mean lift and each other seed's; a "
-        f"code whose 32-px seeds split is read in two groups, those that solved at 32 px and "
-        f"those that did not.*"
-    )
-    return "\n".join(lines) + "\n"
-
-
-def _entry(
-    accuracy: Mapping[int, float], constant: float, threshold: float,
-    solved_at_32: Collection[int] | None = None,
-) -> str:  # fmt: skip
-    """A glance entry of ``{seed: accuracy}``. Where the seeds of a code split at 32 px
-    (``solved_at_32``: those that solved), each group is its own entry: a moved model of a seed
-    that never solved had nothing to keep."""
-    if solved_at_32 is not None:
-        solved = {s: a for s, a in accuracy.items() if s in solved_at_32}
-        other = {s: a for s, a in accuracy.items() if s not in solved_at_32}
-        if solved and other:
-            parts = [(len(group), name, _entry(group, constant, threshold))
-                     for group, name in ((solved, "solved"), (other, "not"))]  # fmt: skip
-            return " · ".join(f"{k} {name} at 32 px: " + (f"({e})" if " · " in e else e)
-                              for k, name, e in parts)  # fmt: skip
-    values = np.array(list(accuracy.values()))
-    return glance_entry(100 * (values - constant), values >= threshold)
 
 
 def _read_seeds(far: FarTransfer, pos: str) -> tuple[list[int], str]:
@@ -190,10 +122,10 @@ def _read_seeds(far: FarTransfer, pos: str) -> tuple[list[int], str]:
 def _family(
     far: FarTransfer, renderings: Sequence[str], against: str
 ) -> list[tuple[str, str, list[Gap]]]:
-    """``(rendering, code, gaps)`` of :func:`exploratory_family`, as moved, on the seeds
-    :func:`_read_seeds` gives: the lift change with the window kept, with it grown, grown − kept,
-    and (grown) the code − ``against`` on the seeds both are read on (None for ``against``
-    itself and for ``none``)."""
+    """``(rendering, code, gaps)`` of the family, as moved, on the seeds :func:`_read_seeds`
+    gives: the lift change (lift over the constant answer − the same seeds' at 32 px) with the
+    window kept, with it grown, grown − kept, and (grown) the code − ``against`` on the seeds both
+    are read on (None for ``against`` itself and for ``none``)."""
     found = []
     for rendering in renderings:
         for pos in far.codes:
@@ -214,13 +146,8 @@ def _family(
 def exploratory_family(
     far: FarTransfer, renderings: Sequence[str] = ("scaled", "world"), against: str = "rel"
 ) -> str:
-    """Markdown, one table per rendering: per code, as moved, its lift change (lift over the
-    constant answer at the new size − the same seeds' at 32 px) with the window kept and grown,
-    the window's gain (grown − kept), and (window grown) its accuracy − ``against``'s, in points
-    with 95 % two-stage bootstrap intervals; ``*`` marks a gap whose p-value, Holm-adjusted over
-    every gap of every table, is below 0.05. A split code is read on its solved seeds; ``†``
-    marks a gap that reads a moved cell whose seeds split at the new size, a mean over solved and
-    unsolved seeds, to be read by the counts of the glance table, not as one number."""
+    """Markdown, one table per rendering: per code, the gaps :func:`_family` lists, in points with
+    95 % intervals; ``*``: a p-value Holm-adjusted over every gap of every table below 0.05."""
     entries = _family(far, renderings, against)
     read = [[None if g is None else (kind_gap(far, *g)[0], bool(_moved_split(far, g[1], g[2])))
              for g in gaps] for *_, gaps in entries]  # fmt: skip
@@ -251,11 +178,9 @@ def exploratory_family(
 def family_split_readings(
     far: FarTransfer, renderings: Sequence[str] = ("scaled", "world"), against: str = "rel"
 ) -> str:
-    """For every gap of :func:`exploratory_family`'s last two columns marked ``†`` (as moved,
-    with a moved cell that split), in each rendering: each code's window gain, then each code −
-    ``against``, whether each seed's moved cells solved the task, the gap seed by seed in points,
-    and on how many seeds (as printed) it is above a point, below minus a point, and within a
-    point: read as a count, not as the mean the family prints."""
+    """Every gap of the family's last two columns marked ``†``, seed by seed: whether each seed's
+    moved cells solved the task, the gap in points, and on how many seeds (as printed) it is above
+    a point, below minus a point, and within a point."""
     entries, blocks = _family(far, renderings, against), []
     for rendering in renderings:
         for column in (2, 3):
@@ -276,9 +201,8 @@ def _split_block(
     far: FarTransfer, title: str, kind: str, cells: list[dict[str, str]], seeds: Sequence[int],
     counted: tuple[str, str],
 ) -> str:  # fmt: skip
-    """One block of :func:`family_split_readings`, or ``""`` where no moved cell of ``cells``
-    splits on ``seeds``; the count line names the seeds above a point with ``counted[0]`` and
-    those below minus a point with ``counted[1]``."""
+    """One block of :func:`family_split_readings` (``""`` where no moved cell splits on ``seeds``),
+    its count line worded by ``counted`` (above a point, below minus a point)."""
     moved_split = _moved_split(far, cells, seeds)
     if not moved_split:
         return ""
@@ -306,7 +230,7 @@ def far_split_readings(far: FarTransfer) -> str:
     for p in far.plan["predictions"]:
         if p["kind"] in ("count", "moved-count"):
             continue
-        cells = [moved_cell(p[k]) for k in (("cell",) if "cell" in p else ("a", "b"))]
+        cells = _cells(p)
         codes = list(dict.fromkeys(c["pos"] for c in cells))
         split = [pos for pos in codes if _read_seeds(far, pos)[1]]
         moved_split = _moved_split(far, cells)
@@ -379,12 +303,14 @@ def _moved_split(
     return found
 
 
-def moved_cell(cell: Mapping[str, str]) -> dict[str, str]:
-    """A moved cell with its metric and its code's own grown condition filled in."""
-    found = {"metric": "acc", **cell}
-    if found["condition"] == WINDOW_GROWN:
-        found["condition"] = grown_condition(found["pos"])
-    return found
+def _cells(prediction: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The moved cells a prediction reads (``cell``, or ``a`` and ``b``), each with its metric
+    and its code's own grown condition filled in."""
+    cells = [{"metric": "acc", **prediction[k]} for k in ("cell", "a", "b") if k in prediction]
+    for cell in cells:
+        if cell["condition"] == WINDOW_GROWN:
+            cell["condition"] = grown_condition(cell["pos"])
+    return cells
 
 
 def check_far_transfer_prediction(
@@ -397,7 +323,7 @@ def check_far_transfer_prediction(
         if kind == "count":
             accuracy = far.accuracies(prediction["cell"].split(":")[1])
         else:
-            cell = moved_cell(prediction["cell"])
+            cell = _cells(prediction)[0]
             accuracy = far.accuracies(cell["pos"], cell["rendering"], cell["condition"],
                                       cell["metric"])  # fmt: skip
         k, n = sum(a >= far.threshold for a in accuracy.values()), len(accuracy)
@@ -406,7 +332,7 @@ def check_far_transfer_prediction(
         if MOST in prediction["text"] and 2 * k <= n:  # the plan's own word: more than half
             return f"{text}: not most of {n}", False
         return text, lo <= k <= hi
-    cells = [moved_cell(prediction[k]) for k in (("cell",) if "cell" in prediction else ("a", "b"))]
+    cells = _cells(prediction)
     named = [(c["pos"], c["condition"]) for c in cells]
     if kind == "window-gain" and (named[0][0] != named[1][0] or named[0][1] == named[1][1]):
         raise ValueError(f"prediction {prediction['id']}: a window-gain reads one code under two "

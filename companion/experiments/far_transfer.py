@@ -16,7 +16,7 @@ which 32-px cells split is read from the record table's counts, not from the per
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from companion.experiments.predictions import (
 )
 from companion.experiments.records import check_against_table, load_table
 from companion.experiments.related import check_added_seeds, check_one_run, related_folder
+from companion.experiments.resolution_transfer import WINDOW_GROWN, WINDOW_KEPT, grown_condition
 from companion.experiments.results import (
     describe_run,
     find_results,
@@ -40,7 +41,7 @@ from companion.experiments.results import (
     read_text,
     run_key,
 )
-from companion.experiments.split_reading import accuracy_table
+from companion.experiments.split_reading import accuracy_table, glance_entry
 
 DATASET = "far-relation"
 #: The blind seeds a cell is read on: its first five that no pilot run equals.
@@ -114,6 +115,67 @@ class FarTransfer:
         found = self.accuracies(pos, rendering)
         threshold = self.threshold if rendering is None else self.plan["learned"]["threshold"]
         return [s for s, value in found.items() if value >= threshold], list(found)
+
+
+def far_glance(far: FarTransfer, renderings: Sequence[str] = ("world", "scaled")) -> str:
+    """Markdown: each code's lift over the constant answer in points (mean over seeds, from the
+    record table's accuracies) trained at 32 px, moved to the plan's size with the window kept
+    and grown (each code's own grown condition, :func:`grown_condition`: a bias table resized
+    geometrically) in each rendering, as moved and fine-tuned ("ft"), and trained at that size
+    ("ref", "—" where no reference of the code was trained). Where a cell's seeds split by the
+    "solved" threshold, the entry is the count solved and each group's lift
+    (:func:`~companion.experiments.split_reading.glance_entry`)."""
+    size, threshold, constants = far.plan["size"], far.threshold, far.constants()
+    head = ["code", "32 px"]
+    for rendering in renderings:
+        for condition in (WINDOW_KEPT, WINDOW_GROWN):
+            short = condition.removeprefix("window-")
+            head += [f"{rendering}, {short}", f"{rendering}, {short}, ft"]
+        head.append(f"{rendering}, ref")
+    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    labels = test_labels(far.before, DATASET, "test")
+    for pos in far.codes:
+        solved = far.seeds(pos)[0]
+        entries = [f"`{pos}`", _entry(far.accuracies(pos), np.bincount(labels).max() / len(labels),
+                                      threshold)]  # fmt: skip
+        for rendering in renderings:
+            for condition in (WINDOW_KEPT, grown_condition(pos)):
+                for metric in ("acc", "acc_finetuned"):
+                    moved = far.accuracies(pos, rendering, condition, metric)
+                    entries.append(_entry(moved, constants[rendering], threshold, solved))
+            reference = far.accuracies(pos, rendering)
+            entries.append(_entry(reference, constants[rendering], threshold) if reference else "—")
+        lines.append("| " + " | ".join(entries) + " |")
+    lines.append("")
+    lines.append(
+        f"*`{DATASET}`: lift over the constant answer (points), mean over seeds, each column on "
+        f"its own test images: trained at 32 px; moved to {size} px with the window kept or grown "
+        f"(a bias table resized geometrically), as moved and after the short fine-tune (ft); "
+        f"trained at {size} px (ref, — where none was). Where a cell's seeds split, the count "
+        f"solved (accuracy ≥ {100 * threshold:g} %), their mean lift and each other seed's; a "
+        f"code whose 32-px seeds split is read in two groups, those that solved at 32 px and "
+        f"those that did not.*"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _entry(
+    accuracy: Mapping[int, float], constant: float, threshold: float,
+    solved_at_32: Collection[int] | None = None,
+) -> str:  # fmt: skip
+    """A glance entry of ``{seed: accuracy}``. Where the seeds of a code split at 32 px
+    (``solved_at_32``: those that solved), each group is its own entry: a moved model of a seed
+    that never solved had nothing to keep."""
+    if solved_at_32 is not None:
+        solved = {s: a for s, a in accuracy.items() if s in solved_at_32}
+        other = {s: a for s, a in accuracy.items() if s not in solved_at_32}
+        if solved and other:
+            parts = [(len(group), name, _entry(group, constant, threshold))
+                     for group, name in ((solved, "solved"), (other, "not"))]  # fmt: skip
+            return " · ".join(f"{k} {name} at 32 px: " + (f"({e})" if " · " in e else e)
+                              for k, name, e in parts)  # fmt: skip
+    values = np.array(list(accuracy.values()))
+    return glance_entry(100 * (values - constant), values >= threshold)
 
 
 @whole_folders

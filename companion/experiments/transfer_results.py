@@ -1,12 +1,7 @@
-"""Reading a resolution-transfer record back: chapter 6's moved models and their references.
-
-``results/<name>/transfer.json`` (one row per run x rendering x size x condition, written by
-:mod:`companion.experiments.runs.resolution_experiment`, loaded verified by
-:func:`companion.experiments.results.load_transfer`): its mean ± std over seeds
-(:func:`transfer_summary`, :func:`transfer_table`) and which test images each moved run got
-right (:func:`moved_correct`). A moved cell is read against its reference, the same code trained
-at the new size in the same rendering (:func:`check_references`), in
-:mod:`companion.experiments.transfer_gaps`.
+"""A resolution-transfer run's summary: the mean ± std over seeds of its moved models, which
+:mod:`companion.experiments.runs.resolution_experiment` writes into ``transfer.json`` and prints
+as the folder's Markdown table. Chapter 6 reads the moves themselves
+(:mod:`companion.experiments.far_transfer`).
 """
 
 from __future__ import annotations
@@ -44,17 +39,17 @@ def transfer_summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def transfer_table(summary: Sequence[dict[str, Any]]) -> str:
-    """``transfer_summary`` as Markdown: one line per dataset x pos x size x condition (named as
-    today, ``condition_name``, also when the summary comes from an older record)."""
+    """``transfer_summary`` as Markdown: one line per dataset x pos x rendering x size x
+    condition."""
     lines = [
         "| dataset | pos | rendering | size | condition | accuracy | after fine-tune |",
         "|---" * 7 + "|",
     ]
     cells: dict[tuple, dict[str, str]] = {}
     for s in summary:
-        condition = condition_name(s["condition"])
-        rendering = s.get("rendering", "scaled")
-        key = (s["dataset"], cell_label(s["pos"], s["variant"]), rendering, s["size"], condition)
+        condition = condition_name(s["condition"])  # an older record's summary named as today
+        pos, rendering = cell_label(s["pos"], s["variant"]), s.get("rendering", "scaled")
+        key = (s["dataset"], pos, rendering, s["size"], condition)
         cells.setdefault(key, {})[s["metric"]] = f"{mean_std(s)} (n={s['n']})"
     for (dataset, pos, rendering, size, condition), v in cells.items():
         after = v.get("acc_finetuned", "")
