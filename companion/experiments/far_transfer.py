@@ -1,17 +1,13 @@
-"""Chapter 6's far-relation transfer read from its folders: verified, merged, and cut to the
-seeds no pilot ran.
+"""Chapter 6's far-relation transfer as one :class:`FarTransfer`: its folders read, verified and
+merged (:func:`load_far_transfer`; on blind seeds only, :func:`load_blind_far_transfer`), and
+what the record table says of every run.
 
-``results/run_cpu_transfer_far.sh`` writes up to four folders: ``cpu-transfer-far`` (seeds 0-4 of
-every code at 32 px, their ``transfer.json`` and the committed ``predictions.md``),
-``cpu-transfer-far-more`` (seeds 5-9 of the codes whose 32-px cell split, with their moves) and
-the references the predictions name. :func:`load_far_transfer` reads and verifies them all and
-merges the extra seeds, so the chapter holds one :class:`FarTransfer`;
-:func:`load_blind_far_transfer` gives the same experiment on blind seeds only.
-
-Loading walks down the package once: this module alone calls the results' readers
-(:mod:`~companion.experiments.results`: every file verified there), the predictions' parser,
-the references' check and the record table;
-which 32-px cells split is read from the record table's counts, not from the per-image bits.
+``results/run_cpu_transfer_far.sh`` writes ``cpu-transfer-far`` (seeds 0-4 of every code at
+32 px, their moves and the committed ``predictions.md``), ``cpu-transfer-far-more`` (seeds 5-9
+of the codes whose 32-px cell split, with their moves) and the references the predictions name.
+Loading walks down the package once: this module alone calls the results' readers (every file
+verified there), the predictions' parser and the record table, whose counts decide every
+"solved" (which 32-px cells split, too), never the per-image bits.
 """
 
 from __future__ import annotations
@@ -203,13 +199,10 @@ def _accuracies(folders: Sequence[Path], size: int) -> dict[Key, float]:
 
 
 def _split(accuracy: Mapping[Key, float], codes: Sequence[str], threshold: float) -> list[str]:
-    """The codes some of whose 32-px seeds reach ``threshold`` and some do not, in ``codes``'
-    order."""
-    solved: dict[str, list[bool]] = {}
-    for (pos, rendering, *_), value in accuracy.items():
-        if rendering is None:
-            solved.setdefault(pos, []).append(value >= threshold)
-    return [pos for pos in codes if 0 < sum(solved.get(pos, [])) < len(solved.get(pos, []))]
+    """The codes some of whose 32-px seeds reach ``threshold`` and some do not."""
+    solved = {pos: [v >= threshold for k, v in accuracy.items() if k[:2] == (pos, None)]
+              for pos in codes}  # fmt: skip
+    return [pos for pos, flags in solved.items() if 0 < sum(flags) < len(flags)]
 
 
 def check_references(references: Mapping[str, dict[str, Any]], names: Mapping[str, str]) -> None:
@@ -284,13 +277,10 @@ def load_blind_far_transfer(far: FarTransfer, name: str = "cpu-transfer-far") ->
     rows = merge_rows({"rows": far.rows}, blind_moves)
     references = {**far.references, "world": merge_runs(far.references["world"], world_blind)}
     references = {r: _first_blind(ref, pilots[r]) for r, ref in references.items()}
-    # a run's accuracy is kept where its run is: a move where its 32-px run is
-    present: set[tuple[str, str | None, int]] = {
-        (r["pos"], None, r["seed"]) for r in before["runs"]
-    }
-    present |= {
-        (r["pos"], side, r["seed"]) for side, ref in references.items() for r in ref["runs"]
-    }
+    # a run's accuracy is kept where its run is: a move's where its 32-px run is
+    runs: dict[str | None, list] = {None: before["runs"]}
+    runs |= {side: ref["runs"] for side, ref in references.items()}
+    present = {(r["pos"], side, r["seed"]) for side, found in runs.items() for r in found}
     accuracy = {**far.accuracy, **_accuracies([blind_folder, world_blind_folder], far.plan["size"])}
     return FarTransfer(
         before=before,
@@ -309,13 +299,10 @@ def _first_blind(results: dict[str, Any], pilots: set[str]) -> dict[str, Any]:
     ``pilots`` (run keys)."""
     by_cell: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for run in sorted(results["runs"], key=lambda r: r["seed"]):
-        key = run_key(run["dataset"], run["pos"], run["seed"], run.get("variant", "swin"))
-        if key not in pilots:
-            by_cell.setdefault((run["dataset"], run["pos"], run.get("variant", "swin")), []).append(
-                run
-            )
-    runs = [r for cell in by_cell.values() for r in cell[:BLIND]]
-    return {**results, "runs": runs}
+        dataset, pos, variant = run["dataset"], run["pos"], run.get("variant", "swin")
+        if run_key(dataset, pos, run["seed"], variant) not in pilots:
+            by_cell.setdefault((dataset, pos, variant), []).append(run)
+    return {**results, "runs": [r for cell in by_cell.values() for r in cell[:BLIND]]}
 
 
 def _merge(
