@@ -1,10 +1,9 @@
-"""Chapter 6's paired reading of a resolution-transfer experiment, in points.
+"""Chapter 6's paired gaps of a resolution transfer (a :class:`FarTransfer`), in points.
 
 A model moved to ``S`` px is read against its **reference** (the same code trained at ``S`` px in
-the same rendering, :func:`companion.experiments.transfer_results.check_references`) as a
-*difference*, not a ratio: moved accuracy − reference accuracy, in points (100 × accuracy). The
-ratio ("the share of the reference's lift kept") has no scale where the
-reference learnt little; a difference always has one.
+the same rendering) as a *difference*, not a ratio: moved accuracy − reference accuracy, in
+points (100 × accuracy). The ratio ("the share of the reference's lift kept") has no scale where
+the reference learnt little; a difference always has one.
 
 Every gap here is paired: seed ``s`` of one side against seed ``s`` of the other, on the same test
 images, in every replicate of the two-stage bootstrap
@@ -13,7 +12,7 @@ reference's (drawn by the task's generator from the same data seed at the same s
 rendering), so their labels, and the constant answer, come from the reference.
 
 A cell is ``{"dataset", "pos", "rendering", "condition", "metric"}`` (``metric`` ``"acc"``: as
-moved, ``"acc_finetuned"``: after the short fine-tune), at a size passed separately. Intervals are
+moved, ``"acc_finetuned"``: after the short fine-tune), at the plan's size. Intervals are
 fractions of accuracy; :func:`points` prints them in points.
 """
 
