@@ -114,13 +114,9 @@ class FarTransfer:
 
 
 def far_glance(far: FarTransfer, renderings: Sequence[str] = ("world", "scaled")) -> str:
-    """Markdown: each code's lift over the constant answer in points (mean over seeds, from the
-    record table's accuracies) trained at 32 px, moved to the plan's size with the window kept
-    and grown (each code's own grown condition, :func:`grown_condition`: a bias table resized
-    geometrically) in each rendering, as moved and fine-tuned ("ft"), and trained at that size
-    ("ref", "—" where no reference of the code was trained). Where a cell's seeds split by the
-    "solved" threshold, the entry is the count solved and each group's lift
-    (:func:`~companion.experiments.split_reading.glance_entry`)."""
+    """Markdown: each code's lift over the constant answer at 32 px, and in each rendering moved
+    (window kept, and grown to the code's own :func:`grown_condition`) and trained at the plan's
+    size, from the record table's accuracies, as its footnote says."""
     size, threshold, constants = far.plan["size"], far.threshold, far.constants()
     head = ["code", "32 px"]
     for rendering in renderings:
