@@ -10,18 +10,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from test_far_transfer_predictions import _results as _records
+from test_far_transfer_predictions import _rows as _moves
+from test_far_transfer_predictions import reading
 
 from companion.experiments.chapter6 import (
-    FarTransfer,
     check_far_transfer_prediction,
     exploratory_family,
     family_split_readings,
     far_glance,
     far_split_readings,
-    load_far_transfer,
 )
 from companion.experiments.evaluation import labels_text, pack_bits
-from companion.experiments.far_transfer import _accuracies, _split
+from companion.experiments.far_transfer import FarTransfer, _accuracies, _split, load_far_transfer
 from companion.experiments.integrity import ResultsError, write_manifest
 from companion.experiments.records import write_table
 from companion.experiments.results import find_results, load_results
@@ -69,12 +70,7 @@ def _rows(rates: dict) -> list[dict]:
 
 def _far(before: dict, rows: dict) -> FarTransfer:
     references = {"world": _results({"rel": 0.95}, "world"), "scaled": _results({}, "scaled")}
-    return FarTransfer(
-        before=_results(before), rows=_rows(rows), references=references, plan=PLAN,
-        records=(), codes=tuple(before),
-        accuracy={(pos, s): round(r * IMAGES) / IMAGES for pos, rate in before.items()
-                  for s, r in zip(SEEDS, _rates(rate), strict=True)},
-    )  # fmt: skip
+    return reading(_results(before), _rows(rows), references, PLAN)
 
 
 FAR = _far(
@@ -133,9 +129,7 @@ def test_a_gap_against_a_reference_is_read_seed_by_seed_only_where_it_learned():
     plan = {**PLAN, "learned": {"threshold": 0.75, "seeds": 2},
             "predictions": [{"id": "X1", "text": "rel stays below", "kind": "moved-gap",
                              "expect": "below -0.1", "cell": cell}]}  # fmt: skip
-    text = far_split_readings(
-        FarTransfer(**{**FAR.__dict__, "plan": plan, "references": references})
-    )
+    text = far_split_readings(reading(FAR.before, FAR.rows, references, plan))
     lines = text.splitlines()
     assert lines[2] == "  not readable on seed 1: the reference did not learn there"
     assert lines[3].split() == ["seed", "0", "2"]
@@ -155,7 +149,7 @@ def test_the_split_counted_on_the_record_table_is_the_one_the_per_image_bits_giv
     results = load_results(folder)
     for threshold in (0.9, 0.99, 0.5):
         expected = split_codes(results, threshold)
-        assert _split(_accuracies([folder]), results["plan"]["pos"], threshold) == expected
+        assert _split(_accuracies([folder], 48), results["plan"]["pos"], threshold) == expected
     assert split_codes(results, 0.9) == ["abs", "cpb"]
 
 
@@ -270,8 +264,7 @@ def test_a_gap_reading_a_moved_cell_that_split_is_marked_in_the_family_and_the_p
                                      "kind": "window-gain", "expect": "above 0", "a": grown,
                                      "b": kept}]}  # fmt: skip
     far = FarTransfer(**{**far.__dict__, "plan": plan})
-    measured = check_far_transfer_prediction(far.before, far.rows, far.references,
-                                             plan["predictions"][0], plan)[0]  # fmt: skip
+    measured = check_far_transfer_prediction(far, plan["predictions"][0])[0]
     assert measured.endswith("(split at 48 px: rel grown-geometric 1 of 3)")
 
 
@@ -326,3 +319,26 @@ def test_each_daggered_window_gain_is_printed_seed_by_seed_with_its_count():
         "  growing the window gains more than a point on 2 of 3 seeds, "
         "loses more than a point on 0, within a point on 1"
     )
+
+
+def test_glance_shows_a_split_cell_as_a_count_and_a_solved_cell_as_a_number():
+    before = _records({"rel": 1.0, "abs": (1.0, 1.0, 0.6)})
+    references = {"world": _records({"rel": 0.95}, "world", 48)}
+    rows = _moves({("rel", "world", "window-kept"): ((0.9, 0.9, 0.5), 0.95),
+                   ("rel", "world", "window-grown-geometric"): (0.6, 0.7),
+                   ("abs", "world", "window-kept"): (0.55, 0.6),
+                   ("abs", "world", "window-grown"): (0.5, (0.9, 0.5, 0.5))})  # fmt: skip
+    plan = {**PLAN, "solved": {"threshold": 0.8}}
+    lines = far_glance(reading(before, rows, references, plan), ["world"]).splitlines()
+    assert lines[0] == ("| code | 32 px | world, kept | world, kept, ft | world, grown | "
+                        "world, grown, ft | world, ref |")  # fmt: skip
+    assert lines[2] == ("| `rel` | +50.0 | 2/3 solved: +40.0 · 1 other: +0.0 | +45.0 | +10.0 | "
+                        "+20.0 | +45.0 |")  # fmt: skip
+    # abs split at 32 px: every moved entry reads the seeds that solved there apart from the other
+    assert lines[3] == ("| `abs` | 2/3 solved: +50.0 · 1 other: +10.0 | 2 solved at 32 px: +5.0 · "
+                        "1 not at 32 px: +5.0 | 2 solved at 32 px: +10.0 · 1 not at 32 px: +10.0 | "
+                        "2 solved at 32 px: +0.0 · 1 not at 32 px: +0.0 | "
+                        "2 solved at 32 px: (1/2 solved: +40.0 · 1 other: +0.0) · "
+                        "1 not at 32 px: +0.0 | — |")  # fmt: skip
+    assert lines[-1].startswith(f"*`{D}`: lift over the constant answer (points)")
+    assert "accuracy ≥ 80 %" in lines[-1]

@@ -10,11 +10,10 @@ from companion.experiments.chapter6 import (
     check_far_transfer_prediction,
     far_transfer_predictions_table,
     learned_line,
-    learned_references,
 )
-from companion.experiments.evaluation import labels_text, pack_bits
+from companion.experiments.evaluation import labels_text, pack_bits, unpack_bits
+from companion.experiments.far_transfer import FarTransfer, merge_rows, merge_runs
 from companion.experiments.predictions import parse_far_transfer_predictions
-from companion.experiments.transfer_gaps import merge_rows, merge_runs
 
 D = "far-relation"
 IMAGES = 200
@@ -79,10 +78,29 @@ ROWS = _rows({
 })  # fmt: skip
 
 
+def reading(before: dict, rows: list[dict], references: dict, plan: dict = PLAN) -> FarTransfer:
+    """The records as one :class:`FarTransfer`, each run's test accuracy counted from its bits as
+    the record table counts them."""
+    n = before["runs"][0]["splits"]["test"]["n"]
+    accuracy = {}
+    for rendering, runs in [(None, before["runs"])] + [
+        (r, x["runs"]) for r, x in references.items()
+    ]:
+        for run in runs:
+            correct = unpack_bits(run["splits"]["test"]["correct"], n)
+            accuracy[run["pos"], rendering, "trained", "acc", run["seed"]] = float(correct.mean())
+    for row in rows:
+        for metric, bits in (("acc", "correct"), ("acc_finetuned", "correct_finetuned")):
+            key = (row["pos"], row["rendering"], row["condition"], metric, row["seed"])
+            accuracy[key] = float(unpack_bits(row[bits], n).mean())
+    codes = tuple(dict.fromkeys(run["pos"] for run in before["runs"]))
+    return FarTransfer(before=before, rows=rows, references=references, plan=plan, records=(),
+                       codes=codes, accuracy=accuracy)  # fmt: skip
+
+
 def _check(prediction: dict) -> tuple[str, bool | None]:
-    return check_far_transfer_prediction(
-        BEFORE, ROWS, REFERENCES, {"id": "x", "text": "", **prediction}, PLAN
-    )
+    far = reading(BEFORE, ROWS, REFERENCES)
+    return check_far_transfer_prediction(far, {"id": "x", "text": "", **prediction})
 
 
 def test_count_holds_when_the_32px_cell_is_solved_in_the_expected_seeds():
@@ -97,7 +115,7 @@ def test_a_count_that_says_most_seeds_fails_at_half_of_them_whatever_its_range()
     most = {"kind": "count", "cell": f"{D}:abs", "text": "abs solves it in most seeds"}
     half = _results({"abs": (1.0, 1.0, 0.6, 0.6)}, seeds=(0, 1, 2, 3))
     measured, held = check_far_transfer_prediction(
-        half, ROWS, REFERENCES, {"id": "x", **most, "expect": [2, 10]}, PLAN
+        reading(half, ROWS, REFERENCES), {"id": "x", **most, "expect": [2, 10]}
     )
     assert (measured, held) == ("solved 2 of 4 (rate 0.07-0.93): not most of 4", False)
     assert _check({**most, "expect": [2, 10]})[1] is True  # 2 of 3 is most
@@ -166,7 +184,7 @@ def test_cells_with_different_seeds_are_read_on_the_seeds_both_have():
     rows = merge_rows({"rows": ROWS}, {"rows": extra})
     gap = {"id": "x", "text": "", "kind": "code-gap", "a": _cell(), "b": _cell("abs"),
            "expect": "above 0"}  # fmt: skip
-    measured, _ = check_far_transfer_prediction(BEFORE, rows, REFERENCES, gap, PLAN)
+    measured, _ = check_far_transfer_prediction(reading(BEFORE, rows, REFERENCES), gap)
     assert "(on the 3 seeds both have)" in measured
     assert "seeds both have" not in _check(gap)[0]
 
@@ -179,21 +197,18 @@ def test_table_marks_failures_and_unreadable_gaps_and_prints_expectations_in_poi
         {"id": "P3", "text": "abs loses", "kind": "moved-gap", "cell": _cell("abs"),
          "expect": "below 0"},
     ]}  # fmt: skip
-    lines = far_transfer_predictions_table(BEFORE, ROWS, REFERENCES, predictions).splitlines()
+    lines = far_transfer_predictions_table(reading(BEFORE, ROWS, REFERENCES, predictions))
+    lines = lines.splitlines()
     assert lines[0] == "| id | prediction | expected | measured | held |"
     assert lines[2] == "| P1 | rel solved | 3-3 seeds | solved 3 of 3 (rate 0.29-1.00) | yes |"
     assert lines[3].startswith("| P2 | rel loses | above -5 points | -25.0 [")
     assert lines[3].endswith(" | **no** |")
     assert lines[4].endswith(" | not readable |")
-    only = far_transfer_predictions_table(BEFORE, ROWS, REFERENCES, predictions, ids=["P1"])
-    assert len(only.splitlines()) == 3
 
 
-def test_learned_references_count_each_reference_seeds_that_reach_the_threshold():
-    found = learned_references(REFERENCES, D, ["rel", "abs", "cpb"], PLAN)
-    assert found == {"world": {"rel": (3, 3), "abs": (2, 3)}}
-    line = learned_line(REFERENCES, D, ["rel", "abs"], PLAN)
-    assert "world rel 3/3, world abs 2/3 (not learned)" in line and "at 48 px" in line
+def test_learned_line_counts_each_reference_seeds_that_reach_the_threshold():
+    line = learned_line(reading(BEFORE, ROWS, REFERENCES))
+    assert "world rel 3/3, world abs 2/3 (not learned)." in line and "at 48 px" in line
 
 
 def test_merge_runs_concatenates_seeds_and_refuses_a_seed_in_both():

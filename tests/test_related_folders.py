@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from companion.experiments.chapter6 import load_far_transfer
+from companion.experiments.far_transfer import load_far_transfer
 from companion.experiments.integrity import ResultsError
 from companion.experiments.related import check_added_seeds, check_one_run
 from companion.experiments.results import find_results, load_results

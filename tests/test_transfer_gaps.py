@@ -5,19 +5,11 @@ import pytest
 import torch
 
 from companion.experiments.bootstrap import Interval
-from companion.experiments.evaluation import labels_text, pack_bits
+from companion.experiments.evaluation import labels_text, pack_bits, unpack_bits
+from companion.experiments.far_transfer import FarTransfer
 from companion.experiments.predictions import correct_by_seed
 from companion.experiments.results import find_results, load_results, load_transfer
-from companion.experiments.transfer_gaps import (
-    code_gap,
-    moved_matrix,
-    moved_minus_reference,
-    points,
-    reference_matrix,
-    solved_flags,
-    transfer_glance,
-)
-from companion.experiments.transfer_results import moved_correct
+from companion.experiments.transfer_gaps import kind_gap, points
 
 IMAGES = 200
 #: Labels with a constant answer of 0.5 (label 0 on half the images).
@@ -79,108 +71,64 @@ def _cell(pos="rel", rendering="world", condition="window-kept", metric="acc"):
             "metric": metric}  # fmt: skip
 
 
+def _gap(kind: str, rows: list[dict], cells: list[dict], references=None):
+    references = references or {"world": _results({"rel": 0.9})}
+    far = FarTransfer({}, rows, references, {"size": 48}, (), (), {})
+    return kind_gap(far, kind, cells)[0]
+
+
 def test_moved_minus_reference_pairs_seeds_and_images():
     # Each seed's moved model gets exactly its own reference seed's images right: paired by seed
     # and image, every replicate's gap is 0, although the seeds' accuracies differ.
     rates = (0.6, 0.75, 0.9)
     references = {"world": _results({"rel": rates})}
-    same = moved_minus_reference(_rows({("rel", "world", "window-kept"): (rates, 0.5)}),
-                                 references, _cell(), 48)  # fmt: skip
+    rows = _rows({("rel", "world", "window-kept"): (rates, 0.5)})
+    same = _gap("moved-gap", rows, [_cell()], references)
     assert (same.estimate, same.low, same.high, same.p) == (0.0, 0.0, 0.0, 1.0)
     rows = _rows({("rel", "world", "window-kept"): ((0.5, 0.6, 0.7), 0.5)})
-    gap = moved_minus_reference(rows, references, _cell(), 48)
+    gap = _gap("moved-gap", rows, [_cell()], references)
     assert gap.estimate == pytest.approx(0.6 - 0.75)  # the difference of the two means
     assert gap.low <= gap.estimate <= gap.high < 0
 
 
-def test_matrices_are_in_seed_order_and_cut_to_the_reference_images():
-    references = {"world": _results({"rel": (0.6, 0.75, 0.9)})}
-    seeds, reference, labels = reference_matrix(references, _cell())
-    assert seeds == [0, 1, 2] and reference.shape == (3, IMAGES) and (labels == LABELS).all()
-    assert reference.mean(1) == pytest.approx([0.6, 0.75, 0.9])
+def test_a_moved_cell_is_read_on_its_references_images_and_no_more_than_it_was_tested_on():
     rows = _rows({("rel", "world", "window-kept"): ((0.5, 0.6, 0.7), 0.5)})
-    seeds, moved = moved_matrix(rows, _cell(), 48, 150)
-    assert seeds == [0, 1, 2] and moved.shape == (3, 150) and moved.dtype == bool
+    longer = _results({"rel": 0.9})
+    longer["test_sets"]["d"]["test"]["labels"] = labels_text(torch.zeros(300, dtype=torch.long))
     with pytest.raises(ValueError, match="images must be at most the 200"):
-        moved_matrix(rows, _cell(), 48, 300)
+        _gap("moved-gap", rows, [_cell()], {"world": longer})
 
 
 def test_identical_cells_give_a_zero_width_interval_at_zero():
     rows = _rows({("rel", "world", "window-kept"): ((0.5, 0.6, 0.7), 0.5),
                   ("abs", "world", "window-kept"): ((0.5, 0.6, 0.7), 0.5)})  # fmt: skip
-    gap = code_gap(rows, _cell(), _cell(pos="abs"), 48, IMAGES)
+    gap = _gap("code-gap", rows, [_cell(), _cell(pos="abs")])
     assert (gap.estimate, gap.low, gap.high, gap.p) == (0.0, 0.0, 0.0, 1.0)
 
 
 def test_code_gap_is_the_paired_difference_of_the_two_cells():
     rows = _rows({("rel", "world", "window-kept"): (0.8, 0.9),
                   ("abs", "world", "window-kept"): (0.6, 0.9)})  # fmt: skip
-    gap = code_gap(rows, _cell(), _cell(pos="abs"), 48, IMAGES)
+    gap = _gap("code-gap", rows, [_cell(), _cell(pos="abs")])
     # rel's right images include abs's on every seed: each replicate's gap is a share of 40 images
     assert gap.estimate == pytest.approx(0.2) and 0 < gap.low < 0.2 < gap.high
     assert gap.p == pytest.approx(gap.floor)
-    tuned = code_gap(rows, _cell(metric="acc_finetuned"), _cell(pos="abs", metric="acc_finetuned"),
-                     48, IMAGES)  # fmt: skip
+    tuned = _gap("code-gap", rows, [_cell(metric="acc_finetuned"),
+                                    _cell(pos="abs", metric="acc_finetuned")])  # fmt: skip
     assert tuned.estimate == 0.0
-
-
-def test_differing_seed_sets_raise_naming_both_sets():
-    references = {"world": _results({"rel": 0.9}, seeds=(0, 1))}
-    rows = _rows({("rel", "world", "window-kept"): (0.8, 0.9),
-                  ("abs", "world", "window-kept"): (0.8, 0.9)})  # fmt: skip
-    with pytest.raises(ValueError, match=r"moved and reference must hold the same seeds .*"
-                                         r"got \[0, 1, 2\] and \[0, 1\]"):  # fmt: skip
-        moved_minus_reference(rows, references, _cell(), 48)
-    fewer = [r for r in rows if not (r["pos"] == "abs" and r["seed"] == 2)]
-    with pytest.raises(ValueError, match=r"a and b must hold the same seeds .*"
-                                         r"got \[0, 1, 2\] and \[0, 1\]"):  # fmt: skip
-        code_gap(fewer, _cell(), _cell(pos="abs"), 48, IMAGES)
 
 
 def test_code_gap_refuses_cells_on_other_test_images():
     rows = _rows({("rel", "world", "window-kept"): (0.8, 0.9),
                   ("rel", "scaled", "window-kept"): (0.8, 0.9)})  # fmt: skip
     with pytest.raises(ValueError, match=r"must share the rendering .* got 'world' and 'scaled'"):
-        code_gap(rows, _cell(), _cell(rendering="scaled"), 48, IMAGES)
+        _gap("code-gap", rows, [_cell(), _cell(rendering="scaled")])
     with pytest.raises(ValueError, match=r"must share the dataset .* got 'd' and 'e'"):
-        code_gap(rows, _cell(), {**_cell(), "dataset": "e"}, 48, IMAGES)
+        _gap("code-gap", rows, [_cell(), {**_cell(), "dataset": "e"}])
 
 
-def test_points_prints_signed_points_and_a_p_at_its_floor_as_a_bound():
-    interval = Interval(0.123, 0.045, 0.201, 0.012, 1 / 4001)
-    assert points(interval) == "+12.3 [+4.5, +20.1]"
-    assert points(interval, p_against_zero=True) == "+12.3 [+4.5, +20.1] (p = 0.012)"
-    at_floor = Interval(-0.2, -0.3, -0.1, 1 / 4001, 1 / 4001)
-    assert points(at_floor, p_against_zero=True) == "-20.0 [-30.0, -10.0] (p < 0.00025)"
-
-
-def test_solved_flags_compare_each_seed_with_the_threshold():
-    correct = np.stack([_bits(r, s) for s, r in enumerate((0.5, 0.8, 0.95))])
-    assert solved_flags(correct, 0.8).tolist() == [False, True, True]
-
-
-def test_glance_shows_a_split_cell_as_a_count_and_a_solved_cell_as_a_number():
-    before = _results({"rel": 1.0, "abs": (1.0, 1.0, 0.6)}, "scaled", 32)
-    references = {"world": _results({"rel": 0.95})}
-    rows = _rows({("rel", "world", "window-kept"): ((0.9, 0.9, 0.5), 0.95),
-                  ("rel", "world", "window-grown-geometric"): (0.6, 0.7),
-                  ("abs", "world", "window-kept"): (0.55, 0.6),
-                  ("abs", "world", "window-grown"): (0.5, (0.9, 0.5, 0.5))})  # fmt: skip
-    table = transfer_glance(before, rows, references, "d", ["rel", "abs"], 48, ["world"],
-                            ["window-kept", "window-grown"], 0.8)  # fmt: skip
-    lines = table.splitlines()
-    assert lines[0] == ("| code | 32 px | world, kept | world, kept, ft | world, grown | "
-                        "world, grown, ft | world, ref |")  # fmt: skip
-    assert lines[2] == ("| `rel` | +50.0 | 2/3 solved: +40.0 · 1 other: +0.0 | +45.0 | +10.0 | "
-                        "+20.0 | +45.0 |")  # fmt: skip
-    # abs split at 32 px: every moved entry reads the seeds that solved there apart from the other
-    assert lines[3] == ("| `abs` | 2/3 solved: +50.0 · 1 other: +10.0 | 2 solved at 32 px: +5.0 · "
-                        "1 not at 32 px: +5.0 | 2 solved at 32 px: +10.0 · 1 not at 32 px: +10.0 | "
-                        "2 solved at 32 px: +0.0 · 1 not at 32 px: +0.0 | "
-                        "2 solved at 32 px: (1/2 solved: +40.0 · 1 other: +0.0) · "
-                        "1 not at 32 px: +0.0 | — |")  # fmt: skip
-    assert lines[-1].startswith("*`d`: lift over the constant answer (points)")
-    assert "accuracy ≥ 80 %" in lines[-1]
+def test_points_prints_signed_points_and_the_interval():
+    assert points(Interval(0.123, 0.045, 0.201, 0.012, 1 / 4001)) == "+12.3 [+4.5, +20.1]"
 
 
 def test_the_committed_transfer_records_read_end_to_end():
@@ -189,12 +137,21 @@ def test_the_committed_transfer_records_read_end_to_end():
     references = {"world": load_results(find_results("cpu-transfer-48-world"))}
     cell = {"dataset": "relation", "pos": "rel", "rendering": "world",
             "condition": "window-kept", "metric": "acc"}  # fmt: skip
-    gap = moved_minus_reference(rows, references, cell, 48)
+    gap = _gap("moved-gap", rows, [cell], references)
     assert -1 <= gap.low <= gap.estimate <= gap.high <= 1
     reference = correct_by_seed(references["world"], "relation:rel", "test")
-    moved = moved_correct(rows, "relation", "rel", "world", 48, "window-kept")
+    moved = [r["correct"] for r in rows if (r["dataset"], r["pos"], r["rendering"], r["size"],
+             r["condition"]) == ("relation", "rel", "world", 48, "window-kept")]  # fmt: skip
     n = len(next(iter(reference.values())))
-    direct = np.mean([moved[s][:n].mean() for s in moved]) - np.mean(
+    direct = np.mean([unpack_bits(bits, n).mean() for bits in moved]) - np.mean(
         [c.mean() for c in reference.values()]
     )
     assert gap.estimate == pytest.approx(direct)
+
+
+def test_a_moved_cell_missing_or_read_by_an_unknown_metric_is_named():
+    rows = _rows({("rel", "world", "window-kept"): (0.8, 0.9)})
+    with pytest.raises(ValueError, match="no cell rel:window-grown on d/world at 48 px"):
+        _gap("moved-gap", rows, [_cell(condition="window-grown")])
+    with pytest.raises(ValueError, match="metric must be one of"):
+        _gap("moved-gap", rows, [_cell(metric="loss")])

@@ -1,12 +1,11 @@
-"""Reading chapter 6's moved models back: which images a moved run got right, and its references
-checked to be drawn as they are read."""
+"""Chapter 6's references checked to be drawn as they are read."""
 
 import numpy as np
 import pytest
 import torch
 
 from companion.experiments.evaluation import labels_text, pack_bits
-from companion.experiments.transfer_results import check_references, moved_correct
+from companion.experiments.far_transfer import check_references
 
 IMAGES = 200
 #: Labels with a constant answer of 0.5 (label 0 on half the images).
@@ -47,15 +46,6 @@ def _rows(rates: dict[tuple[str, str, str], tuple[float, float]]) -> list[dict]:
 def _cell(pos="rel", rendering="world", condition="window-kept", metric="acc"):
     return {"dataset": "d", "pos": pos, "rendering": rendering, "condition": condition,
             "metric": metric}  # fmt: skip
-
-
-def test_moved_correct_names_a_missing_cell_and_a_bad_metric():
-    rows = _rows({("rel", "world", "window-kept"): (0.8, 0.9)})
-    assert sorted(moved_correct(rows, "d", "rel", "world", 48, "window-kept")) == [0, 1, 2]
-    with pytest.raises(ValueError, match="no cell rel:window-grown on d/world at 48 px"):
-        moved_correct(rows, "d", "rel", "world", 48, "window-grown")
-    with pytest.raises(ValueError, match="metric must be one of"):
-        moved_correct(rows, "d", "rel", "world", 48, "window-kept", "loss")
 
 
 def test_a_reference_must_be_drawn_in_the_rendering_it_is_read_for():

@@ -1,9 +1,6 @@
 """Chapter 6's reader: the far-relation transfer (every code trained at 32 px, moved to 48 px,
-beside the references trained at 48 px), read by the rules its predictions fixed before the run.
-
-The experiment's folders are read, verified and merged into one :class:`FarTransfer` by
-:mod:`companion.experiments.far_transfer` (:func:`load_far_transfer`, and on blind seeds only
-:func:`load_blind_far_transfer`); this module reads it.
+beside the references trained at 48 px; one :class:`FarTransfer`, :func:`load_far_transfer`),
+read by the rules its predictions fixed before the run.
 
 The planned comparisons (kinds in ``predictions.TRANSFER_KINDS``; a moved cell is ``{"dataset",
 "pos", "rendering", "condition", "metric"}``, ``"window-grown"`` read as the code's own grown
@@ -24,52 +21,34 @@ the seeds both sides have (the measured text says so where they differ).
 
 The exploratory family (:func:`exploratory_family`) is every comparison the predictions did not
 plan that the chapter prints: what each code kept of its 32-px lift, with the window kept and
-grown, and what growing the window gained, in each rendering; two-stage bootstrap intervals in
-points, Holm's adjustment over the whole family. A code whose 32-px cell split is read on the
-seeds that solved it (the others had nothing to keep) and says so. Where a gap beside
-``against`` reads a moved cell that split (``†``), :func:`family_split_readings` prints it seed
-by seed, to be read as a count.
+grown, what growing the window gained, and each code beside ``against``, in each rendering;
+two-stage bootstrap intervals in points, Holm's adjustment over the whole family. A code whose
+32-px cell split is read on the seeds that solved it (the others had nothing to keep) and says
+so. A gap that reads a moved cell whose seeds split at 48 px (``†``) is a mean over solved and
+unsolved seeds: :func:`family_split_readings` prints it seed by seed, to be read as a count.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from companion.experiments.bootstrap import Interval
-from companion.experiments.far_transfer import BLIND, CONDITIONS, DATASET
-from companion.experiments.far_transfer import FarTransfer as FarTransfer  # re-exported
-from companion.experiments.far_transfer import learned_line as learned_line  # re-exported
-from companion.experiments.far_transfer import learned_references as learned_references
+from companion.experiments.far_transfer import BLIND, DATASET, FarTransfer
+from companion.experiments.far_transfer import far_glance as far_glance
 from companion.experiments.far_transfer import load_blind_far_transfer as load_blind_far_transfer
 from companion.experiments.far_transfer import load_far_transfer as load_far_transfer
-from companion.experiments.pilots import find_pilot_twins as find_pilot_twins  # re-exported
-from companion.experiments.pilots import twins_table as twins_table  # re-exported
-from companion.experiments.predictions import (
-    chosen,
-    meets,
-    p_text,
-    threshold_of,
-)
+from companion.experiments.pilots import find_pilot_twins as find_pilot_twins
+from companion.experiments.pilots import twins_table as twins_table
+from companion.experiments.predictions import meets, p_text, threshold_of
 from companion.experiments.resolution_transfer import WINDOW_GROWN, WINDOW_KEPT, grown_condition
-from companion.experiments.split_reading import seed_matrix
 from companion.experiments.stats import binomial_interval, holm_bounds
-from companion.experiments.transfer_gaps import (
-    References,
-    Rows,
-    kind_gap,
-    learned_seeds,
-    moved_labels,
-    moved_matrix,
-    points,
-    solved_flags,
-    split_note,
-    transfer_glance,
-)
+from companion.experiments.transfer_gaps import kind_gap, points
 
 #: A count prediction whose text says so is held only by more than half of the seeds read: the
 #: plan's ``expect`` range was written for five seeds, its word for any number of them.
 MOST = "in most seeds"
+#: A gap of the exploratory family: ``(kind, cells, seeds)``, or None where none is read.
+Gap = tuple[str, list[dict[str, str]], list[int]] | None
 
 
 def _outcome(held: bool | None) -> str:
@@ -80,23 +59,39 @@ def _verdict(held: bool | None) -> str:
     return "not readable" if held is None else "yes" if held else "**no**"
 
 
-def verdicts(far: FarTransfer) -> dict[str, bool | None]:
-    """``{id: held}`` of every planned prediction read on ``far``'s seeds (None: not readable)."""
-    return {
-        p["id"]: check_far_transfer_prediction(far.before, far.rows, far.references, p, far.plan)[1]
-        for p in far.plan["predictions"]
-    }
+def learned_line(far: FarTransfer) -> str:
+    """``"Trained at 48 px, seeds reaching 90 % ...: world abs 4/4, world rel 2/4 (not
+    learned)."``: each reference's count of seeds that learned (:meth:`FarTransfer.seeds`)."""
+    need, parts = far.plan["learned"]["seeds"], []
+    for rendering in far.references:
+        for pos in (pos for pos in far.codes if far.accuracies(pos, rendering)):
+            won, every = far.seeds(pos, rendering)
+            parts.append(f"{rendering} {pos} {len(won)}/{len(every)}"
+                         f"{' (not learned)' * (len(won) < need)}")  # fmt: skip
+    return (f"Trained at {far.plan['size']} px, seeds reaching "
+            f"{100 * far.plan['learned']['threshold']:g} % test accuracy (learned: at least "
+            f"{need}): {', '.join(parts)}.")  # fmt: skip
 
 
 def verdict_line(far: FarTransfer, seeds: str = "on all seeds") -> str:
     """``"On all seeds, 10 of the 13 predictions held; failed: P3, P7, P13."``: the count by
     the plan's own rules, with the ids that failed and those not readable."""
-    found = verdicts(far)
+    found = {p["id"]: check_far_transfer_prediction(far, p)[1] for p in far.plan["predictions"]}
     failed = [i for i, held in found.items() if held is False]
     unread = [i for i, held in found.items() if held is None]
     text = f"{seeds[0].upper()}{seeds[1:]}, {sum(h is True for h in found.values())} of the "
     text += f"{len(found)} predictions held; failed: {', '.join(failed) or 'none'}"
     return text + (f"; not readable: {', '.join(unread)}" if unread else "") + "."
+
+
+def far_transfer_predictions_table(far: FarTransfer) -> str:
+    """Markdown: id | prediction | expected | measured | held, for every prediction: gaps in
+    points with their 95 % interval, "not readable" where held is ``None``."""
+    lines = ["| id | prediction | expected | measured | held |", "|---|---|---|---|---|"]
+    for p in far.plan["predictions"]:
+        cells = [p["id"], p["text"], _expected(p), *_measured(far, p)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def blind_predictions_table(far: FarTransfer, blind: FarTransfer) -> str:
@@ -106,23 +101,14 @@ def blind_predictions_table(far: FarTransfer, blind: FarTransfer) -> str:
     lines = [f"| id | expected | all seeds | held | {BLIND} blind seeds | held |",
              "|---|---|---|---|---|---|"]  # fmt: skip
     for p in far.plan["predictions"]:
-        cells = []
-        for read in (far, blind):
-            measured, held = check_far_transfer_prediction(
-                read.before, read.rows, read.references, p, read.plan
-            )
-            cells += [measured, _verdict(held)]
-        lines.append(f"| {p['id']} | {_expected(p)} | " + " | ".join(cells) + " |")
+        cells = [p["id"], _expected(p), *_measured(far, p), *_measured(blind, p)]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def far_glance(far: FarTransfer, renderings: Sequence[str] = ("world", "scaled")) -> str:
-    """:func:`~companion.experiments.transfer_gaps.transfer_glance` of every code in one table:
-    each rendering with the window kept and grown, at the plan's size and "solved" threshold."""
-    return transfer_glance(
-        far.before, far.rows, far.references, DATASET, far.codes, far.plan["size"],
-        renderings, CONDITIONS, far.threshold,
-    )  # fmt: skip
+def _measured(far: FarTransfer, prediction: Mapping[str, Any]) -> tuple[str, str]:
+    measured, held = check_far_transfer_prediction(far, prediction)
+    return measured, _verdict(held)
 
 
 def _read_seeds(far: FarTransfer, pos: str) -> tuple[list[int], str]:
@@ -133,67 +119,49 @@ def _read_seeds(far: FarTransfer, pos: str) -> tuple[list[int], str]:
     return every, ""
 
 
-def _family_gaps(
-    far: FarTransfer, pos: str, rendering: str, against: str
-) -> list[tuple[Interval, bool] | None]:
-    """As moved, on the seeds :func:`_read_seeds` gives: the lift change with the window kept,
-    with it grown, grown − kept, and (grown) ``pos`` − ``against`` on the seeds both are read on
-    (None for ``against`` itself and for ``none``); each with whether a moved cell it reads
-    splits on those seeds (some solved at the new size, some not)."""
-    size, base = far.plan["size"], {"dataset": DATASET, "pos": pos, "rendering": rendering}
-    kept = {**base, "condition": WINDOW_KEPT, "metric": "acc"}
-    grown = {**base, "condition": grown_condition(pos), "metric": "acc"}
-    seeds = _read_seeds(far, pos)[0]
-    before = {**far.before, "runs": [r for r in far.before["runs"] if r["seed"] in seeds]}
-    rows = [r for r in far.rows if r["seed"] in seeds]
-
-    def split(on: Rows, *cells: dict[str, str]) -> bool:
-        return bool(_moved_split(on, far.references, cells, size, far.threshold))
-
-    gaps: list[tuple[Interval, bool] | None] = [
-        (kind_gap(before, rows, far.references, "lift-change", [kept], size)[0], split(rows, kept)),
-        (kind_gap(before, rows, far.references, "lift-change", [grown], size)[0],
-         split(rows, grown)),
-        (kind_gap(before, rows, far.references, "window-gain", [grown, kept], size)[0],
-         split(rows, grown, kept)),
-    ]  # fmt: skip
-    if pos in (against, "none"):
-        return [*gaps, None]
-    other = {**grown, "pos": against, "condition": grown_condition(against)}
-    both = set(seeds) & set(_read_seeds(far, against)[0])
-    on_both = [r for r in far.rows if r["seed"] in both]
-    gap = kind_gap(far.before, on_both, far.references, "code-gap", [grown, other], size)[0]
-    return [*gaps, (gap, split(on_both, grown, other))]
+def _family(
+    far: FarTransfer, renderings: Sequence[str], against: str
+) -> list[tuple[str, str, list[Gap]]]:
+    """``(rendering, code, gaps)`` of the family, as moved, on the seeds :func:`_read_seeds`
+    gives: the lift change (lift over the constant answer − the same seeds' at 32 px) with the
+    window kept, with it grown, grown − kept, and (grown) the code − ``against`` on the seeds both
+    are read on (None for ``against`` itself and for ``none``)."""
+    found = []
+    for rendering in renderings:
+        for pos in far.codes:
+            kept = {"dataset": DATASET, "pos": pos, "rendering": rendering,
+                    "condition": WINDOW_KEPT, "metric": "acc"}  # fmt: skip
+            grown = {**kept, "condition": grown_condition(pos)}
+            seeds = _read_seeds(far, pos)[0]
+            gaps: list[Gap] = [("lift-change", [kept], seeds), ("lift-change", [grown], seeds),
+                               ("window-gain", [grown, kept], seeds), None]  # fmt: skip
+            if pos not in (against, "none"):
+                other = {**grown, "pos": against, "condition": grown_condition(against)}
+                both = sorted(set(seeds) & set(_read_seeds(far, against)[0]))
+                gaps[3] = ("code-gap", [grown, other], both)
+            found.append((rendering, pos, gaps))
+    return found
 
 
 def exploratory_family(
     far: FarTransfer, renderings: Sequence[str] = ("scaled", "world"), against: str = "rel"
 ) -> str:
-    """Markdown, one table per rendering: per code, as moved, its lift change (lift over the
-    constant answer at the new size − the same seeds' at 32 px) with the window kept and grown,
-    the window's gain (grown − kept), and (window grown) its accuracy − ``against``'s, in points
-    with 95 % two-stage bootstrap intervals; ``*`` marks a gap whose p-value, Holm-adjusted over
-    every gap of every table, is below 0.05. A split code is read on its solved seeds; ``†``
-    marks a gap that reads a moved cell whose seeds split at the new size, a mean over solved and
-    unsolved seeds, to be read by the counts of the glance table, not as one number."""
-    entries: list[tuple[str, str, list[tuple[Interval, bool] | None]]] = []
-    for rendering in renderings:
-        for pos in far.codes:
-            note = _read_seeds(far, pos)[1]
-            entries.append(
-                (rendering, f"`{pos}`{note}", _family_gaps(far, pos, rendering, against))
-            )
-    tested = [g[0] for *_, gaps in entries for g in gaps if g is not None]
+    """Markdown, one table per rendering: per code, the gaps :func:`_family` lists, in points with
+    95 % intervals; ``*``: a p-value Holm-adjusted over every gap of every table below 0.05."""
+    entries = _family(far, renderings, against)
+    read = [[None if g is None else (kind_gap(far, *g)[0], bool(_moved_split(far, g[1], g[2])))
+             for g in gaps] for *_, gaps in entries]  # fmt: skip
+    tested = [g[0] for gaps in read for g in gaps if g is not None]
     adjusted = iter(holm_bounds([i.p for i in tested], [i.floor for i in tested]))
     tables: list[str] = []
     for rendering in renderings:
         lines = [f"| `{rendering}`: code | kept: lift change | grown: lift change | grown − kept "
                  f"| grown: − `{against}` |", "|---|---|---|---|---|"]  # fmt: skip
-        for drawn, label, gaps in entries:
+        for (drawn, pos, _), gaps in zip(entries, read, strict=True):
             if drawn == rendering:
                 cells = ["—" if g is None else points(g[0]) + "\\*" * (next(adjusted)[0] < 0.05)
                          + " †" * g[1] for g in gaps]  # fmt: skip
-                lines.append(f"| {label} | " + " | ".join(cells) + " |")
+                lines.append(f"| `{pos}`{_read_seeds(far, pos)[1]} | " + " | ".join(cells) + " |")
         tables.append("\n".join(lines))
     note = (
         f"*Points [95 % two-stage bootstrap interval over seeds and test images], as moved to "
@@ -205,6 +173,49 @@ def exploratory_family(
         f"and seeds (the glance table).*"
     )
     return "\n\n".join(tables) + "\n\n" + note + "\n"
+
+
+def family_split_readings(
+    far: FarTransfer, renderings: Sequence[str] = ("scaled", "world"), against: str = "rel"
+) -> str:
+    """Every gap of the family's last two columns marked ``†``, seed by seed: whether each seed's
+    moved cells solved the task, the gap in points, and on how many seeds (as printed) it is above
+    a point, below minus a point, and within a point."""
+    entries, blocks = _family(far, renderings, against), []
+    for rendering in renderings:
+        for column in (2, 3):
+            for pos, gap in ((pos, gaps[column]) for r, pos, gaps in entries if r == rendering):
+                if gap is None:
+                    continue
+                if column == 2:
+                    title = f"{rendering}, window grown − kept, as moved: {pos}"
+                    counted = ("growing the window gains", "loses more than a point on")
+                else:
+                    title = f"{rendering}, window grown, as moved: {pos} − {against}"
+                    counted = (f"{pos} ahead by", "behind on")
+                blocks.append(_split_block(far, title, *gap, counted))
+    return "\n\n".join(b for b in blocks if b)
+
+
+def _split_block(
+    far: FarTransfer, title: str, kind: str, cells: list[dict[str, str]], seeds: Sequence[int],
+    counted: tuple[str, str],
+) -> str:  # fmt: skip
+    """One block of :func:`family_split_readings` (``""`` where no moved cell splits on ``seeds``),
+    its count line worded by ``counted`` (above a point, below minus a point)."""
+    moved_split = _moved_split(far, cells, seeds)
+    if not moved_split:
+        return ""
+    labelled = [(f"{name} at {far.plan['size']} solved", won) for name, won, _ in moved_split]
+    values = [kind_gap(far, kind, cells, [s])[0].estimate for s in seeds]
+    shown = [round(100 * v, 1) for v in values]  # counted as printed
+    above, below = sum(x > 1 for x in shown), sum(x < -1 for x in shown)
+    return "\n".join([
+        title,
+        *_seed_lines(seeds, labelled, values),
+        f"  {counted[0]} more than a point on {above} of {len(seeds)} seeds, "
+        f"{counted[1]} {below}, within a point on {len(seeds) - above - below}",
+    ])  # fmt: skip
 
 
 def far_split_readings(far: FarTransfer) -> str:
@@ -219,18 +230,15 @@ def far_split_readings(far: FarTransfer) -> str:
     for p in far.plan["predictions"]:
         if p["kind"] in ("count", "moved-count"):
             continue
-        cells = [moved_cell(p[k]) for k in (("cell",) if "cell" in p else ("a", "b"))]
+        cells = _cells(p)
         codes = list(dict.fromkeys(c["pos"] for c in cells))
         split = [pos for pos in codes if _read_seeds(far, pos)[1]]
-        moved_split = _moved_split(far.rows, far.references, cells, far.plan["size"], far.threshold)
+        moved_split = _moved_split(far, cells)
         if not split and not moved_split:
             continue
         seeds = sorted(set.intersection(*(set(far.seeds(pos)[1]) for pos in codes)))
         if p["kind"] == "moved-gap":  # read only where the reference learned, on its seeds
-            reference = far.references[cells[0]["rendering"]]
-            learned, every = learned_seeds(
-                reference, DATASET, cells[0]["pos"], far.plan["learned"]["threshold"]
-            )
+            learned, every = far.seeds(cells[0]["pos"], cells[0]["rendering"])
             if len(learned) < far.plan["learned"]["seeds"]:
                 continue
             dropped = [s for s in seeds if s in every and s not in learned]
@@ -238,20 +246,20 @@ def far_split_readings(far: FarTransfer) -> str:
         else:
             dropped = []
         solved = {pos: far.seeds(pos)[0] for pos in codes}
-        held = check_far_transfer_prediction(far.before, far.rows, far.references, p, far.plan)[1]
+        held = check_far_transfer_prediction(far, p)[1]
         lines = [f"{p['id']}  {p['text']}", f"  planned reading: {_outcome(held)}"]
         if dropped:
             named = ", ".join(map(str, dropped))
             lines.append(f"  not readable on seed {named}: the reference did not learn there")
         labelled = [(f"{pos} solved", solved[pos]) for pos in split]
         labelled += [(f"{name} at {far.plan['size']} solved", won) for name, won, _ in moved_split]
-        values = [_gap_on(far, p["kind"], cells, [s]).estimate for s in seeds]
+        values = [kind_gap(far, p["kind"], cells, [s])[0].estimate for s in seeds]
         lines += _seed_lines(seeds, labelled, values)
         if not split:  # only the moved cells split: nothing solved at 32 px to read apart
             blocks.append("\n".join(lines))
             continue
         kept = [s for s in seeds if all(s in solved[pos] for pos in codes)]
-        interval = _gap_on(far, p["kind"], cells, kept)
+        interval = kind_gap(far, p["kind"], cells, kept)[0]
         where = "every code solved" + " and the reference learned" * (p["kind"] == "moved-gap")
         lines.append(
             f"  exploratory, on the {len(kept)} seeds where {where}: "
@@ -260,65 +268,6 @@ def far_split_readings(far: FarTransfer) -> str:
         )
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
-
-
-def family_split_readings(
-    far: FarTransfer, renderings: Sequence[str] = ("scaled", "world"), against: str = "rel"
-) -> str:
-    """For every gap of :func:`exploratory_family`'s last two columns marked ``†`` (as moved,
-    with a moved cell that split): a code's window gain (grown − kept, on the seeds the code is
-    read on), then, window grown, the code − ``against`` (on the seeds both are read on). Per
-    gap: whether each seed's moved cells solved the task, the gap seed by seed in points, and on
-    how many seeds (as printed) it is above a point, below minus a point, and within a point.
-    Each line is one seed, so the gap is read as a count, not as the mean the family prints."""
-    blocks = []
-    for rendering in renderings:
-        for pos in far.codes:
-            kept = {"dataset": DATASET, "pos": pos, "rendering": rendering,
-                    "condition": WINDOW_KEPT, "metric": "acc"}  # fmt: skip
-            grown = {**kept, "condition": grown_condition(pos)}
-            blocks.append(_split_block(
-                far, f"{rendering}, window grown − kept, as moved: {pos}", "window-gain",
-                [grown, kept], _read_seeds(far, pos)[0],
-                ("growing the window gains", "loses more than a point on"),
-            ))  # fmt: skip
-        for pos in far.codes:
-            if pos in (against, "none"):
-                continue
-            grown = {"dataset": DATASET, "pos": pos, "rendering": rendering,
-                     "condition": grown_condition(pos), "metric": "acc"}  # fmt: skip
-            other = {**grown, "pos": against, "condition": grown_condition(against)}
-            both = set(_read_seeds(far, pos)[0]) & set(_read_seeds(far, against)[0])
-            blocks.append(_split_block(
-                far, f"{rendering}, window grown, as moved: {pos} − {against}", "code-gap",
-                [grown, other], sorted(both), (f"{pos} ahead by", "behind on"),
-            ))  # fmt: skip
-    return "\n\n".join(b for b in blocks if b)
-
-
-def _split_block(
-    far: FarTransfer, title: str, kind: str, cells: list[dict[str, str]], seeds: Sequence[int],
-    counted: tuple[str, str],
-) -> str:  # fmt: skip
-    """One block of :func:`family_split_readings`, or ``""`` where no moved cell of ``cells``
-    splits on ``seeds``: the title, the seed lines, and the count line, which names the seeds
-    above a point with ``counted[0]`` (``"abs ahead by"``) and those below minus a point with
-    ``counted[1]`` (``"behind on"``)."""
-    size = far.plan["size"]
-    on = [r for r in far.rows if r["seed"] in seeds]
-    moved_split = _moved_split(on, far.references, cells, size, far.threshold)
-    if not moved_split:
-        return ""
-    labelled = [(f"{name} at {size} solved", won) for name, won, _ in moved_split]
-    values = [_gap_on(far, kind, cells, [s]).estimate for s in seeds]
-    shown = [round(100 * v, 1) for v in values]  # counted as printed
-    above, below = sum(x > 1 for x in shown), sum(x < -1 for x in shown)
-    return "\n".join([
-        title,
-        *_seed_lines(seeds, labelled, values),
-        f"  {counted[0]} more than a point on {above} of {len(seeds)} seeds, "
-        f"{counted[1]} {below}, within a point on {len(seeds) - above - below}",
-    ])  # fmt: skip
 
 
 def _seed_lines(
@@ -336,84 +285,70 @@ def _seed_lines(
 
 
 def _moved_split(
-    rows: Rows, references: References, cells: Sequence[Mapping[str, str]], size: int,
-    threshold: float,
-) -> list[tuple[str, list[int], int]]:  # fmt: skip
-    """``(name, seeds that solved, seeds)`` of each moved cell whose seeds split at ``size`` px
-    (``name``: ``"rel grown-geometric"``, ``" ft"`` added after the fine-tune)."""
+    far: FarTransfer, cells: Sequence[Mapping[str, str]], seeds: Collection[int] | None = None
+) -> list[tuple[str, list[int], int]]:
+    """``(name, seeds that solved, seeds)`` of each moved cell whose seeds (of ``seeds``, or all)
+    split at the plan's size (``name``: ``"rel grown-geometric"``, ``" ft"`` added after the
+    fine-tune), counted on the record table's accuracies."""
     found = []
     for cell in dict.fromkeys(tuple(sorted(c.items())) for c in cells):
         moved = dict(cell)
-        seeds, correct = moved_matrix(rows, moved, size, len(moved_labels(references, moved)))
-        won = solved_flags(correct, threshold)
-        if 0 < won.sum() < len(won):
+        accuracy = far.accuracies(moved["pos"], moved["rendering"], moved["condition"],
+                                  moved["metric"])  # fmt: skip
+        read = [s for s in accuracy if seeds is None or s in seeds]
+        won = [s for s in read if accuracy[s] >= far.threshold]
+        if 0 < len(won) < len(read):
             name = f"{moved['pos']} {moved['condition'].removeprefix('window-')}"
-            name += " ft" * (moved.get("metric") == "acc_finetuned")
-            found.append((name, [s for s, w in zip(seeds, won, strict=True) if w], len(seeds)))
+            found.append((name + " ft" * (moved["metric"] == "acc_finetuned"), won, len(read)))
     return found
 
 
-def _gap_on(
-    far: FarTransfer, kind: str, cells: list[dict[str, str]], seeds: Sequence[int]
-) -> Interval:
-    """A planned gap of ``kind`` on ``seeds`` only."""
-    before = {**far.before, "runs": [r for r in far.before["runs"] if r["seed"] in seeds]}
-    rows = [r for r in far.rows if r["seed"] in seeds]
-    references = {
-        rendering: {**ref, "runs": [r for r in ref["runs"] if r["seed"] in seeds]}
-        for rendering, ref in far.references.items()
-    }
-    return kind_gap(before, rows, references, kind, cells, far.plan["size"])[0]
-
-
-def moved_cell(cell: Mapping[str, str]) -> dict[str, str]:
-    """A moved cell with its metric and its code's own grown condition filled in."""
-    found = {"metric": "acc", **cell}
-    if found["condition"] == WINDOW_GROWN:
-        found["condition"] = grown_condition(found["pos"])
-    return found
+def _cells(prediction: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The moved cells a prediction reads (``cell``, or ``a`` and ``b``), each with its metric
+    and its code's own grown condition filled in."""
+    cells = [{"metric": "acc", **prediction[k]} for k in ("cell", "a", "b") if k in prediction]
+    for cell in cells:
+        if cell["condition"] == WINDOW_GROWN:
+            cell["condition"] = grown_condition(cell["pos"])
+    return cells
 
 
 def check_far_transfer_prediction(
-    before: dict[str, Any], rows: Rows, references: References,
-    prediction: Mapping[str, Any], plan: Mapping[str, Any],
-) -> tuple[str, bool | None]:  # fmt: skip
+    far: FarTransfer, prediction: Mapping[str, Any]
+) -> tuple[str, bool | None]:
     """``(what was measured, whether the prediction held)``; held is ``None`` (not readable) for
     a ``moved-gap`` whose reference did not learn, and the text names it with its count."""
-    kind, size, threshold = prediction["kind"], plan["size"], plan["solved"]["threshold"]
+    kind, size, plan = prediction["kind"], far.plan["size"], far.plan
     if kind in ("count", "moved-count"):
         if kind == "count":
-            correct = seed_matrix(before, prediction["cell"], "test")[1]
+            accuracy = far.accuracies(prediction["cell"].split(":")[1])
         else:
-            cell = moved_cell(prediction["cell"])
-            correct = moved_matrix(rows, cell, size, len(moved_labels(references, cell)))[1]
-        k, n = int(solved_flags(correct, threshold).sum()), len(correct)
+            cell = _cells(prediction)[0]
+            accuracy = far.accuracies(cell["pos"], cell["rendering"], cell["condition"],
+                                      cell["metric"])  # fmt: skip
+        k, n = sum(a >= far.threshold for a in accuracy.values()), len(accuracy)
         (low, high), (lo, hi) = binomial_interval(k, n), prediction["expect"]
         text = f"solved {k} of {n} (rate {low:.2f}-{high:.2f})"
         if MOST in prediction["text"] and 2 * k <= n:  # the plan's own word: more than half
             return f"{text}: not most of {n}", False
         return text, lo <= k <= hi
-    cells = [moved_cell(prediction[k]) for k in (("cell",) if "cell" in prediction else ("a", "b"))]
+    cells = _cells(prediction)
     named = [(c["pos"], c["condition"]) for c in cells]
     if kind == "window-gain" and (named[0][0] != named[1][0] or named[0][1] == named[1][1]):
         raise ValueError(f"prediction {prediction['id']}: a window-gain reads one code under two "
                          f"conditions, got {named}")  # fmt: skip
     if kind == "moved-gap":
         cell, learned = cells[0], plan["learned"]
-        won, every = learned_seeds(
-            references[cell["rendering"]], cell["dataset"], cell["pos"], learned["threshold"]
-        )
+        won, every = far.seeds(cell["pos"], cell["rendering"])
         if len(won) < learned["seeds"]:
             return (f"not readable: {cell['pos']} trained at {size} px in {cell['rendering']} "
                     f"({plan['references'][cell['rendering']]}) learned in {len(won)} of "
                     f"{len(every)} seeds, {learned['seeds']} needed"), None  # fmt: skip
-    interval, note = kind_gap(before, rows, references, kind, cells, size)
+    interval, note = kind_gap(far, kind, cells)
     text = points(interval) + p_text(interval, prediction["expect"]) + note
-    text += split_note(before, cells, threshold)
-    moved_split = [
-        f"{name} {len(won)} of {n}"
-        for name, won, n in _moved_split(rows, references, cells, size, threshold)
-    ]
+    split = [pos for pos in dict.fromkeys(c["pos"] for c in cells) if _read_seeds(far, pos)[1]]
+    text += f" (split cell: {', '.join(split)})" * bool(split)
+    moved_split = [f"{name} {len(won)} of {n}" for name, won, n in _moved_split(far, cells)]
     text += f" (split at {size} px: {', '.join(moved_split)})" * bool(moved_split)
     return text, meets(interval, prediction["expect"])
 
@@ -424,18 +359,3 @@ def _expected(prediction: Mapping[str, Any]) -> str:
     if isinstance(expect, str):
         return f"{expect.split()[0]} {100 * threshold_of(expect):g} points"
     return "{}-{} seeds".format(*expect)
-
-
-def far_transfer_predictions_table(
-    before: dict[str, Any], rows: Rows, references: References,
-    predictions: dict[str, Any], ids: Sequence[str] | None = None,
-) -> str:  # fmt: skip
-    """Markdown: id | prediction | expected | measured | held, for every prediction (or ``ids``):
-    gaps in points with their 95 % interval, "not readable" where held is ``None``."""
-    lines = ["| id | prediction | expected | measured | held |", "|---|---|---|---|---|"]
-    for p in chosen(predictions, ids):
-        measured, held = check_far_transfer_prediction(before, rows, references, p, predictions)
-        lines.append(
-            f"| {p['id']} | {p['text']} | {_expected(p)} | {measured} | {_verdict(held)} |"
-        )
-    return "\n".join(lines)

@@ -1,22 +1,14 @@
-"""Reading a resolution-transfer record back: chapter 6's moved models and their references.
-
-``results/<name>/transfer.json`` (one row per run x rendering x size x condition, written by
-:mod:`companion.experiments.runs.resolution_experiment`, loaded verified by
-:func:`companion.experiments.results.load_transfer`): its mean ± std over seeds
-(:func:`transfer_summary`, :func:`transfer_table`) and which test images each moved run got
-right (:func:`moved_correct`). A moved cell is read against its reference, the same code trained
-at the new size in the same rendering (:func:`check_references`), in
-:mod:`companion.experiments.transfer_gaps`.
+"""A resolution-transfer run's summary: the mean ± std over seeds of its moved models, which
+:mod:`companion.experiments.runs.resolution_experiment` writes into ``transfer.json`` and prints
+as the folder's Markdown table. Chapter 6 reads the moves themselves
+(:mod:`companion.experiments.far_transfer`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
-from companion.experiments.evaluation import unpack_bits
 from companion.experiments.resolution_transfer import condition_name
 from companion.experiments.results import cell_label, mean_std, summarize
 
@@ -47,17 +39,17 @@ def transfer_summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def transfer_table(summary: Sequence[dict[str, Any]]) -> str:
-    """``transfer_summary`` as Markdown: one line per dataset x pos x size x condition (named as
-    today, ``condition_name``, also when the summary comes from an older record)."""
+    """``transfer_summary`` as Markdown: one line per dataset x pos x rendering x size x
+    condition."""
     lines = [
         "| dataset | pos | rendering | size | condition | accuracy | after fine-tune |",
         "|---" * 7 + "|",
     ]
     cells: dict[tuple, dict[str, str]] = {}
     for s in summary:
-        condition = condition_name(s["condition"])
-        rendering = s.get("rendering", "scaled")
-        key = (s["dataset"], cell_label(s["pos"], s["variant"]), rendering, s["size"], condition)
+        condition = condition_name(s["condition"])  # an older record's summary named as today
+        pos, rendering = cell_label(s["pos"], s["variant"]), s.get("rendering", "scaled")
+        key = (s["dataset"], pos, rendering, s["size"], condition)
         cells.setdefault(key, {})[s["metric"]] = f"{mean_std(s)} (n={s['n']})"
     for (dataset, pos, rendering, size, condition), v in cells.items():
         after = v.get("acc_finetuned", "")
@@ -65,48 +57,3 @@ def transfer_table(summary: Sequence[dict[str, Any]]) -> str:
             f"| {dataset} | {pos} | {rendering} | {size} | {condition} | {v['acc']} | {after} |"
         )
     return "\n".join(lines)
-
-
-METRICS = ("acc", "acc_finetuned")
-
-
-def check_references(references: Mapping[str, dict[str, Any]], names: Mapping[str, str]) -> None:
-    """Refuse a reference ablation (``references``: ``{rendering: results.json}``, ``names``:
-    rendering -> folder) not trained in its rendering."""
-    for rendering, results in references.items():
-        drawn = {r["settings"].get("rendering", "scaled") for r in results["runs"]}
-        if drawn != {rendering}:
-            raise ValueError(
-                f"{names[rendering]}: its runs were drawn in {sorted(drawn)}, not in "
-                f"{rendering!r}; check the predictions' references"
-            )
-
-
-def moved_correct(
-    rows: Sequence[dict[str, Any]],
-    dataset: str,
-    pos: str,
-    rendering: str,
-    size: int,
-    condition: str,
-    metric: str = "acc",
-) -> dict[int, np.ndarray]:
-    """``{seed: (bits,) bool}``: which test images each moved run of the cell got right (the
-    first ``images`` of the ``bits``, a multiple of 8)."""
-    if metric not in METRICS:
-        raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
-    bits = "correct" + metric[3:]
-    wanted = (dataset, pos, rendering, size, condition)
-    found = {
-        r["seed"]: r
-        for r in rows
-        if (r["dataset"], r["pos"], r.get("rendering", "scaled"), r["size"], r["condition"])
-        == wanted
-    }
-    if not found:
-        raise ValueError(
-            f"rows hold no cell {pos}:{condition} on {dataset}/{rendering} at {size} px"
-        )
-    # The bits are packed in whole bytes (hex): the last byte may carry up to 7 padding bits,
-    # which the callers cut off at the test set's length.
-    return {seed: unpack_bits(r[bits], 4 * len(r[bits])) for seed, r in sorted(found.items())}
