@@ -38,33 +38,31 @@ from typing import Any
 
 import numpy as np
 
-from companion.experiments.bootstrap import Interval, gap_interval, lift_gap_interval
-
-# The chapter imports everything it reads from here: the loaders and the cell tables below are
-# re-exported (``name as name``), each defined once where chapters 5 and 6 share it.
+from companion.experiments.bootstrap import Interval, lift_gap_interval
 from companion.experiments.integrity import whole_folders
+
+# The chapter imports everything it reads from here: the names below marked ``name as name`` are
+# re-exported, each defined once where chapters 5 and 6 share it.
 from companion.experiments.placements import placement_readings as placement_readings
 from companion.experiments.placements import placement_table as placement_table
 from companion.experiments.placements import placements as placements
 from companion.experiments.prediction_checks import (
-    check_on_seeds,
+    check_prediction,
     control_note,
+    failed_control,
     gap_cells,
     on_seeds,
+    per_seed,
+    prediction_interval,
+    split_cells,
 )
-from companion.experiments.prediction_checks import check_prediction as check_prediction
-from companion.experiments.prediction_checks import failed_control as failed_control
-from companion.experiments.prediction_checks import per_seed as per_seed
-from companion.experiments.prediction_checks import prediction_interval as prediction_interval
-from companion.experiments.prediction_checks import split_cells as split_cells
 from companion.experiments.predictions import (
     chosen,
-    correct_by_seed,
+    in_points,
     meets,
     parse_cell,
     solved_seeds,
     test_labels,
-    threshold_of,
 )
 from companion.experiments.predictions import load_predictions as load_predictions
 from companion.experiments.records import check_against_table
@@ -75,14 +73,15 @@ from companion.experiments.results import load_curves as load_curves
 from companion.experiments.results import load_results as results_json
 from companion.experiments.split_reading import accuracy_table as accuracy_table
 from companion.experiments.split_reading import beside_their_swin as beside_their_swin
-from companion.experiments.split_reading import cells_of as cells_of
-from companion.experiments.split_reading import constant_answer as constant_answer
 from companion.experiments.split_reading import (
+    cell_of,
     glance_entry,
     is_split_cell,
     pos_label,
     seed_matrix,
 )
+from companion.experiments.split_reading import cells_of as cells_of
+from companion.experiments.split_reading import constant_answer as constant_answer
 from companion.experiments.split_reading import split_rows as split_rows
 from companion.experiments.split_reading import variant_pairs as variant_pairs
 from companion.experiments.stats import format_p, holm_bounds
@@ -96,16 +95,6 @@ def load_results(folder: str | Path) -> dict[str, Any]:
     results = results_json(folder)
     check_against_table(folder, results)
     return results
-
-
-def _gap(results: dict[str, Any], a: str, b: str, split: str) -> Interval:
-    dataset = a.split(":")[0]
-    if b == "constant":
-        _, correct = seed_matrix(results, a, split)
-        return gap_interval(correct, labels=test_labels(results, dataset, split))
-    ma, mb = correct_by_seed(results, a, split), correct_by_seed(results, b, split)
-    seeds = sorted(set(ma) & set(mb))
-    return gap_interval(np.stack([ma[s] for s in seeds]), np.stack([mb[s] for s in seeds]))
 
 
 def gaps_lines(
@@ -128,7 +117,8 @@ def gaps_lines(
         if any(is_split_cell(results, c, rule) for c in involved):
             found.append((name, None))
         else:
-            found.append((name, _gap(results, a, b, split)))
+            gap = {"kind": "gap", "cell": a, "against": b, "split": split}
+            found.append((name, prediction_interval(results, gap)))
     tested = [i for _, i in found if i is not None]
     adjusted = iter(holm_bounds([i.p for i in tested], [i.floor for i in tested]))
     lines = [f"gaps on `{split}` in points [95 % bootstrap interval], p Holm-adjusted over "
@@ -193,7 +183,7 @@ def encoding_glance(
                 cell = f"{dataset}:{p}"
                 seeds, correct = seed_matrix(results, cell, split)
                 lift = 100 * (correct.mean(1) - constant_answer(results, dataset, split))
-                flags = solved_seeds(results, cell, {dataset: rule})
+                flags = solved_seeds(results, cell, rule)
                 entries.append(glance_entry(lift, np.array([flags[s] for s in seeds])))
             lines.append(f"| `{dataset}` `{split}` | " + " | ".join(entries) + " |")
     lines.append("")
@@ -234,15 +224,12 @@ def _measured(
     seeds: Sequence[int] | None = None,
 ) -> tuple[str, str]:  # fmt: skip
     """``(what was measured, verdict)`` of one prediction, on ``seeds`` or on all."""
-    solved = predictions["solved"]
-    if seeds is None:
-        measured, held = check_prediction(results, p, solved)
-    else:
-        measured, held = check_on_seeds(results, p, solved, seeds)
+    measured, held = check_prediction(results, p, predictions["solved"], seeds)
+    if seeds is not None:
         results = on_seeds(results, seeds)
-    split = split_cells(results, p, solved)
+    split = split_cells(results, p, predictions["solved"])
     if split:
-        measured += f" (split cell: {', '.join(c.split(':', 1)[1] for c in split)})"
+        measured += f" (split cell: {', '.join(map(pos_label, split))})"
     control = failed_control(results, predictions, p)
     if control is not None:
         return f"{control_note(control)}; {measured}", "not readable"
@@ -261,14 +248,9 @@ class Known:
 
     def blind(self, results: dict[str, Any], cells: Sequence[str]) -> list[int]:
         """The seeds every one of ``cells`` ran on and none of them had in the earlier run."""
-        ran = [{r["seed"] for r in results["runs"] if _cell(r) == c} for c in cells]
+        ran = [{r["seed"] for r in results["runs"] if cell_of(r) == c} for c in cells]
         known = self.seeds if set(cells) & set(self.cells) else ()
         return sorted(set.intersection(*ran) - set(known))
-
-
-def _cell(run: dict[str, Any]) -> str:
-    variant = run.get("variant", "swin")
-    return f"{run['dataset']}:{run['pos']}" + ("" if variant == "swin" else f":{variant}")
 
 
 #: The earlier runs chapter 5's predictions were written after: the 5-seed grid at 59772f9, its
@@ -324,12 +306,6 @@ def _statistic_name(prediction: dict[str, Any]) -> str:
     return f"{label} minus {other} on `{prediction['split']}`"
 
 
-def _in_points(expect: str) -> str:
-    """``"above -0.05"`` -> ``"above -5 points"``."""
-    word = expect.split()[0]
-    return f"{word} {100 * threshold_of(expect):g} points"
-
-
 def split_seed_readings(
     results: dict[str, Any], predictions: dict[str, Any], ids: Sequence[str] | None = None
 ) -> str:
@@ -346,12 +322,12 @@ def split_seed_readings(
         if not split:
             continue
         values = per_seed(results, p)
-        flags = {c: solved_seeds(results, c, solved) for c in gap_cells(p)}
+        rule = solved[parse_cell(p["cell"])[0]]
+        flags = {c: solved_seeds(results, c, rule) for c in gap_cells(p)}
         baseline = p.get("against") if p["kind"] == "gap" and p["against"] != "constant" else None
         seeds = [s for s in sorted(values) if baseline is None or flags[baseline][s]]
-        rule = solved[parse_cell(p["cell"])[0]]
         kept = [s for s in seeds if all(f[s] for f in flags.values())]
-        lines = [f"{p['id']}  {p['text']} (expected: {_in_points(p['expect'])})"]
+        lines = [f"{p['id']}  {p['text']} (expected: {in_points(p['expect'])})"]
         control = failed_control(results, predictions, p)
         if control is not None:
             lines.append(f"    {control_note(control)}")
@@ -383,7 +359,7 @@ def split_seed_readings(
                 verdict = "not readable"
             lines.append(
                 f"    {what:42} {100 * i.estimate:+6.1f} [{100 * i.low:+6.1f}, "
-                f"{100 * i.high:+6.1f}]  {_in_points(p['expect'])}: {verdict}"
+                f"{100 * i.high:+6.1f}]  {in_points(p['expect'])}: {verdict}"
             )
         blocks.append("\n".join(lines))
     if not blocks:

@@ -22,9 +22,11 @@ from typing import Any
 import numpy as np
 
 from companion.data.tasks import PATCH
+from companion.experiments.bootstrap import Interval
 from companion.experiments.evaluation import load_split
 from companion.experiments.prediction_checks import control_note, failed_control
-from companion.experiments.predictions import correct_by_seed, test_labels
+from companion.experiments.predictions import in_points, meets
+from companion.experiments.split_reading import constant_answer, pos_label, seed_matrix
 
 Placement = tuple[tuple[int, int], tuple[int, int]]
 
@@ -47,29 +49,14 @@ def pair_line(key: Placement) -> str:
     return f"row {ra}" if ra == rb else f"column {ca}"
 
 
-def _counts(correct: np.ndarray, ids: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def _counts(
+    results: dict[str, Any], cell: str, split: str, ids: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """``(seeds, placements)`` right answers and ``(placements,)`` images of each placement."""
+    k = int(ids.max()) + 1
+    correct = seed_matrix(results, cell, split)[1].astype(float)
     hits = np.stack([np.bincount(ids, weights=row, minlength=k) for row in correct])
     return hits, np.bincount(ids, minlength=k).astype(float)
-
-
-def _matrix(results: dict[str, Any], cell: str, split: str) -> tuple[list[int], np.ndarray]:
-    by_seed = correct_by_seed(results, cell, split)
-    seeds = sorted(by_seed)
-    return seeds, np.stack([by_seed[s] for s in seeds]).astype(float)
-
-
-def placement_accuracy(
-    results: dict[str, Any], cell: str, split: str, ids: np.ndarray, k: int
-) -> np.ndarray:
-    """``(seeds, placements)``: each seed's accuracy on each placement's images."""
-    hits, sizes = _counts(_matrix(results, cell, split)[1], ids, k)
-    return hits / sizes
-
-
-def _constant(results: dict[str, Any], dataset: str, split: str) -> float:
-    labels = test_labels(results, dataset, split)
-    return float(np.bincount(labels).max() / len(labels))
 
 
 def placement_interval(
@@ -83,11 +70,7 @@ def placement_interval(
     for every term (paired by seed), then each split's placements resampled once for every term
     that reads it (paired by placement), each drawn placement with all its images."""
     rng = np.random.default_rng(seed)
-    read = []
-    for sign, cell, split, ids in terms:
-        k = int(ids.max()) + 1
-        correct = _matrix(results, cell, split)[1]
-        read.append((sign, split, *_counts(correct, ids, k)))
+    read = [(sign, split, *_counts(results, cell, split, ids)) for sign, cell, split, ids in terms]
     n_seeds = {len(hits) for _, _, hits, _ in read}
     if len(n_seeds) != 1:
         raise ValueError(f"terms must share their seeds, got seed counts {sorted(n_seeds)}")
@@ -108,31 +91,17 @@ def placement_interval(
     return float(estimate), float(low), float(high)
 
 
-def lift_change_by_placements(
-    results: dict[str, Any], cell: str, first: str, second: str, ids: dict[str, np.ndarray]
-) -> tuple[float, float, float]:
-    """A cell's lift over the constant answer on ``second`` minus on ``first`` (each split's
-    constant answer fixed at its measured value), in the placement bootstrap. Fractions."""
-    dataset = cell.split(":", 1)[0]
-    shift = _constant(results, dataset, first) - _constant(results, dataset, second)
-    est, low, high = placement_interval(
-        results, [(1.0, cell, second, ids[second]), (-1.0, cell, first, ids[first])]
-    )
-    return est + shift, low + shift, high + shift
-
-
 def placement_table(
     results: dict[str, Any], cells: Sequence[str], split: str, ids: np.ndarray,
     keys: Sequence[Placement],
 ) -> str:  # fmt: skip
     """Markdown: per placement of ``split``, its line, its images and each cell's accuracy (%,
     mean over seeds)."""
-    codes = [c.split(":", 1)[1] for c in cells]
     lines = [f"| `{split}` placement (A → B) | line | images | "
-             + " | ".join(f"`{c}`" for c in codes) + " |",
-             "|---" * (3 + len(codes)) + "|"]  # fmt: skip
+             + " | ".join(f"`{pos_label(c)}`" for c in cells) + " |",
+             "|---" * (3 + len(cells)) + "|"]  # fmt: skip
     sizes = np.bincount(ids, minlength=len(keys))
-    by_cell = [100 * placement_accuracy(results, c, split, ids, len(keys)) for c in cells]
+    by_cell = [100 * np.divide(*_counts(results, c, split, ids)) for c in cells]
     for p, key in enumerate(keys):
         entries = [f"{a[:, p].mean():.1f}" for a in by_cell]
         lines.append(f"| {key[0]} → {key[1]} | {pair_line(key)} | {sizes[p]} | "
@@ -144,9 +113,11 @@ def placement_readings(
     results: dict[str, Any], predictions: dict[str, Any], ids: dict[str, np.ndarray],
     keys: dict[str, Sequence[Placement]],
 ) -> str:  # fmt: skip
-    """Text: the lines each split's pairs lie along, then every lift-gap prediction read with the
-    placement bootstrap against its threshold, or "not readable" where its positive control
-    failed (a correction made after the run: the planned verdicts stand as printed). Points."""
+    """Text: the lines each split's pairs lie along, then every lift-gap prediction's lift
+    change (a cell's lift over the constant answer on ``second`` minus on ``first``, each split's
+    constant answer fixed at its measured value) read with the placement bootstrap against its
+    threshold, or "not readable" where its positive control failed (a correction made after the
+    run: the planned verdicts stand as printed). Points."""
     lines = ["Correction made after the run: seeds and placements resampled (95 %), points."]
     for split, found in keys.items():
         along = sorted({pair_line(k) for k in found})
@@ -154,19 +125,15 @@ def placement_readings(
     for p in predictions["predictions"]:
         if p["kind"] != "lift-gap":
             continue
-        est, low, high = lift_change_by_placements(results, p["cell"], p["first"], p["second"], ids)
-        word, x = p["expect"].split()[0], 100 * float(p["expect"].split()[1])
-        lo, hi = 100 * low, 100 * high
-        inside = {"above": lo > x, "below": hi < x, "within": -x < lo and hi < x}[word]
+        cell, first, second = p["cell"], p["first"], p["second"]
+        dataset = cell.split(":", 1)[0]
+        shift = constant_answer(results, dataset, first) - constant_answer(results, dataset, second)
+        terms = [(1.0, cell, second, ids[second]), (-1.0, cell, first, ids[first])]
+        est, low, high = (v + shift for v in placement_interval(results, terms))
         # A comparison whose positive control failed is not readable, by this reading too.
         control = failed_control(results, predictions, p)
-        verdict = (
-            control_note(control)
-            if control
-            else f"{word} {x:g} points: {'yes' if inside else 'no'}"
-        )
-        lines.append(
-            f"  {p['id']}  {p['cell'].split(':', 1)[1]:8} lift change {100 * est:+.1f} "
-            f"[{100 * low:+.1f}, {100 * high:+.1f}]  {verdict}"
-        )
+        held = "yes" if meets(Interval(est, low, high, p=1.0), p["expect"]) else "no"
+        verdict = control_note(control) if control else f"{in_points(p['expect'])}: {held}"
+        lines.append(f"  {p['id']}  {pos_label(cell):8} lift change {100 * est:+.1f} "
+                     f"[{100 * low:+.1f}, {100 * high:+.1f}]  {verdict}")  # fmt: skip
     return "\n".join(lines)

@@ -26,32 +26,26 @@ from companion.experiments.predictions import (
     solved_seeds,
     test_labels,
 )
+from companion.experiments.split_reading import constant_answer, is_split_cell
 from companion.experiments.stats import binomial_interval, fisher_exact
 
 # "the control for I8", "the control for I8 and I9": the ids a count prediction is a control for.
 _CONTROL_FOR = re.compile(r"control for ([A-Z]+\d+(?:(?:, | and )[A-Z]+\d+)*)")
 
 
-def controlled_by(prediction: dict[str, Any]) -> list[str]:
-    """The ids a count prediction's text names it the control for (``[]`` for none)."""
-    found = _CONTROL_FOR.search(prediction["text"]) if prediction["kind"] == "count" else None
-    return re.findall(r"[A-Z]+\d+", found.group(1)) if found else []
-
-
 def failed_control(
     results: dict[str, Any], predictions: dict[str, Any], prediction: dict[str, Any]
 ) -> dict[str, Any] | None:
-    """The failed positive control ``prediction`` rests on, else None: the count prediction on
-    the cell a ``gap`` is read against, or a count prediction whose text names ``prediction``
-    (:func:`controlled_by`). A comparison whose control failed is not readable."""
+    """The failed positive control ``prediction`` rests on (a count prediction), else None."""
     against = prediction.get("against") if prediction["kind"] == "gap" else None
     for p in predictions["predictions"]:
-        named = p["cell"] == against or prediction["id"] in controlled_by(p)
-        if (
-            p["kind"] == "count"
-            and named
-            and not check_prediction(results, p, predictions["solved"])[1]
-        ):
+        if p["kind"] != "count":
+            continue
+        named = _CONTROL_FOR.search(p["text"])
+        controls = re.findall(r"[A-Z]+\d+", named.group(1)) if named else []
+        if (p["cell"] == against or prediction["id"] in controls) and not check_prediction(
+            results, p, predictions["solved"]
+        )[1]:
             return p
     return None
 
@@ -63,27 +57,33 @@ def control_note(control: dict[str, Any]) -> str:
 
 
 def check_prediction(
-    results: dict[str, Any], prediction: dict[str, Any], solved: dict[str, Any]
-) -> tuple[str, bool]:
-    """``(what was measured, whether the prediction held)`` for one prediction."""
+    results: dict[str, Any], prediction: dict[str, Any], solved: dict[str, Any],
+    seeds: Sequence[int] | None = None,
+) -> tuple[str, bool]:  # fmt: skip
+    """``(what was measured, whether the prediction held)`` for one prediction, on every seed or
+    on ``seeds`` only. A count planned over a cell's ``N`` seeds is read as the same share of the
+    seeds read: ``k`` of ``n`` holds where ``k * N / n`` lies in the planned range (5 of 5 for
+    "9-10 of 10", 1-4 of 5 for "2-9 of 10")."""
     kind, cell = prediction["kind"], prediction["cell"]
+    rule = solved[parse_cell(cell)[0]]
     if kind == "count":
-        flags = solved_seeds(results, cell, solved)
-        k, n = sum(flags.values()), len(flags)
+        every = solved_seeds(results, cell, rule)
+        flags = [ok for seed, ok in every.items() if seeds is None or seed in seeds]
+        k, n = sum(flags), len(flags)
         low, high = binomial_interval(k, n)
         lo, hi = prediction["expect"]
-        return f"solved {k} of {n} (rate {low:.2f}-{high:.2f})", lo <= k <= hi
+        return f"solved {k} of {n} (rate {low:.2f}-{high:.2f})", lo <= k * len(every) / n <= hi
+    if seeds is not None:
+        results = on_seeds(results, seeds)
     if kind == "count-gap":
-        flags = solved_seeds(results, cell, solved)
-        other = solved_seeds(results, prediction["against"], solved)
-        ka, na = sum(flags.values()), len(flags)
-        kb, nb = sum(other.values()), len(other)
+        flags = list(solved_seeds(results, cell, rule).values())
+        other = list(solved_seeds(results, prediction["against"], rule).values())
+        ka, na, kb, nb = sum(flags), len(flags), sum(other), len(other)
         p = fisher_exact(ka, na, kb, nb)
         return f"{ka} of {na} against {kb} of {nb}, Fisher p = {p:.2g}", ka > kb and p < 0.05
     interval = prediction_interval(results, prediction)
-    return f"{interval}{p_text(interval, prediction['expect'])}", meets(
-        interval, prediction["expect"]
-    )
+    expect = prediction["expect"]
+    return f"{interval}{p_text(interval, expect)}", meets(interval, expect)
 
 
 def gap_cells(prediction: dict[str, Any]) -> list[str]:
@@ -107,8 +107,7 @@ def _gap_matrices(
         found = [correct_by_seed(results, c, prediction["split"]) for c in gap_cells(prediction)]
     common = sorted(set.intersection(*(set(f) for f in found)))
     if seeds is not None:
-        missing = sorted(set(seeds) - set(common))
-        if missing or not seeds:
+        if not seeds or set(seeds) - set(common):
             raise ValueError(f"seeds must be some of {common} (the cells' common seeds), got "
                              f"{list(seeds)}")  # fmt: skip
         common = sorted(seeds)
@@ -141,16 +140,13 @@ def per_seed(results: dict[str, Any], prediction: dict[str, Any]) -> dict[int, f
     change of the cell's lift over the constant answer from ``first`` to ``second``."""
     dataset = parse_cell(prediction["cell"])[0]
     seeds, arrays = _gap_matrices(results, prediction, None)
-
-    def constant(split: str) -> float:
-        labels = test_labels(results, dataset, split)
-        return float(np.bincount(labels).max() / len(labels))
-
     if prediction["kind"] == "lift-gap":
-        first, second = arrays[0].mean(1), arrays[1].mean(1)
-        values = (second - constant(prediction["second"])) - (first - constant(prediction["first"]))
+        first, second = (
+            constant_answer(results, dataset, prediction[k]) for k in ("first", "second")
+        )
+        values = (arrays[1].mean(1) - second) - (arrays[0].mean(1) - first)
     elif len(arrays) == 1:
-        values = arrays[0].mean(1) - constant(prediction["split"])
+        values = arrays[0].mean(1) - constant_answer(results, dataset, prediction["split"])
     else:
         values = arrays[0].mean(1) - arrays[1].mean(1)
     return dict(zip(seeds, (float(v) for v in values), strict=True))
@@ -163,33 +159,11 @@ def split_cells(
     by ``solved``'s rule (a count or count-gap reads its cells as counts: never listed)."""
     if prediction["kind"] not in ("gap", "lift-gap"):
         return []
-    found = []
-    for cell in gap_cells(prediction):
-        flags = solved_seeds(results, cell, solved).values()
-        if 0 < sum(flags) < len(flags):
-            found.append(cell)
-    return found
+    rule = solved[parse_cell(prediction["cell"])[0]]
+    return [c for c in gap_cells(prediction) if is_split_cell(results, c, rule)]
 
 
 def on_seeds(results: dict[str, Any], seeds: Sequence[int]) -> dict[str, Any]:
     """``results`` with only the runs of ``seeds``."""
     kept = set(seeds)
     return {**results, "runs": [r for r in results["runs"] if r["seed"] in kept]}
-
-
-def check_on_seeds(
-    results: dict[str, Any], prediction: dict[str, Any], solved: dict[str, Any],
-    seeds: Sequence[int],
-) -> tuple[str, bool]:  # fmt: skip
-    """:func:`check_prediction` on ``seeds`` only. A count planned over a cell's ``N`` seeds is
-    read as the same share of the seeds read: ``k`` of ``n`` holds where ``k * N / n`` lies in
-    the planned range (5 of 5 for "9-10 of 10", 1-4 of 5 for "2-9 of 10")."""
-    if prediction["kind"] != "count":
-        return check_prediction(on_seeds(results, seeds), prediction, solved)
-    every = solved_seeds(results, prediction["cell"], solved)
-    flags = [ok for seed, ok in every.items() if seed in set(seeds)]
-    k, n = sum(flags), len(flags)
-    low, high = binomial_interval(k, n)
-    lo, hi = prediction["expect"]
-    held = lo <= k * len(every) / n <= hi
-    return f"solved {k} of {n} (rate {low:.2f}-{high:.2f})", held

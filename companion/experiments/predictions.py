@@ -1,11 +1,10 @@
 """Predictions written before a run: the one parser of their files, and what every reading of them
 shares.
 
-``results/<name>/predictions.md`` is prose for the reader plus one fenced ``json`` block that
-:func:`parse_predictions` reads (chapter 5's kinds, ``KINDS``, are read by
-:mod:`companion.experiments.chapter5`; chapter 6's, ``TRANSFER_KINDS``, by
-:mod:`companion.experiments.chapter6`). A cell is ``"dataset:pos"`` or ``"dataset:pos:variant"``;
-a gap expects "above X", "below X" or "within X" (:func:`meets`).
+``results/<name>/predictions.md`` is prose for the reader plus one fenced ``json`` block
+(:func:`parse_predictions`): chapter 5's kinds are ``KINDS``, chapter 6's ``TRANSFER_KINDS``. A
+cell is ``"dataset:pos"`` or ``"dataset:pos:variant"``; a gap expects "above X" (the interval's
+low end above X), "below X" (its high end below X) or "within X" (inside ``(-X, X)``).
 """
 
 from __future__ import annotations
@@ -24,16 +23,14 @@ from companion.experiments.results import read_text
 from companion.experiments.stats import format_p
 
 KINDS = ("count", "gap", "lift-gap", "count-gap")
-#: Chapter 6's kinds (its reading: ``companion.experiments.chapter6``).
 TRANSFER_KINDS = ("count", "moved-count", "lift-change", "moved-gap", "code-gap", "window-gain")
 PREDICTIONS = "predictions.md"
 _BLOCK = re.compile(r"```json\n(.*?)\n```", re.DOTALL)
 
 
 def load_predictions(folder: str | Path, kinds: Sequence[str] = KINDS) -> dict[str, Any]:
-    """The ``json`` block of ``folder/predictions.md``: ``{"solved", "predictions"}`` (chapter
-    6's transfer predictions have kinds of their own, ``TRANSFER_KINDS``), checked
-    against the folder's ``SHA256SUMS`` (``companion.experiments.results.read_text``)."""
+    """The block of ``folder/predictions.md`` (``{"solved", "predictions"}``), the file checked
+    against the folder's ``SHA256SUMS``."""
     path = Path(folder) / PREDICTIONS
     return parse_predictions(read_text(folder, PREDICTIONS), path, kinds)
 
@@ -62,7 +59,7 @@ def parse_predictions(
 
 
 def parse_far_transfer_predictions(text: str, where: str | Path = PREDICTIONS) -> dict[str, Any]:
-    """The block of a predictions file's ``text``: its kinds among ``KINDS``, its keys there."""
+    """Chapter 6's block: its kinds among ``TRANSFER_KINDS``, its keys there."""
     found = parse_predictions(text, where, kinds=TRANSFER_KINDS)
     missing = [k for k in ("size", "solved", "learned", "references") if k not in found]
     if missing:
@@ -98,9 +95,9 @@ def test_labels(results: dict[str, Any], dataset: str, split: str) -> np.ndarray
     return labels_from_text(results["test_sets"][dataset][split]["labels"])
 
 
-def solved_seeds(results: dict[str, Any], cell: str, solved: dict[str, Any]) -> dict[int, bool]:
-    """``{seed: solved}`` by the predictions' own rule for the cell's dataset."""
-    rule = solved[parse_cell(cell)[0]]
+def solved_seeds(results: dict[str, Any], cell: str, rule: dict[str, Any]) -> dict[int, bool]:
+    """``{seed: solved}``: whether each run of ``cell`` reached ``rule["threshold"]`` accuracy on
+    ``rule["split"]`` (the "solved" rule of the cell's dataset)."""
     return {
         seed: bool(c.mean() >= rule["threshold"])
         for seed, c in correct_by_seed(results, cell, rule["split"]).items()
@@ -108,14 +105,14 @@ def solved_seeds(results: dict[str, Any], cell: str, solved: dict[str, Any]) -> 
 
 
 def meets(interval: Interval, expect: str) -> bool:
-    word, x = expect.split()[0], threshold_of(expect)
-    if word == "above":
-        return interval.low > x
-    if word == "below":
-        return interval.high < x
-    if word == "within":
-        return -x < interval.low and interval.high < x
-    raise ValueError(f"expect must be 'above X', 'below X' or 'within X', got {expect!r}")
+    """Whether ``interval`` is where ``expect`` (``"above X"``, ``"below X"``, ``"within X"``)
+    says."""
+    x = threshold_of(expect)
+    return {
+        "above": interval.low > x,
+        "below": interval.high < x,
+        "within": -x < interval.low and interval.high < x,
+    }[expect.split()[0]]
 
 
 def threshold_of(expect: str) -> float:
@@ -126,19 +123,24 @@ def threshold_of(expect: str) -> float:
     return float(value)
 
 
+def in_points(expect: str) -> str:
+    """``"above -0.05"`` -> ``"above -5 points"``."""
+    return f"{expect.split()[0]} {100 * threshold_of(expect):g} points"
+
+
 def p_text(interval: Interval, expect: str) -> str:
     """The bootstrap p-value beside a gap, only where it tests what the prediction names.
 
     The p-value is for "the gap is 0". Beside "above 0.05" or "within 0.05" it would answer a
     question the prediction did not ask, so it is left out; beside "above 0" or "below 0" it
     tests the prediction's own threshold, and says so."""
-    word = expect.split()[0]
-    if word == "within" or threshold_of(expect) != 0.0:
+    if expect.split()[0] == "within" or threshold_of(expect) != 0.0:
         return ""
     return f" (against 0: {format_p(interval.p, interval.floor)})"
 
 
 def chosen(predictions: dict[str, Any], ids: Sequence[str] | None) -> list[dict[str, Any]]:
+    """The predictions named by ``ids`` (all where None), in that order."""
     if ids is None:
         return list(predictions["predictions"])
     known = {p["id"]: p for p in predictions["predictions"]}
