@@ -12,13 +12,13 @@ from companion.experiments.chapter5 import (
     split_seed_readings,
 )
 from companion.experiments.evaluation import labels_text, pack_bits
-from companion.experiments.prediction_checks import (
+from companion.experiments.predictions import (
     check_prediction,
+    load_predictions,
     per_seed,
     prediction_interval,
     split_cells,
 )
-from companion.experiments.predictions import load_predictions
 
 N = 400
 LABELS = np.random.default_rng(0).choice(4, N, p=[0.4, 0.2, 0.2, 0.2])

@@ -1,32 +1,13 @@
 """Chapter 5's reader: its ablations read split by split, and the predictions committed before
-each run checked by the rules fixed with them.
+each run checked by the rules fixed with them (:mod:`companion.experiments.predictions`).
 
-``results/<name>/predictions.md`` (one ``json`` block, read by
-:func:`companion.experiments.predictions.load_predictions`) says what "solved" means per dataset
-(a split and a threshold) and lists predictions, each of one kind:
-
-* ``count``: ``cell`` solved in ``expect = [low, high]`` of its seeds (inclusive);
-* ``gap``: ``cell`` minus ``against`` (another cell, or ``"constant"``: the constant answer on the
-  same images) on ``split``, read with the two-stage bootstrap interval
-  (:mod:`companion.experiments.bootstrap`); ``expect`` is ``"above X"`` (the interval's low end
-  above X), ``"below X"`` (its high end below X) or ``"within X"`` (inside ``(-X, X)``);
-* ``lift-gap``: how much more ``cell`` scores above the constant answer on split ``second``
-  than on split ``first`` (held-out positions against seen ones), ``expect`` as for ``gap``;
-* ``count-gap``: ``cell`` solved in more seeds than ``against``, Fisher's exact ``p < 0.05``
-  (``expect`` is ``"more"``).
-
-A cell is ``"dataset:pos"`` or ``"dataset:pos:variant"``. Cells compared are paired on the seeds
-both have (a controlled variant runs on fewer seeds than the Swin it changes). The bootstrap
-p-value is for "the gap is 0", so it is printed only beside a prediction whose threshold is 0 (and
-then says "against 0"), and at its floor as a bound (:func:`companion.experiments.stats.format_p`).
-A gap or lift-gap that reads a cell whose seeds split is also read seed by seed and on the solved
-seeds alone (:func:`split_seed_readings`). The exploratory gaps (:func:`gaps_lines`) are
-Holm-adjusted over the pairs printed; a split cell is read by its count, never its mean.
-
-Each prediction is checked by :mod:`companion.experiments.prediction_checks`, which also says
-when a comparison is not readable (its positive control failed). Where the predictions were
-written after an earlier run whose runs the planned folder repeats (:data:`KNOWN_BEFORE`),
-:func:`blind_predictions_table` reads them also on the seeds they did not know.
+The chapter imports everything it reads from here (the names imported ``as`` themselves are
+re-exported, each defined once where chapters 5 and 6 share it). A cell whose seeds split into
+solved and unsolved is read by its count, never its mean; a planned gap that reads one is also
+read seed by seed and on the solved seeds alone (:func:`split_seed_readings`). Where the
+predictions were written after an earlier run whose runs the planned folder repeats
+(:data:`KNOWN_BEFORE`), :func:`blind_predictions_table` reads them also on the seeds they did not
+know.
 """
 
 from __future__ import annotations
@@ -38,32 +19,28 @@ from typing import Any
 
 import numpy as np
 
-from companion.experiments.bootstrap import Interval, lift_gap_interval
+from companion.experiments.bootstrap import Interval
 from companion.experiments.integrity import whole_folders
-
-# The chapter imports everything it reads from here: the names below marked ``name as name`` are
-# re-exported, each defined once where chapters 5 and 6 share it.
 from companion.experiments.placements import placement_readings as placement_readings
 from companion.experiments.placements import placement_table as placement_table
 from companion.experiments.placements import placements as placements
-from companion.experiments.prediction_checks import (
+from companion.experiments.predictions import (
     check_prediction,
+    chosen,
     control_note,
     failed_control,
     gap_cells,
+    in_points,
+    is_split_cell,
+    meets,
     on_seeds,
+    parse_cell,
     per_seed,
     prediction_interval,
+    solved_seeds,
     split_cells,
 )
-from companion.experiments.predictions import (
-    chosen,
-    in_points,
-    meets,
-    parse_cell,
-    solved_seeds,
-    test_labels,
-)
+from companion.experiments.predictions import constant_answer as constant_answer
 from companion.experiments.predictions import load_predictions as load_predictions
 from companion.experiments.records import check_against_table
 from companion.experiments.results import describe_run as describe_run
@@ -73,15 +50,8 @@ from companion.experiments.results import load_curves as load_curves
 from companion.experiments.results import load_results as results_json
 from companion.experiments.split_reading import accuracy_table as accuracy_table
 from companion.experiments.split_reading import beside_their_swin as beside_their_swin
-from companion.experiments.split_reading import (
-    cell_of,
-    glance_entry,
-    is_split_cell,
-    pos_label,
-    seed_matrix,
-)
+from companion.experiments.split_reading import cell_of, glance_entry, pos_label, seed_matrix
 from companion.experiments.split_reading import cells_of as cells_of
-from companion.experiments.split_reading import constant_answer as constant_answer
 from companion.experiments.split_reading import split_rows as split_rows
 from companion.experiments.split_reading import variant_pairs as variant_pairs
 from companion.experiments.stats import format_p, holm_bounds
@@ -97,28 +67,27 @@ def load_results(folder: str | Path) -> dict[str, Any]:
     return results
 
 
+def _points(i: Interval) -> str:
+    """``"+12.3 [ +8.0,  +16.1]"``: an interval of a fraction, in points."""
+    return f"{100 * i.estimate:+6.1f} [{100 * i.low:+6.1f}, {100 * i.high:+6.1f}]"
+
+
 def gaps_lines(
-    results: dict[str, Any],
-    pairs: Sequence[tuple[str, str]],
-    split: str,
-    rule: dict[str, Any],
+    results: dict[str, Any], pairs: Sequence[tuple[str, str]], split: str, rule: dict[str, Any]
 ) -> str:
     """One line per ``(a, b)`` (cells, or ``b = "constant"``): the gap on ``split`` in points with
     its 95 % bootstrap interval and its p-value Holm-adjusted over the pairs printed (these are
     the exploratory comparisons: the planned ones are the predictions'). A gap with a split cell
     gets no interval: the counts say more than a mean of two groups. A p-value resting on
     bootstrap p-values at their floor is printed as the bound it is (``p_Holm < 0.0015``)."""
+    several = len({parse_cell(a)[0] for a, _ in pairs}) > 1  # then each line names its dataset
     found: list[tuple[str, Interval | None]] = []
-    several = len({a.split(":")[0] for a, _ in pairs}) > 1  # then each line names its dataset
     for a, b in pairs:
         name = f"{pos_label(a)} − {'constant answer' if b == 'constant' else pos_label(b)}"
-        name = f"{a.split(':')[0]}: {name}" if several else name
-        involved = [a] + ([] if b == "constant" else [b])
-        if any(is_split_cell(results, c, rule) for c in involved):
-            found.append((name, None))
-        else:
-            gap = {"kind": "gap", "cell": a, "against": b, "split": split}
-            found.append((name, prediction_interval(results, gap)))
+        name = f"{parse_cell(a)[0]}: {name}" if several else name
+        gap = {"kind": "gap", "cell": a, "against": b, "split": split}
+        split_cell = any(is_split_cell(results, c, rule) for c in gap_cells(gap))
+        found.append((name, None if split_cell else prediction_interval(results, gap)))
     tested = [i for _, i in found if i is not None]
     adjusted = iter(holm_bounds([i.p for i in tested], [i.floor for i in tested]))
     lines = [f"gaps on `{split}` in points [95 % bootstrap interval], p Holm-adjusted over "
@@ -129,12 +98,8 @@ def gaps_lines(
             lines.append(f"{name:{width}} a split cell: read the counts")
             continue
         p, bound = next(adjusted)
-        mark = " *" if p < 0.05 else ""
         shown = format_p(p, p if bound else 0.0, "p_Holm")  # a bound prints as "p_Holm < ..."
-        lines.append(
-            f"{name:{width}} {100 * interval.estimate:+6.1f} [{100 * interval.low:+6.1f}, "
-            f"{100 * interval.high:+6.1f}]  {shown}{mark}"
-        )
+        lines.append(f"{name:{width}} {_points(interval)}  {shown}{' *' if p < 0.05 else ''}")
     return "\n".join(lines)
 
 
@@ -145,17 +110,12 @@ def lift_lines(
     own constant answer) and the change, with its 95 % bootstrap interval."""
     lines = [f"lift over the constant answer (points): `{first}`, `{second}`, and the change "
              "[95 % bootstrap interval]"]  # fmt: skip
-    c1, c2 = constant_answer(results, dataset, first), constant_answer(results, dataset, second)
+    constants = {s: constant_answer(results, dataset, s) for s in (first, second)}
     for cell in cells:
-        _, a = seed_matrix(results, cell, first)
-        _, b = seed_matrix(results, cell, second)
-        i = lift_gap_interval(
-            a, test_labels(results, dataset, first), b, test_labels(results, dataset, second)
-        )
-        lines.append(
-            f"{pos_label(cell):12} {100 * (a.mean() - c1):+6.1f}  {100 * (b.mean() - c2):+6.1f}  "
-            f"change {100 * i.estimate:+6.1f} [{100 * i.low:+6.1f}, {100 * i.high:+6.1f}]"
-        )
+        a, b = (100 * (seed_matrix(results, cell, s)[1].mean() - c) for s, c in constants.items())
+        lift = {"kind": "lift-gap", "cell": cell, "first": first, "second": second}
+        change = _points(prediction_interval(results, lift))
+        lines.append(f"{pos_label(cell):12} {a:+6.1f}  {b:+6.1f}  change {change}")
     return "\n".join(lines)
 
 
@@ -165,13 +125,10 @@ def encoding_glance(
 ) -> str:
     """Markdown: what each encoding of ``pos`` bought on every task and test split at once.
 
-    ``sections``: ``(results, dataset, splits, rule)`` per task, ``rule`` its "solved" rule.
-    One row per task and split, one column per encoding; each entry is the lift over the
-    constant answer in points (mean over seeds, each split against the constant answer on its
-    own images). Where the cell's seeds split into solved and unsolved by its task's rule, the
-    entry is the count, the solved seeds' mean lift and each other seed's instead,
-    ``9/10 solved: +69.9 · 1 other: +45.8``:
-    a mean of the two groups would describe neither."""
+    ``sections``: ``(results, dataset, splits, rule)`` per task, ``rule`` its "solved" rule. One
+    row per task and split, one column per encoding, each entry the lift over the constant
+    answer (:func:`~companion.experiments.split_reading.glance_entry`: a split cell's seeds are
+    counted, not averaged)."""
     lines = ["| task, split | " + " | ".join(f"`{p}`" for p in pos) + " |"]
     lines.append("|---" * (len(pos) + 1) + "|")
     rules = []
@@ -179,8 +136,7 @@ def encoding_glance(
         rules.append(f"`{dataset}`: `{rule['split']}` ≥ {100 * rule['threshold']:g} %")
         for split in splits:
             entries = []
-            for p in pos:
-                cell = f"{dataset}:{p}"
+            for cell in (f"{dataset}:{p}" for p in pos):
                 seeds, correct = seed_matrix(results, cell, split)
                 lift = 100 * (correct.mean(1) - constant_answer(results, dataset, split))
                 flags = solved_seeds(results, cell, rule)
@@ -195,7 +151,7 @@ def encoding_glance(
     return "\n".join(lines) + "\n"
 
 
-def expected_text(prediction: dict[str, Any]) -> str:
+def _expected(prediction: dict[str, Any]) -> str:
     expect = prediction["expect"]
     return expect if isinstance(expect, str) else "{}-{} seeds".format(*expect)
 
@@ -203,7 +159,7 @@ def expected_text(prediction: dict[str, Any]) -> str:
 def predictions_list(predictions: dict[str, Any], ids: Sequence[str] | None = None) -> str:
     """A Markdown table of the predictions as written (before any result): id, text, expected."""
     lines = ["| id | prediction | expected |", "|---|---|---|"]
-    lines += [f"| {p['id']} | {p['text']} | {expected_text(p)} |" for p in chosen(predictions, ids)]
+    lines += [f"| {p['id']} | {p['text']} | {_expected(p)} |" for p in chosen(predictions, ids)]
     return "\n".join(lines)
 
 
@@ -215,7 +171,7 @@ def predictions_table(
     lines = ["| id | prediction | expected | measured | held |", "|---|---|---|---|---|"]
     for p in chosen(predictions, ids):
         measured, verdict = _measured(results, predictions, p)
-        lines.append(f"| {p['id']} | {p['text']} | {expected_text(p)} | {measured} | {verdict} |")
+        lines.append(f"| {p['id']} | {p['text']} | {_expected(p)} | {measured} | {verdict} |")
     return "\n".join(lines)
 
 
@@ -225,8 +181,7 @@ def _measured(
 ) -> tuple[str, str]:  # fmt: skip
     """``(what was measured, verdict)`` of one prediction, on ``seeds`` or on all."""
     measured, held = check_prediction(results, p, predictions["solved"], seeds)
-    if seeds is not None:
-        results = on_seeds(results, seeds)
+    results = results if seeds is None else on_seeds(results, seeds)
     split = split_cells(results, p, predictions["solved"])
     if split:
         measured += f" (split cell: {', '.join(map(pos_label, split))})"
@@ -270,8 +225,8 @@ def blind_predictions_table(
     ids: Sequence[str] | None = None,
 ) -> str:  # fmt: skip
     """Markdown: every prediction (of ``ids``) read on all seeds and on the seeds its cells ran
-    on that the predictions did not know (:class:`Known`), by the same rules and thresholds; a
-    count on fewer seeds is read as the same share (:func:`check_on_seeds`)."""
+    on that the predictions did not know (:class:`Known`), by the same rules and thresholds (a
+    count on fewer seeds read as the same share)."""
     lines = ["| id | expected | all seeds | held | seeds the predictions did not know | held |",
              "|---|---|---|---|---|---|"]  # fmt: skip
     for p in chosen(predictions, ids):
@@ -284,26 +239,25 @@ def blind_predictions_table(
             read += [f"seeds {_span(blind)}: {measured}", verdict]
         else:
             read += ["none: every seed was known", "—"]
-        lines.append(f"| {p['id']} | {expected_text(p)} | " + " | ".join(read) + " |")
+        lines.append(f"| {p['id']} | {_expected(p)} | " + " | ".join(read) + " |")
     return "\n".join(lines)
 
 
 def _span(seeds: Sequence[int]) -> str:
     """``[5, 6, 7, 8, 9]`` -> ``"5–9"``; others joined by commas."""
-    if seeds and list(seeds) == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2:
+    if len(seeds) > 2 and list(seeds) == list(range(seeds[0], seeds[-1] + 1)):
         return f"{seeds[0]}–{seeds[-1]}"
     return ", ".join(map(str, seeds))
 
 
 def _statistic_name(prediction: dict[str, Any]) -> str:
-    """What :func:`per_seed` measures, in words."""
+    """What :func:`~companion.experiments.predictions.per_seed` measures, in words."""
     if prediction["kind"] == "lift-gap":
-        first, second = prediction["first"], prediction["second"]
-        return f"change in lift over the constant answer, `{second}` minus `{first}`"
-    label = prediction["cell"].split(":", 1)[1]
+        return (f"change in lift over the constant answer, `{prediction['second']}` minus "
+                f"`{prediction['first']}`")  # fmt: skip
     against = prediction["against"]
-    other = "the constant answer" if against == "constant" else against.split(":", 1)[1]
-    return f"{label} minus {other} on `{prediction['split']}`"
+    other = "the constant answer" if against == "constant" else pos_label(against)
+    return f"{pos_label(prediction['cell'])} minus {other} on `{prediction['split']}`"
 
 
 def split_seed_readings(
@@ -315,8 +269,7 @@ def split_seed_readings(
     none), the planned reading over every seed ("not readable" where its positive control
     failed), then the same reading on the seeds where every cell it reads solved the task
     (exploratory: no prediction named it). Points throughout."""
-    solved = predictions["solved"]
-    blocks = []
+    solved, blocks = predictions["solved"], []
     for p in chosen(predictions, ids):
         split = split_cells(results, p, solved)
         if not split:
@@ -324,44 +277,33 @@ def split_seed_readings(
         values = per_seed(results, p)
         rule = solved[parse_cell(p["cell"])[0]]
         flags = {c: solved_seeds(results, c, rule) for c in gap_cells(p)}
-        baseline = p.get("against") if p["kind"] == "gap" and p["against"] != "constant" else None
+        baseline = p["against"] if len(flags) == 2 else None
         seeds = [s for s in sorted(values) if baseline is None or flags[baseline][s]]
         kept = [s for s in seeds if all(f[s] for f in flags.values())]
-        lines = [f"{p['id']}  {p['text']} (expected: {in_points(p['expect'])})"]
         control = failed_control(results, predictions, p)
-        if control is not None:
-            lines.append(f"    {control_note(control)}")
+        lines = [f"{p['id']}  {p['text']} (expected: {in_points(p['expect'])})"]
+        lines += [f"    {control_note(control)}"] if control else []
         for cell in split:
             k, n = sum(flags[cell].values()), len(flags[cell])
-            lines.append(
-                f"    {cell.split(':', 1)[1]} solved `{rule['split']}` in {k} of {n} seeds"
-            )
-        where = "" if baseline is None else f" where {baseline.split(':', 1)[1]} solved"
+            lines.append(f"    {pos_label(cell)} solved `{rule['split']}` in {k} of {n} seeds")
+        where = "" if baseline is None else f" where {pos_label(baseline)} solved"
         lines.append(f"    {_statistic_name(p)}, per seed{where} (points):")
-        lines.append("    " + f"{'seed':18}" + "".join(f"{s:>7}" for s in seeds))
+        rows = {"seed": [f"{s:>7}" for s in seeds]}
         for cell, f in flags.items():
-            name = f"{cell.split(':', 1)[1]} solved"
-            lines.append("    " + f"{name:18}" + "".join(
-                f"{'yes' if f[s] else 'no':>7}" for s in seeds))  # fmt: skip
-        lines.append("    " + f"{'points':18}" + "".join(f"{100 * values[s]:+7.1f}" for s in seeds))
+            rows[f"{pos_label(cell)} solved"] = [f"{'yes' if f[s] else 'no':>7}" for s in seeds]
+        rows["points"] = [f"{100 * values[s]:+7.1f}" for s in seeds]
+        lines += [f"    {name:18}" + "".join(row) for name, row in rows.items()]
         few = "seed" if len(kept) == 1 else "seeds"
         solved_where = f"solved {few}" if len(flags) == 1 else f"{few} where both solved"
-        for what, chosen_seeds in (
-            (f"all {len(values)} seeds (the planned reading)", None),
-            (f"the {len(kept)} {solved_where} (exploratory)", kept),
-        ):
-            if chosen_seeds is not None and len(chosen_seeds) == 0:
+        readings = [(f"all {len(values)} seeds (the planned reading)", None),
+                    (f"the {len(kept)} {solved_where} (exploratory)", kept)]  # fmt: skip
+        for what, on in readings:
+            if on == []:
                 lines.append(f"    {what}: none")
                 continue
-            i = prediction_interval(results, p, chosen_seeds)
+            i = prediction_interval(results, p, on)
             verdict = "yes" if meets(i, p["expect"]) else "no"
-            if control is not None and chosen_seeds is None:
-                verdict = "not readable"
-            lines.append(
-                f"    {what:42} {100 * i.estimate:+6.1f} [{100 * i.low:+6.1f}, "
-                f"{100 * i.high:+6.1f}]  {in_points(p['expect'])}: {verdict}"
-            )
+            verdict = "not readable" if control and on is None else verdict
+            lines.append(f"    {what:42} {_points(i)}  {in_points(p['expect'])}: {verdict}")
         blocks.append("\n".join(lines))
-    if not blocks:
-        return "no gap prediction here reads a split cell"
-    return "\n\n".join(blocks)
+    return "\n\n".join(blocks) or "no gap prediction here reads a split cell"

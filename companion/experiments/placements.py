@@ -24,9 +24,14 @@ import numpy as np
 from companion.data.tasks import PATCH
 from companion.experiments.bootstrap import Interval
 from companion.experiments.evaluation import load_split
-from companion.experiments.prediction_checks import control_note, failed_control
-from companion.experiments.predictions import in_points, meets
-from companion.experiments.split_reading import constant_answer, pos_label, seed_matrix
+from companion.experiments.predictions import (
+    constant_answer,
+    control_note,
+    failed_control,
+    in_points,
+    meets,
+)
+from companion.experiments.split_reading import pos_label, seed_matrix
 
 Placement = tuple[tuple[int, int], tuple[int, int]]
 

@@ -14,7 +14,12 @@ from typing import Any
 import numpy as np
 
 from companion.experiments.bootstrap import gap_interval
-from companion.experiments.predictions import correct_by_seed, solved_seeds
+from companion.experiments.predictions import (
+    constant_answer,
+    correct_by_seed,
+    is_split_cell,
+    solved_seeds,
+)
 from companion.experiments.stats import binomial_interval
 
 
@@ -55,17 +60,6 @@ def seed_matrix(results: dict[str, Any], cell: str, split: str) -> tuple[list[in
     by_seed = correct_by_seed(results, cell, split)
     seeds = sorted(by_seed)
     return seeds, np.stack([by_seed[s] for s in seeds])
-
-
-def constant_answer(results: dict[str, Any], dataset: str, split: str) -> float:
-    """The constant answer's accuracy on the split's own images."""
-    return float(results["test_sets"][dataset][split]["constant_answer"])
-
-
-def is_split_cell(results: dict[str, Any], cell: str, rule: dict[str, Any]) -> bool:
-    """Whether some seeds of ``cell`` solved by ``rule`` and some did not."""
-    flags = solved_seeds(results, cell, rule).values()
-    return 0 < sum(flags) < len(flags)
 
 
 def accuracy_table(
