@@ -7,8 +7,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from companion.experiments.chapter5 import KNOWN_BEFORE, blind_predictions_table
-from companion.experiments.pilots import fingerprint, pilot_twins
+from companion.experiments.chapter5 import blind_predictions_table
+from companion.experiments.pilots import KNOWN_BEFORE, fingerprint, pilot_twins
 from companion.experiments.predictions import load_predictions
 from companion.experiments.results import load_results
 

@@ -4,26 +4,33 @@ each run checked by the rules fixed with them (:mod:`companion.experiments.predi
 The chapter imports everything it reads from here (the names imported ``as`` themselves are
 re-exported, each defined once where chapters 5 and 6 share it). A cell whose seeds split into
 solved and unsolved is read by its count, never its mean; a planned gap that reads one is also
-read seed by seed and on the solved seeds alone (:func:`split_seed_readings`). Where the
-predictions were written after an earlier run whose runs the planned folder repeats
-(:data:`KNOWN_BEFORE`), :func:`blind_predictions_table` reads them also on the seeds they did not
-know.
+read seed by seed and on the solved seeds alone (:func:`split_seed_readings`).
+
+**Placements.** Each test split of ``far-relation-interior`` holds 1000 images but only 16
+placements (where A and B lie, in patches); every image of a placement asks the same question,
+so a bootstrap over images treats 1000 draws as independent where there are 16: too narrow for a
+claim about positions. :func:`placement_readings` resamples seeds, then placements (each with all
+its images), image-weighted as the planned reading is; it was added after the run, beside the
+planned reading (a bootstrap over seeds and images), and its verdicts are not the plan's. Every
+``seen`` pair lies along an edge row or column of the shared stage-0 window (rows and columns
+2-5), every ``unseen`` pair along one through its centre (3 or 4): the splits differ in more than
+whether a position was seen (:func:`pair_line`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from companion.data.tasks import PATCH
 from companion.experiments.bootstrap import Interval
+from companion.experiments.evaluation import load_split
 from companion.experiments.integrity import whole_folders
-from companion.experiments.placements import placement_readings as placement_readings
-from companion.experiments.placements import placement_table as placement_table
-from companion.experiments.placements import placements as placements
+from companion.experiments.pilots import KNOWN_BEFORE as KNOWN_BEFORE
+from companion.experiments.pilots import Known
 from companion.experiments.predictions import (
     check_prediction,
     chosen,
@@ -36,6 +43,7 @@ from companion.experiments.predictions import (
     on_seeds,
     parse_cell,
     per_seed,
+    pos_label,
     prediction_interval,
     solved_seeds,
     split_cells,
@@ -50,8 +58,8 @@ from companion.experiments.results import load_curves as load_curves
 from companion.experiments.results import load_results as results_json
 from companion.experiments.split_reading import accuracy_table as accuracy_table
 from companion.experiments.split_reading import beside_their_swin as beside_their_swin
-from companion.experiments.split_reading import cell_of, glance_entry, pos_label, seed_matrix
 from companion.experiments.split_reading import cells_of as cells_of
+from companion.experiments.split_reading import glance_entry, seed_matrix
 from companion.experiments.split_reading import split_rows as split_rows
 from companion.experiments.split_reading import variant_pairs as variant_pairs
 from companion.experiments.stats import format_p, holm_bounds
@@ -191,35 +199,6 @@ def _measured(
     return measured, "yes" if held else "**no**"
 
 
-@dataclass(frozen=True)
-class Known:
-    """The runs of a planned folder that its predictions knew: an earlier run of the same grid
-    (committed at ``commit``) was seen before they were written, and its runs, seeds ``seeds``
-    of each of its ``cells``, came out equal in the planned folder."""
-
-    commit: str
-    seeds: tuple[int, ...]
-    cells: tuple[str, ...]
-
-    def blind(self, results: dict[str, Any], cells: Sequence[str]) -> list[int]:
-        """The seeds every one of ``cells`` ran on and none of them had in the earlier run."""
-        ran = [{r["seed"] for r in results["runs"] if cell_of(r) == c} for c in cells]
-        known = self.seeds if set(cells) & set(self.cells) else ()
-        return sorted(set.intersection(*ran) - set(known))
-
-
-#: The earlier runs chapter 5's predictions were written after: the 5-seed grid at 59772f9, its
-#: four encodings on both tasks and six variants (not the three positive controls, new in the
-#: plan). ``tests/test_known_seeds.py`` finds exactly these runs again, from the git history.
-KNOWN_BEFORE = {
-    "cpu-ablation": Known("59772f9", (0, 1, 2, 3, 4), tuple(
-        [f"{d}:{p}" for d in ("grid-cell", "relation") for p in ("none", "abs", "rel", "abs+rel")]
-        + [f"grid-cell:{c}" for c in ("none:torus", "rel:torus", "rel:no-shift",
-                                      "rel:abs-offset-bias")]
-        + ["relation:none:pool-merge", "relation:rel:pool-merge"])),
-}  # fmt: skip
-
-
 def blind_predictions_table(
     results: dict[str, Any], predictions: dict[str, Any], known: Known,
     ids: Sequence[str] | None = None,
@@ -307,3 +286,114 @@ def split_seed_readings(
             lines.append(f"    {what:42} {_points(i)}  {in_points(p['expect'])}: {verdict}")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) or "no gap prediction here reads a split cell"
+
+
+Placement = tuple[tuple[int, int], tuple[int, int]]
+
+
+def placements(
+    dataset: str, split: str, n: int, data_seed: int = 0
+) -> tuple[np.ndarray, list[Placement]]:
+    """``(ids, keys)``: each test image's placement index ``(n,)`` and the placements, sorted,
+    each ``((row, col) of A, (row, col) of B)`` in patches."""
+    data = load_split(dataset, split, n, data_seed)
+    cells = (data.meta["centres"] // PATCH).long().tolist()  # (n, 2 objects, 2)
+    found = [((a[0], a[1]), (b[0], b[1])) for a, b in cells]
+    keys = sorted(set(found))
+    return np.array([keys.index(f) for f in found]), keys
+
+
+def pair_line(key: Placement) -> str:
+    """``"row 2"`` or ``"column 5"``: the line the pair lies along."""
+    (ra, ca), (rb, _) = key
+    return f"row {ra}" if ra == rb else f"column {ca}"
+
+
+def _counts(
+    results: dict[str, Any], cell: str, split: str, ids: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(seeds, placements)`` right answers and ``(placements,)`` images of each placement."""
+    k = int(ids.max()) + 1
+    correct = seed_matrix(results, cell, split)[1].astype(float)
+    hits = np.stack([np.bincount(ids, weights=row, minlength=k) for row in correct])
+    return hits, np.bincount(ids, minlength=k).astype(float)
+
+
+def placement_interval(
+    results: dict[str, Any],
+    terms: Sequence[tuple[float, str, str, np.ndarray]],
+    replicates: int = 4000,
+    seed: int = 0,
+) -> tuple[float, float, float]:
+    """``(estimate, low, high)`` of ``sum(sign * accuracy(cell, split))`` over ``terms``
+    ``(sign, cell, split, placement ids)``, with a 95 % two-stage bootstrap: seeds resampled once
+    for every term (paired by seed), then each split's placements resampled once for every term
+    that reads it (paired by placement), each drawn placement with all its images."""
+    rng = np.random.default_rng(seed)
+    read = [(sign, split, *_counts(results, cell, split, ids)) for sign, cell, split, ids in terms]
+    n_seeds = {len(hits) for _, _, hits, _ in read}
+    if len(n_seeds) != 1:
+        raise ValueError(f"terms must share their seeds, got seed counts {sorted(n_seeds)}")
+    (n,) = n_seeds
+
+    def value(s: np.ndarray, drawn: dict[str, np.ndarray]) -> float:
+        return sum(sign * (hits[s][:, drawn[split]].sum(1) / sizes[drawn[split]].sum()).mean()
+                   for sign, split, hits, sizes in read)  # fmt: skip
+
+    every = {split: np.arange(len(sizes)) for _, split, _, sizes in read}
+    estimate = value(np.arange(n), every)
+    values = np.empty(replicates)
+    for r in range(replicates):
+        s = rng.integers(0, n, n)
+        drawn = {split: rng.integers(0, len(p), len(p)) for split, p in every.items()}
+        values[r] = value(s, drawn)
+    low, high = np.quantile(values, [0.025, 0.975])
+    return float(estimate), float(low), float(high)
+
+
+def placement_table(
+    results: dict[str, Any], cells: Sequence[str], split: str, ids: np.ndarray,
+    keys: Sequence[Placement],
+) -> str:  # fmt: skip
+    """Markdown: per placement of ``split``, its line, its images and each cell's accuracy (%,
+    mean over seeds)."""
+    lines = [f"| `{split}` placement (A → B) | line | images | "
+             + " | ".join(f"`{pos_label(c)}`" for c in cells) + " |",
+             "|---" * (3 + len(cells)) + "|"]  # fmt: skip
+    sizes = np.bincount(ids, minlength=len(keys))
+    by_cell = [100 * np.divide(*_counts(results, c, split, ids)) for c in cells]
+    for p, key in enumerate(keys):
+        entries = [f"{a[:, p].mean():.1f}" for a in by_cell]
+        lines.append(f"| {key[0]} → {key[1]} | {pair_line(key)} | {sizes[p]} | "
+                     + " | ".join(entries) + " |")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def placement_readings(
+    results: dict[str, Any], predictions: dict[str, Any], ids: dict[str, np.ndarray],
+    keys: dict[str, Sequence[Placement]],
+) -> str:  # fmt: skip
+    """Text: the lines each split's pairs lie along, then every lift-gap prediction's lift
+    change (a cell's lift over the constant answer on ``second`` minus on ``first``, each split's
+    constant answer fixed at its measured value) read with the placement bootstrap against its
+    threshold, or "not readable" where its positive control failed (a correction made after the
+    run: the planned verdicts stand as printed). Points."""
+    lines = ["Correction made after the run: seeds and placements resampled (95 %), points."]
+    for split, found in keys.items():
+        along = sorted({pair_line(k) for k in found})
+        lines.append(f"  `{split}`: {len(found)} placements, pairs along {', '.join(along)}")
+    for p in predictions["predictions"]:
+        if p["kind"] != "lift-gap":
+            continue
+        cell, first, second = p["cell"], p["first"], p["second"]
+        dataset = cell.split(":", 1)[0]
+        shift = constant_answer(results, dataset, first) - constant_answer(results, dataset, second)
+        terms = [(1.0, cell, second, ids[second]), (-1.0, cell, first, ids[first])]
+        est, low, high = (v + shift for v in placement_interval(results, terms))
+        # A comparison whose positive control failed is not readable, by this reading too.
+        control = failed_control(results, predictions, p)
+        held = "yes" if meets(Interval(est, low, high, p=1.0), p["expect"]) else "no"
+        verdict = control_note(control) if control else f"{in_points(p['expect'])}: {held}"
+        lines.append(f"  {p['id']}  {pos_label(cell):8} lift change {100 * est:+.1f} "
+                     f"[{100 * low:+.1f}, {100 * high:+.1f}]  {verdict}")  # fmt: skip
+    return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""Which planned runs were pilots: a planned run whose per-image results equal a pilot run's.
+"""Which planned runs the predictions knew: a planned run equal to a run made before them.
 
 A pilot (``results/pilots/``) ran before the predictions were written. A planned run that comes
 out bit for bit as a pilot did (the same runner, seed and settings) was therefore known when the
@@ -6,6 +6,7 @@ predictions were written, whatever its name says: it is not a blind seed. Such r
 from the sealed records themselves (every folder read verified, pilots included), never from
 names: a planned run is a pilot's *twin* when some pilot run has the same :func:`fingerprint`,
 and a twin's moves (its ``transfer.json`` rows) are compared with its pilot's row by row.
+Chapter 5's predictions knew an earlier committed run instead (:data:`KNOWN_BEFORE`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from companion.experiments.predictions import cell_of
 from companion.experiments.results import (
     DERIVED,
     find_results,
@@ -27,6 +29,35 @@ from companion.experiments.results import (
 BLIND_SEEDS = 5
 #: Where chapter 6's transfer pilots are, under ``results/`` (each subfolder one pilot folder).
 TRANSFER_PILOTS = "pilots/out/transfer"
+
+
+@dataclass(frozen=True)
+class Known:
+    """The runs of a planned folder that its predictions knew: an earlier run of the same grid
+    (committed at ``commit``) was seen before they were written, and its runs, seeds ``seeds``
+    of each of its ``cells``, came out equal in the planned folder."""
+
+    commit: str
+    seeds: tuple[int, ...]
+    cells: tuple[str, ...]
+
+    def blind(self, results: dict[str, Any], cells: Sequence[str]) -> list[int]:
+        """The seeds every one of ``cells`` ran on and none of them had in the earlier run."""
+        ran = [{r["seed"] for r in results["runs"] if cell_of(r) == c} for c in cells]
+        known = self.seeds if set(cells) & set(self.cells) else ()
+        return sorted(set.intersection(*ran) - set(known))
+
+
+#: The earlier runs chapter 5's predictions were written after: the 5-seed grid at 59772f9, its
+#: four encodings on both tasks and six variants (not the three positive controls, new in the
+#: plan). ``tests/test_known_seeds.py`` finds exactly these runs again, from the git history.
+KNOWN_BEFORE = {
+    "cpu-ablation": Known("59772f9", (0, 1, 2, 3, 4), tuple(
+        [f"{d}:{p}" for d in ("grid-cell", "relation") for p in ("none", "abs", "rel", "abs+rel")]
+        + [f"grid-cell:{c}" for c in ("none:torus", "rel:torus", "rel:no-shift",
+                                      "rel:abs-offset-bias")]
+        + ["relation:none:pool-merge", "relation:rel:pool-merge"])),
+}  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -91,6 +91,17 @@ def parse_cell(cell: str) -> tuple[str, str, str]:
     return parts[0], parts[1], parts[2] if len(parts) == 3 else "swin"
 
 
+def cell_of(run: dict[str, Any]) -> str:
+    """A run's cell: ``"dataset:pos"``, or ``"dataset:pos:variant"`` for a controlled variant."""
+    variant = run.get("variant", "swin")
+    return f"{run['dataset']}:{run['pos']}" + ("" if variant == "swin" else f":{variant}")
+
+
+def pos_label(cell: str) -> str:
+    """``"grid-cell:abs+rel"`` -> ``"abs+rel"`` (with its variant, if any)."""
+    return cell.split(":", 1)[1]
+
+
 def correct_by_seed(results: dict[str, Any], cell: str, split: str) -> dict[int, np.ndarray]:
     """``{seed: (images,) bool}``: which test images of ``split`` each run of ``cell`` got right."""
     key = parse_cell(cell)
@@ -185,8 +196,7 @@ def failed_control(
 
 def control_note(control: dict[str, Any]) -> str:
     """``"not readable: abs failed its positive control I5"``."""
-    cell = control["cell"].split(":", 1)[1]
-    return f"not readable: {cell} failed its positive control {control['id']}"
+    return f"not readable: {pos_label(control['cell'])} failed its positive control {control['id']}"
 
 
 def check_prediction(

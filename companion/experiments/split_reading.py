@@ -15,18 +15,14 @@ import numpy as np
 
 from companion.experiments.bootstrap import gap_interval
 from companion.experiments.predictions import (
+    cell_of,
     constant_answer,
     correct_by_seed,
     is_split_cell,
+    pos_label,
     solved_seeds,
 )
 from companion.experiments.stats import binomial_interval
-
-
-def cell_of(run: dict[str, Any]) -> str:
-    """A run's cell: ``"dataset:pos"``, or ``"dataset:pos:variant"`` for a controlled variant."""
-    variant = run.get("variant", "swin")
-    return f"{run['dataset']}:{run['pos']}" + ("" if variant == "swin" else f":{variant}")
 
 
 def cells_of(results: dict[str, Any], dataset: str, variants: bool = True) -> list[str]:
@@ -48,11 +44,6 @@ def beside_their_swin(results: dict[str, Any], dataset: str) -> list[str]:
     for variant, swin in variant_pairs(results, dataset):
         order.setdefault(swin, []).append(variant)
     return [c for swin, variants in order.items() for c in (swin, *variants)]
-
-
-def pos_label(cell: str) -> str:
-    """``"grid-cell:abs+rel"`` -> ``"abs+rel"`` (with its variant, if any)."""
-    return cell.split(":", 1)[1]
 
 
 def seed_matrix(results: dict[str, Any], cell: str, split: str) -> tuple[list[int], np.ndarray]:
