@@ -46,8 +46,7 @@ _CONTROL_FOR = re.compile(r"control for ([A-Z]+\d+(?:(?:, | and )[A-Z]+\d+)*)")
 
 
 def load_predictions(folder: str | Path, kinds: Sequence[str] = KINDS) -> dict[str, Any]:
-    """The block of ``folder/predictions.md``, the file checked against the folder's
-    ``SHA256SUMS``."""
+    """The block of ``folder/predictions.md``, checked against the folder's ``SHA256SUMS``."""
     return parse_predictions(read_text(folder, PREDICTIONS), Path(folder) / PREDICTIONS, kinds)
 
 
@@ -123,8 +122,7 @@ def constant_answer(results: dict[str, Any], dataset: str, split: str) -> float:
 
 
 def solved_seeds(results: dict[str, Any], cell: str, rule: dict[str, Any]) -> dict[int, bool]:
-    """``{seed: solved}``: whether each run of ``cell`` reached ``rule["threshold"]`` accuracy on
-    ``rule["split"]`` (the "solved" rule of the cell's dataset)."""
+    """``{seed: accuracy on rule["split"] >= rule["threshold"]}`` (the dataset's "solved" rule)."""
     found = correct_by_seed(results, cell, rule["split"])
     return {seed: bool(c.mean() >= rule["threshold"]) for seed, c in found.items()}
 
@@ -159,11 +157,9 @@ def in_points(expect: str) -> str:
 
 
 def p_text(interval: Interval, expect: str) -> str:
-    """The bootstrap p-value beside a gap, only where it tests what the prediction names.
-
-    The p-value is for "the gap is 0". Beside "above 0.05" or "within 0.05" it would answer a
-    question the prediction did not ask, so it is left out; beside "above 0" or "below 0" it
-    tests the prediction's own threshold, and says so (at its floor, as a bound)."""
+    """The bootstrap p-value (for "the gap is 0") beside a gap, only where it tests what the
+    prediction names: beside "above 0" or "below 0", saying so (at its floor, as a bound); beside
+    "above 0.05" or "within 0.05" it would answer a question the prediction did not ask."""
     if expect.split()[0] == "within" or threshold_of(expect) != 0.0:
         return ""
     return f" (against 0: {format_p(interval.p, interval.floor)})"
@@ -203,10 +199,9 @@ def check_prediction(
     results: dict[str, Any], prediction: dict[str, Any], solved: dict[str, Any],
     seeds: Sequence[int] | None = None,
 ) -> tuple[str, bool]:  # fmt: skip
-    """``(what was measured, whether the prediction held)`` for one prediction, on every seed or
-    on ``seeds`` only. A count planned over a cell's ``N`` seeds is read as the same share of the
-    seeds read: ``k`` of ``n`` holds where ``k * N / n`` lies in the planned range (5 of 5 for
-    "9-10 of 10", 1-4 of 5 for "2-9 of 10")."""
+    """``(what was measured, whether it held)``, on every seed or on ``seeds``. A count planned
+    over a cell's ``N`` seeds is read as the same share of the seeds read: ``k`` of ``n`` holds
+    where ``k * N / n`` lies in the planned range (5 of 5 for "9-10 of 10")."""
     kind, cell = prediction["kind"], prediction["cell"]
     rule = solved[parse_cell(cell)[0]]
     if kind == "count":
@@ -238,9 +233,8 @@ def gap_cells(prediction: dict[str, Any]) -> list[str]:
 def _gap_matrices(
     results: dict[str, Any], prediction: dict[str, Any], seeds: Sequence[int] | None
 ) -> tuple[list[int], list[np.ndarray], list[str]]:
-    """The seeds a gap or lift-gap prediction is read on (those all its cells have, or the
-    given ``seeds``), its ``(seeds, images)`` arrays (``[a]`` against the constant answer,
-    ``[a, b]`` for two cells, ``[first, second]`` for a lift-gap) and the split of each."""
+    """The seeds a gap or lift-gap is read on (those all its cells have, or ``seeds``), its
+    ``(seeds, images)`` arrays (``[a]``, ``[a, b]`` or ``[first, second]``) and their splits."""
     if prediction["kind"] == "lift-gap":
         cells, splits = [prediction["cell"]] * 2, [prediction["first"], prediction["second"]]
     else:
@@ -259,8 +253,8 @@ def _gap_matrices(
 def prediction_interval(
     results: dict[str, Any], prediction: dict[str, Any], seeds: Sequence[int] | None = None
 ) -> Interval:
-    """The bootstrap interval a ``gap`` or ``lift-gap`` prediction is read with, on the seeds
-    its cells share (the planned reading) or on ``seeds`` only."""
+    """The bootstrap interval a gap or lift-gap is read with, on its cells' common seeds (the
+    planned reading) or on ``seeds``."""
     if prediction["kind"] not in ("gap", "lift-gap"):
         raise ValueError(f"prediction must be a gap or lift-gap, got kind {prediction['kind']!r}")
     dataset = parse_cell(prediction["cell"])[0]
@@ -274,15 +268,11 @@ def prediction_interval(
 
 
 def per_seed(results: dict[str, Any], prediction: dict[str, Any]) -> dict[int, float]:
-    """``{seed: the statistic of a gap or lift-gap prediction on that seed alone}`` (a fraction):
-    the cell's accuracy minus the constant answer or the other cell's, or for a lift-gap the
-    change of the cell's lift over the constant answer from ``first`` to ``second``."""
+    """``{seed: the statistic of a gap or lift-gap on that seed alone}`` (a fraction)."""
     dataset = parse_cell(prediction["cell"])[0]
     seeds, arrays, splits = _gap_matrices(results, prediction, None)
-    lifts = [
-        a.mean(1) - constant_answer(results, dataset, s)
-        for a, s in zip(arrays, splits, strict=True)
-    ]
+    pairs = zip(arrays, splits, strict=True)
+    lifts = [a.mean(1) - constant_answer(results, dataset, s) for a, s in pairs]
     if prediction["kind"] == "lift-gap":
         values = lifts[1] - lifts[0]
     else:
@@ -293,8 +283,8 @@ def per_seed(results: dict[str, Any], prediction: dict[str, Any]) -> dict[int, f
 def split_cells(
     results: dict[str, Any], prediction: dict[str, Any], solved: dict[str, Any]
 ) -> list[str]:
-    """The cells a gap or lift-gap prediction reads whose seeds split into solved and unsolved
-    (a count or count-gap reads its cells as counts: never listed)."""
+    """The cells a gap or lift-gap reads whose seeds split into solved and unsolved (a count or
+    count-gap reads its cells as counts: never listed)."""
     if prediction["kind"] not in ("gap", "lift-gap"):
         return []
     rule = solved[parse_cell(prediction["cell"])[0]]
