@@ -32,11 +32,11 @@ from companion.experiments.integrity import whole_folders
 from companion.experiments.pilots import KNOWN_BEFORE as KNOWN_BEFORE
 from companion.experiments.pilots import Known
 from companion.experiments.predictions import (
+    cells_read,
     check_prediction,
     chosen,
     control_note,
     failed_control,
-    gap_cells,
     in_points,
     is_split_cell,
     meets,
@@ -94,7 +94,7 @@ def gaps_lines(
         name = f"{pos_label(a)} − {'constant answer' if b == 'constant' else pos_label(b)}"
         name = f"{parse_cell(a)[0]}: {name}" if several else name
         gap = {"kind": "gap", "cell": a, "against": b, "split": split}
-        split_cell = any(is_split_cell(results, c, rule) for c in gap_cells(gap))
+        split_cell = any(is_split_cell(results, c, rule) for c in cells_read(gap))
         found.append((name, None if split_cell else prediction_interval(results, gap)))
     tested = [i for _, i in found if i is not None]
     adjusted = iter(holm_bounds([i.p for i in tested], [i.floor for i in tested]))
@@ -210,9 +210,7 @@ def blind_predictions_table(
              "|---|---|---|---|---|---|"]  # fmt: skip
     for p in chosen(predictions, ids):
         read = [*_measured(results, predictions, p)]
-        against = p.get("against")
-        cells = [p["cell"]] + ([against] if against not in (None, "constant") else [])
-        blind = known.blind(results, cells)
+        blind = known.blind(results, cells_read(p))
         if blind:
             measured, verdict = _measured(results, predictions, p, blind)
             read += [f"seeds {_span(blind)}: {measured}", verdict]
@@ -255,7 +253,7 @@ def split_seed_readings(
             continue
         values = per_seed(results, p)
         rule = solved[parse_cell(p["cell"])[0]]
-        flags = {c: solved_seeds(results, c, rule) for c in gap_cells(p)}
+        flags = {c: solved_seeds(results, c, rule) for c in cells_read(p)}
         baseline = p["against"] if len(flags) == 2 else None
         seeds = [s for s in sorted(values) if baseline is None or flags[baseline][s]]
         kept = [s for s in seeds if all(f[s] for f in flags.values())]

@@ -222,12 +222,11 @@ def check_prediction(
     return f"{interval}{p_text(interval, expect)}", meets(interval, expect)
 
 
-def gap_cells(prediction: dict[str, Any]) -> list[str]:
-    """The cells a gap or lift-gap prediction reads (not the constant answer)."""
-    cells = [prediction["cell"]]
-    if prediction["kind"] == "gap" and prediction["against"] != "constant":
-        cells.append(prediction["against"])
-    return cells
+def cells_read(prediction: dict[str, Any]) -> list[str]:
+    """The cells a prediction reads: its ``cell`` and the ``against`` cell of a gap or count-gap
+    (not the constant answer)."""
+    against = prediction.get("against", "constant")
+    return [prediction["cell"]] + ([] if against == "constant" else [against])
 
 
 def _gap_matrices(
@@ -238,7 +237,7 @@ def _gap_matrices(
     if prediction["kind"] == "lift-gap":
         cells, splits = [prediction["cell"]] * 2, [prediction["first"], prediction["second"]]
     else:
-        cells = gap_cells(prediction)
+        cells = cells_read(prediction)
         splits = [prediction["split"]] * len(cells)
     found = [correct_by_seed(results, c, s) for c, s in zip(cells, splits, strict=True)]
     common = sorted(set.intersection(*(set(f) for f in found)))
@@ -288,7 +287,7 @@ def split_cells(
     if prediction["kind"] not in ("gap", "lift-gap"):
         return []
     rule = solved[parse_cell(prediction["cell"])[0]]
-    return [c for c in gap_cells(prediction) if is_split_cell(results, c, rule)]
+    return [c for c in cells_read(prediction) if is_split_cell(results, c, rule)]
 
 
 def on_seeds(results: dict[str, Any], seeds: Sequence[int]) -> dict[str, Any]:
