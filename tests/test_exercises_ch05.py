@@ -20,13 +20,13 @@ from companion.exercises.ch05 import (
 )
 from companion.experiments.chapter5 import beside_their_swin, split_rows
 from companion.experiments.paper import SWIN_TABLE4
+from companion.experiments.predictions import constant_answer
 from companion.experiments.results import (
     find_results,
     load_bias_tables,
     load_curves,
     load_results,
 )
-from companion.experiments.split_reading import constant_answer
 from companion.experiments.stats import paired_interval
 from companion.figures.training import (
     plot_ablation_curves,

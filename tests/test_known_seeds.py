@@ -7,8 +7,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from companion.experiments.chapter5 import KNOWN_BEFORE, blind_predictions_table
-from companion.experiments.pilots import final_metrics, fingerprint, pilot_twins
+from companion.experiments.chapter5 import blind_predictions_table
+from companion.experiments.pilots import KNOWN_BEFORE, fingerprint, pilot_twins
 from companion.experiments.predictions import load_predictions
 from companion.experiments.results import load_results
 
@@ -33,6 +33,12 @@ def _git(*args: str) -> str:
 def _read(folder: Path) -> dict[str, Any]:
     """An earlier record as git holds it (git's object hash is its check; it has no seal)."""
     return json.loads((folder / "results.json").read_text(encoding="utf-8"))
+
+
+def final_metrics(run: dict[str, Any]) -> tuple[Any, ...]:
+    """What a run recorded before runs kept per-image bits: its final test and train accuracy
+    and loss (the losses, to float precision, a fingerprint of the weights)."""
+    return tuple(run["final"][k] for k in ("test_acc", "test_loss", "train_acc", "train_loss"))
 
 
 def known_runs(name: str, tmp_path: Path) -> dict[str, set[tuple[str, int]]]:

@@ -3,8 +3,8 @@
 import numpy as np
 import torch
 
+from companion.experiments.chapter5 import pair_line, placement_interval, placements
 from companion.experiments.evaluation import labels_text, pack_bits
-from companion.experiments.placements import pair_line, placement_interval, placements
 
 N = 200
 IDS = np.repeat(np.arange(4), N // 4)  # four placements of 50 images each
@@ -48,8 +48,12 @@ def test_the_interior_splits_differ_in_the_windows_lines_not_only_in_being_seen(
 
 
 def test_a_lift_gap_whose_positive_control_failed_is_not_readable_by_placements_either():
-    from companion.experiments.chapter5 import find_results, load_predictions, load_results
-    from companion.experiments.placements import placement_readings
+    from companion.experiments.chapter5 import (
+        find_results,
+        load_predictions,
+        load_results,
+        placement_readings,
+    )
 
     folder = find_results("interior-holdout")
     results, plan = load_results(folder), load_predictions(folder)

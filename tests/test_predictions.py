@@ -7,17 +7,18 @@ import pytest
 import torch
 
 from companion.experiments.chapter5 import (
-    check_prediction,
-    per_seed,
-    prediction_interval,
     predictions_list,
     predictions_table,
-    split_cells,
     split_seed_readings,
 )
 from companion.experiments.evaluation import labels_text, pack_bits
-from companion.experiments.prediction_checks import check_on_seeds
-from companion.experiments.predictions import load_predictions
+from companion.experiments.predictions import (
+    check_prediction,
+    load_predictions,
+    per_seed,
+    prediction_interval,
+    split_cells,
+)
 
 N = 400
 LABELS = np.random.default_rng(0).choice(4, N, p=[0.4, 0.2, 0.2, 0.2])
@@ -32,8 +33,9 @@ def run(pos, seed, accuracy, variant="swin", split="test"):
 
 
 def results(*runs):
+    constant = float(np.bincount(LABELS).max() / N)
     return {"runs": list(runs), "test_sets": {"task": {"test": {"labels": labels_text(
-        torch.from_numpy(LABELS))}}}}  # fmt: skip
+        torch.from_numpy(LABELS)), "constant_answer": constant}}}}  # fmt: skip
 
 
 def test_a_count_holds_when_the_solved_seeds_fall_in_the_expected_range():
@@ -119,9 +121,9 @@ def test_a_gaps_seed_by_seed_line_keeps_only_the_seeds_where_its_baseline_solved
 def test_a_count_on_fewer_seeds_is_read_as_the_same_share():
     found = results(*(run("rel", s, 0.99 if s < 9 else 0.3) for s in range(10)))
     p = {"id": "C", "text": "rel solves", "kind": "count", "cell": "task:rel", "expect": [9, 10]}
-    assert check_on_seeds(found, p, SOLVED, [0, 1, 2, 3, 4])[1]  # 5 of 5 as 10 of 10
-    assert not check_on_seeds(found, p, SOLVED, [5, 6, 7, 8, 9])[1]  # 4 of 5 as 8 of 10
-    assert check_on_seeds(found, p, SOLVED, [5, 6, 7, 8, 9])[0].startswith("solved 4 of 5")
+    assert check_prediction(found, p, SOLVED, [0, 1, 2, 3, 4])[1]  # 5 of 5 as 10 of 10
+    assert not check_prediction(found, p, SOLVED, [5, 6, 7, 8, 9])[1]  # 4 of 5 as 8 of 10
+    assert check_prediction(found, p, SOLVED, [5, 6, 7, 8, 9])[0].startswith("solved 4 of 5")
 
 
 def test_a_lift_gap_compares_two_splits_each_against_its_own_constant_answer():

@@ -15,9 +15,9 @@ from companion.experiments.chapter5 import (
     variant_pairs,
 )
 from companion.experiments.evaluation import labels_text, pack_bits
-from companion.experiments.predictions import load_predictions
+from companion.experiments.predictions import is_split_cell, load_predictions
 from companion.experiments.results import find_results, load_results
-from companion.experiments.split_reading import accuracy_table, cells_of, is_split_cell
+from companion.experiments.split_reading import accuracy_table, cells_of
 from companion.figures.training import plot_seed_dots
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,20 +1,12 @@
-"""Which planned runs were pilots: a planned run whose per-image results equal a pilot run's.
+"""Which planned runs the predictions knew: a planned run equal to a run made before them.
 
 A pilot (``results/pilots/``) ran before the predictions were written. A planned run that comes
 out bit for bit as a pilot did (the same runner, seed and settings) was therefore known when the
-predictions were written, whatever its name says: it is not a blind seed. This module finds such
-runs from the sealed records themselves, never from names:
-
-- a planned run is a pilot's *twin* when some pilot run has the same test images (each split's
-  ``labels_sha256``), the same per-image bits on every split and the same final test loss (a
-  fingerprint of the weights: two runs that merely agree image by image, as two that give the
-  constant answer do, differ there);
-- a twin's moves (its ``transfer.json`` rows: each rendering and window condition, as moved and
-  fine-tuned) are checked the same way against its pilot's moves, row by row.
-
-Every folder is read verified (:mod:`companion.experiments.results`), pilots included.
-:func:`lacking_blind_seeds` says which cells have fewer blind seeds than a plan needs
-(``results/run_cpu_transfer_far.sh`` trains one more seed of exactly those).
+predictions were written, whatever its name says: it is not a blind seed. Such runs are found
+from the sealed records themselves (every folder read verified, pilots included), never from
+names: a planned run is a pilot's *twin* when some pilot run has the same :func:`fingerprint`,
+and a twin's moves (its ``transfer.json`` rows) are compared with its pilot's row by row.
+Chapter 5's predictions knew an earlier committed run instead (:data:`KNOWN_BEFORE`).
 """
 
 from __future__ import annotations
@@ -24,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from companion.experiments.predictions import cell_of
 from companion.experiments.results import (
     DERIVED,
     find_results,
@@ -36,6 +29,35 @@ from companion.experiments.results import (
 BLIND_SEEDS = 5
 #: Where chapter 6's transfer pilots are, under ``results/`` (each subfolder one pilot folder).
 TRANSFER_PILOTS = "pilots/out/transfer"
+
+
+@dataclass(frozen=True)
+class Known:
+    """The runs of a planned folder that its predictions knew: an earlier run of the same grid
+    (committed at ``commit``) was seen before they were written, and its runs, seeds ``seeds``
+    of each of its ``cells``, came out equal in the planned folder."""
+
+    commit: str
+    seeds: tuple[int, ...]
+    cells: tuple[str, ...]
+
+    def blind(self, results: dict[str, Any], cells: Sequence[str]) -> list[int]:
+        """The seeds every one of ``cells`` ran on and none of them had in the earlier run."""
+        ran = [{r["seed"] for r in results["runs"] if cell_of(r) == c} for c in cells]
+        known = self.seeds if set(cells) & set(self.cells) else ()
+        return sorted(set.intersection(*ran) - set(known))
+
+
+#: The earlier runs chapter 5's predictions were written after: the 5-seed grid at 59772f9, its
+#: four encodings on both tasks and six variants (not the three positive controls, new in the
+#: plan). ``tests/test_known_seeds.py`` finds exactly these runs again, from the git history.
+KNOWN_BEFORE = {
+    "cpu-ablation": Known("59772f9", (0, 1, 2, 3, 4), tuple(
+        [f"{d}:{p}" for d in ("grid-cell", "relation") for p in ("none", "abs", "rel", "abs+rel")]
+        + [f"grid-cell:{c}" for c in ("none:torus", "rel:torus", "rel:no-shift",
+                                      "rel:abs-offset-bias")]
+        + ["relation:none:pool-merge", "relation:rel:pool-merge"])),
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -57,19 +79,14 @@ def _key(run: dict[str, Any]) -> str:
 
 
 def fingerprint(run: dict[str, Any]) -> tuple[Any, ...]:
-    """What a run learned, image by image: every split's test images and per-image bits, and
-    the final test loss."""
+    """What a run learned: every split's test images (``labels_sha256``) and per-image bits, and
+    the final test loss (a fingerprint of the weights: two runs that merely agree image by image,
+    as two that give the constant answer do, differ there)."""
     splits = tuple(
         (name, split["labels_sha256"], split["correct"])
         for name, split in sorted(run["splits"].items())
     )
     return splits, run["final"]["test_loss"]
-
-
-def final_metrics(run: dict[str, Any]) -> tuple[Any, ...]:
-    """What a run recorded before runs kept per-image bits: its final test and train accuracy
-    and loss (the losses, to float precision, a fingerprint of the weights)."""
-    return tuple(run["final"][k] for k in ("test_acc", "test_loss", "train_acc", "train_loss"))
 
 
 def _moves(folder: Path) -> dict[str, dict[tuple[Any, ...], tuple[Any, ...]]]:
@@ -92,11 +109,9 @@ def pilot_twins(
     same: Callable[[dict[str, Any]], tuple[Any, ...]] = fingerprint,
     read_pilot: Callable[[Path], dict[str, Any]] = load_results,
 ) -> list[PilotTwin]:
-    """Every run of the ``planned`` folders whose per-image results equal a run of one of the
-    ``pilots`` folders (``same``: :func:`fingerprint`, or :func:`final_metrics` for a pilot
-    that kept no per-image bits; each pilot folder's ``results.json`` read by ``read_pilot``),
-    with how many of its moves equal that pilot's, in the folders' order and each folder's run
-    order."""
+    """Every run of the ``planned`` folders equal (by ``same``) to a run of one of the ``pilots``
+    folders (each read by ``read_pilot``), with how many of its moves equal that pilot's, in the
+    folders' order and each folder's run order."""
     seen: dict[tuple[Any, ...], tuple[Path, str]] = {}
     for folder in map(Path, pilots):
         for run in read_pilot(folder)["runs"]:
@@ -120,9 +135,8 @@ def pilot_folders(root: str | Path) -> list[Path]:
 
 
 def find_pilot_twins(planned: Sequence[str], pilots: str = TRANSFER_PILOTS) -> list[PilotTwin]:
-    """:func:`pilot_twins` of the results folders named ``planned`` (each found by
-    :func:`~companion.experiments.results.find_results`: a clone's ``results/`` or the installed
-    package's) against every pilot folder under ``results/<pilots>`` beside them."""
+    """:func:`pilot_twins` of the results folders named ``planned`` (:func:`find_results`)
+    against every pilot folder under ``results/<pilots>`` beside them."""
     folders = [find_results(name) for name in planned]
     found = pilot_folders(folders[0].parent / pilots)
     if not found:

@@ -1,11 +1,25 @@
-"""Predictions written before a run: the one parser of their files, and what every reading of them
-shares.
+"""Predictions written before a run: the one parser of their files, and chapter 5's checks of them.
 
-``results/<name>/predictions.md`` is prose for the reader plus one fenced ``json`` block that
-:func:`parse_predictions` reads (chapter 5's kinds, ``KINDS``, are read by
-:mod:`companion.experiments.chapter5`; chapter 6's, ``TRANSFER_KINDS``, by
-:mod:`companion.experiments.chapter6`). A cell is ``"dataset:pos"`` or ``"dataset:pos:variant"``;
-a gap expects "above X", "below X" or "within X" (:func:`meets`).
+``results/<name>/predictions.md`` is prose for the reader plus one fenced ``json`` block
+(:func:`parse_predictions`): what "solved" means per dataset (a split and a threshold) and the
+predictions, of chapter 6's kinds (``TRANSFER_KINDS``, read by its reader) or of chapter 5's,
+checked here (:func:`check_prediction`):
+
+* ``count``: ``cell`` solved in ``expect = [low, high]`` of its seeds (inclusive);
+* ``gap``: ``cell`` minus ``against`` (another cell, or ``"constant"``: the constant answer on the
+  same images) on ``split``, read with the two-stage bootstrap interval; ``expect`` is ``"above
+  X"`` (the interval's low end above X), ``"below X"`` (its high end below X) or ``"within X"``
+  (inside ``(-X, X)``);
+* ``lift-gap``: how much more ``cell`` scores above the constant answer on split ``second`` than
+  on split ``first`` (held-out positions against seen ones), ``expect`` as for ``gap``;
+* ``count-gap``: ``cell`` solved in more seeds than ``against``, Fisher's exact ``p < 0.05``.
+
+A cell is ``"dataset:pos"`` or ``"dataset:pos:variant"``; cells compared are paired on the seeds
+both have (a controlled variant runs on fewer seeds than the Swin it changes). A comparison rests
+on a **positive control** when the plan says so: a ``gap`` against another cell on the count
+prediction on that cell, any prediction on a count prediction whose text names it (``"... (the
+control for I8)"``). Where that control failed, the comparison is not readable, whatever its
+interval says (:func:`failed_control`).
 """
 
 from __future__ import annotations
@@ -18,24 +32,22 @@ from typing import Any
 
 import numpy as np
 
-from companion.experiments.bootstrap import Interval
+from companion.experiments.bootstrap import Interval, gap_interval, lift_gap_interval
 from companion.experiments.evaluation import labels_from_text, unpack_bits
 from companion.experiments.results import read_text
-from companion.experiments.stats import format_p
+from companion.experiments.stats import binomial_interval, fisher_exact, format_p
 
 KINDS = ("count", "gap", "lift-gap", "count-gap")
-#: Chapter 6's kinds (its reading: ``companion.experiments.chapter6``).
 TRANSFER_KINDS = ("count", "moved-count", "lift-change", "moved-gap", "code-gap", "window-gain")
 PREDICTIONS = "predictions.md"
 _BLOCK = re.compile(r"```json\n(.*?)\n```", re.DOTALL)
+# "the control for I8", "the control for I8 and I9": the ids a count prediction is a control for.
+_CONTROL_FOR = re.compile(r"control for ([A-Z]+\d+(?:(?:, | and )[A-Z]+\d+)*)")
 
 
 def load_predictions(folder: str | Path, kinds: Sequence[str] = KINDS) -> dict[str, Any]:
-    """The ``json`` block of ``folder/predictions.md``: ``{"solved", "predictions"}`` (chapter
-    6's transfer predictions have kinds of their own, ``TRANSFER_KINDS``), checked
-    against the folder's ``SHA256SUMS`` (``companion.experiments.results.read_text``)."""
-    path = Path(folder) / PREDICTIONS
-    return parse_predictions(read_text(folder, PREDICTIONS), path, kinds)
+    """The block of ``folder/predictions.md``, checked against the folder's ``SHA256SUMS``."""
+    return parse_predictions(read_text(folder, PREDICTIONS), Path(folder) / PREDICTIONS, kinds)
 
 
 def parse_predictions(
@@ -62,7 +74,7 @@ def parse_predictions(
 
 
 def parse_far_transfer_predictions(text: str, where: str | Path = PREDICTIONS) -> dict[str, Any]:
-    """The block of a predictions file's ``text``: its kinds among ``KINDS``, its keys there."""
+    """Chapter 6's block: its kinds among ``TRANSFER_KINDS``, its keys there."""
     found = parse_predictions(text, where, kinds=TRANSFER_KINDS)
     missing = [k for k in ("size", "solved", "learned", "references") if k not in found]
     if missing:
@@ -78,19 +90,25 @@ def parse_cell(cell: str) -> tuple[str, str, str]:
     return parts[0], parts[1], parts[2] if len(parts) == 3 else "swin"
 
 
+def cell_of(run: dict[str, Any]) -> str:
+    """A run's cell: ``"dataset:pos"``, or ``"dataset:pos:variant"`` for a controlled variant."""
+    variant = run.get("variant", "swin")
+    return f"{run['dataset']}:{run['pos']}" + ("" if variant == "swin" else f":{variant}")
+
+
+def pos_label(cell: str) -> str:
+    """``"grid-cell:abs+rel"`` -> ``"abs+rel"`` (with its variant, if any)."""
+    return cell.split(":", 1)[1]
+
+
 def correct_by_seed(results: dict[str, Any], cell: str, split: str) -> dict[int, np.ndarray]:
     """``{seed: (images,) bool}``: which test images of ``split`` each run of ``cell`` got right."""
-    dataset, pos, variant = parse_cell(cell)
-    runs = [
-        r
-        for r in results["runs"]
-        if (r["dataset"], r["pos"], r.get("variant", "swin")) == (dataset, pos, variant)
-    ]
+    key = parse_cell(cell)
+    runs = [r for r in results["runs"] if (r["dataset"], r["pos"], r.get("variant", "swin")) == key]
     if not runs:
         raise ValueError(f"cell {cell!r} has no runs in these results")
-    return {
-        r["seed"]: unpack_bits(r["splits"][split]["correct"], r["splits"][split]["n"]) for r in runs
-    }
+    return {r["seed"]: unpack_bits(r["splits"][split]["correct"], r["splits"][split]["n"])
+            for r in runs}  # fmt: skip
 
 
 def test_labels(results: dict[str, Any], dataset: str, split: str) -> np.ndarray:
@@ -98,24 +116,31 @@ def test_labels(results: dict[str, Any], dataset: str, split: str) -> np.ndarray
     return labels_from_text(results["test_sets"][dataset][split]["labels"])
 
 
-def solved_seeds(results: dict[str, Any], cell: str, solved: dict[str, Any]) -> dict[int, bool]:
-    """``{seed: solved}`` by the predictions' own rule for the cell's dataset."""
-    rule = solved[parse_cell(cell)[0]]
-    return {
-        seed: bool(c.mean() >= rule["threshold"])
-        for seed, c in correct_by_seed(results, cell, rule["split"]).items()
-    }
+def constant_answer(results: dict[str, Any], dataset: str, split: str) -> float:
+    """The constant answer's accuracy on the split's own images."""
+    return float(results["test_sets"][dataset][split]["constant_answer"])
+
+
+def solved_seeds(results: dict[str, Any], cell: str, rule: dict[str, Any]) -> dict[int, bool]:
+    """``{seed: accuracy on rule["split"] >= rule["threshold"]}`` (the dataset's "solved" rule)."""
+    found = correct_by_seed(results, cell, rule["split"])
+    return {seed: bool(c.mean() >= rule["threshold"]) for seed, c in found.items()}
+
+
+def is_split_cell(results: dict[str, Any], cell: str, rule: dict[str, Any]) -> bool:
+    """Whether some seeds of ``cell`` solved by ``rule`` and some did not."""
+    flags = solved_seeds(results, cell, rule).values()
+    return 0 < sum(flags) < len(flags)
 
 
 def meets(interval: Interval, expect: str) -> bool:
-    word, x = expect.split()[0], threshold_of(expect)
-    if word == "above":
-        return interval.low > x
-    if word == "below":
-        return interval.high < x
-    if word == "within":
-        return -x < interval.low and interval.high < x
-    raise ValueError(f"expect must be 'above X', 'below X' or 'within X', got {expect!r}")
+    """Whether ``interval`` lies where ``expect`` (``"above X"``, ...) says."""
+    x = threshold_of(expect)
+    return {
+        "above": interval.low > x,
+        "below": interval.high < x,
+        "within": -x < interval.low and interval.high < x,
+    }[expect.split()[0]]
 
 
 def threshold_of(expect: str) -> float:
@@ -126,19 +151,22 @@ def threshold_of(expect: str) -> float:
     return float(value)
 
 
-def p_text(interval: Interval, expect: str) -> str:
-    """The bootstrap p-value beside a gap, only where it tests what the prediction names.
+def in_points(expect: str) -> str:
+    """``"above -0.05"`` -> ``"above -5 points"``."""
+    return f"{expect.split()[0]} {100 * threshold_of(expect):g} points"
 
-    The p-value is for "the gap is 0". Beside "above 0.05" or "within 0.05" it would answer a
-    question the prediction did not ask, so it is left out; beside "above 0" or "below 0" it
-    tests the prediction's own threshold, and says so."""
-    word = expect.split()[0]
-    if word == "within" or threshold_of(expect) != 0.0:
+
+def p_text(interval: Interval, expect: str) -> str:
+    """The bootstrap p-value (for "the gap is 0") beside a gap, only where it tests what the
+    prediction names: beside "above 0" or "below 0", saying so (at its floor, as a bound); beside
+    "above 0.05" or "within 0.05" it would answer a question the prediction did not ask."""
+    if expect.split()[0] == "within" or threshold_of(expect) != 0.0:
         return ""
     return f" (against 0: {format_p(interval.p, interval.floor)})"
 
 
 def chosen(predictions: dict[str, Any], ids: Sequence[str] | None) -> list[dict[str, Any]]:
+    """The predictions named by ``ids`` (all where None), in that order."""
     if ids is None:
         return list(predictions["predictions"])
     known = {p["id"]: p for p in predictions["predictions"]}
@@ -146,3 +174,123 @@ def chosen(predictions: dict[str, Any], ids: Sequence[str] | None) -> list[dict[
     if unknown:
         raise ValueError(f"ids: {unknown} are not predictions; allowed: {sorted(known)}")
     return [known[i] for i in ids]
+
+
+def failed_control(
+    results: dict[str, Any], predictions: dict[str, Any], prediction: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The failed positive control ``prediction`` rests on (a count prediction), else None."""
+    against = prediction.get("against") if prediction["kind"] == "gap" else None
+    for p in predictions["predictions"]:
+        named = _CONTROL_FOR.search(p["text"]) if p["kind"] == "count" else None
+        controls = re.findall(r"[A-Z]+\d+", named.group(1)) if named else []
+        rests = p["kind"] == "count" and (p["cell"] == against or prediction["id"] in controls)
+        if rests and not check_prediction(results, p, predictions["solved"])[1]:
+            return p
+    return None
+
+
+def control_note(control: dict[str, Any]) -> str:
+    """``"not readable: abs failed its positive control I5"``."""
+    return f"not readable: {pos_label(control['cell'])} failed its positive control {control['id']}"
+
+
+def check_prediction(
+    results: dict[str, Any], prediction: dict[str, Any], solved: dict[str, Any],
+    seeds: Sequence[int] | None = None,
+) -> tuple[str, bool]:  # fmt: skip
+    """``(what was measured, whether it held)``, on every seed or on ``seeds``. A count planned
+    over a cell's ``N`` seeds is read as the same share of the seeds read: ``k`` of ``n`` holds
+    where ``k * N / n`` lies in the planned range (5 of 5 for "9-10 of 10")."""
+    kind, cell = prediction["kind"], prediction["cell"]
+    rule = solved[parse_cell(cell)[0]]
+    if kind == "count":
+        every = solved_seeds(results, cell, rule)
+        flags = [ok for seed, ok in every.items() if seeds is None or seed in seeds]
+        k, n = sum(flags), len(flags)
+        low, high = binomial_interval(k, n)
+        lo, hi = prediction["expect"]
+        return f"solved {k} of {n} (rate {low:.2f}-{high:.2f})", lo <= k * len(every) / n <= hi
+    results = results if seeds is None else on_seeds(results, seeds)
+    if kind == "count-gap":
+        flags = list(solved_seeds(results, cell, rule).values())
+        other = list(solved_seeds(results, prediction["against"], rule).values())
+        ka, na, kb, nb = sum(flags), len(flags), sum(other), len(other)
+        p = fisher_exact(ka, na, kb, nb)
+        return f"{ka} of {na} against {kb} of {nb}, Fisher p = {p:.2g}", ka > kb and p < 0.05
+    interval, expect = prediction_interval(results, prediction), prediction["expect"]
+    return f"{interval}{p_text(interval, expect)}", meets(interval, expect)
+
+
+def cells_read(prediction: dict[str, Any]) -> list[str]:
+    """The cells a prediction reads: its ``cell`` and the ``against`` cell of a gap or count-gap
+    (not the constant answer)."""
+    against = prediction.get("against", "constant")
+    return [prediction["cell"]] + ([] if against == "constant" else [against])
+
+
+def _gap_matrices(
+    results: dict[str, Any], prediction: dict[str, Any], seeds: Sequence[int] | None
+) -> tuple[list[int], list[np.ndarray], list[str]]:
+    """The seeds a gap or lift-gap is read on (those all its cells have, or ``seeds``), its
+    ``(seeds, images)`` arrays (``[a]``, ``[a, b]`` or ``[first, second]``) and their splits."""
+    if prediction["kind"] == "lift-gap":
+        cells, splits = [prediction["cell"]] * 2, [prediction["first"], prediction["second"]]
+    else:
+        cells = cells_read(prediction)
+        splits = [prediction["split"]] * len(cells)
+    found = [correct_by_seed(results, c, s) for c, s in zip(cells, splits, strict=True)]
+    common = sorted(set.intersection(*(set(f) for f in found)))
+    if seeds is not None:
+        if not seeds or set(seeds) - set(common):
+            raise ValueError(f"seeds must be some of {common} (the cells' common seeds), got "
+                             f"{list(seeds)}")  # fmt: skip
+        common = sorted(seeds)
+    return common, [np.stack([f[s] for s in common]) for f in found], splits
+
+
+def prediction_interval(
+    results: dict[str, Any], prediction: dict[str, Any], seeds: Sequence[int] | None = None
+) -> Interval:
+    """The bootstrap interval a gap or lift-gap is read with, on its cells' common seeds (the
+    planned reading) or on ``seeds``."""
+    if prediction["kind"] not in ("gap", "lift-gap"):
+        raise ValueError(f"prediction must be a gap or lift-gap, got kind {prediction['kind']!r}")
+    dataset = parse_cell(prediction["cell"])[0]
+    _, arrays, splits = _gap_matrices(results, prediction, seeds)
+    labels = [test_labels(results, dataset, s) for s in splits]
+    if prediction["kind"] == "lift-gap":
+        return lift_gap_interval(arrays[0], labels[0], arrays[1], labels[1])
+    if len(arrays) == 1:
+        return gap_interval(arrays[0], labels=labels[0])
+    return gap_interval(arrays[0], arrays[1])
+
+
+def per_seed(results: dict[str, Any], prediction: dict[str, Any]) -> dict[int, float]:
+    """``{seed: the statistic of a gap or lift-gap on that seed alone}`` (a fraction)."""
+    dataset = parse_cell(prediction["cell"])[0]
+    seeds, arrays, splits = _gap_matrices(results, prediction, None)
+    pairs = zip(arrays, splits, strict=True)
+    lifts = [a.mean(1) - constant_answer(results, dataset, s) for a, s in pairs]
+    if prediction["kind"] == "lift-gap":
+        values = lifts[1] - lifts[0]
+    else:
+        values = lifts[0] if len(arrays) == 1 else arrays[0].mean(1) - arrays[1].mean(1)
+    return dict(zip(seeds, (float(v) for v in values), strict=True))
+
+
+def split_cells(
+    results: dict[str, Any], prediction: dict[str, Any], solved: dict[str, Any]
+) -> list[str]:
+    """The cells a gap or lift-gap reads whose seeds split into solved and unsolved (a count or
+    count-gap reads its cells as counts: never listed)."""
+    if prediction["kind"] not in ("gap", "lift-gap"):
+        return []
+    rule = solved[parse_cell(prediction["cell"])[0]]
+    return [c for c in cells_read(prediction) if is_split_cell(results, c, rule)]
+
+
+def on_seeds(results: dict[str, Any], seeds: Sequence[int]) -> dict[str, Any]:
+    """``results`` with only the runs of ``seeds``."""
+    kept = set(seeds)
+    return {**results, "runs": [r for r in results["runs"] if r["seed"] in kept]}

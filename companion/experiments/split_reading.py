@@ -1,10 +1,9 @@
 """A cell of an ablation read split by split, with intervals honest to the data (chapters 5 and 6).
 
-Everything here reads a results file whose runs keep every test split image by image
-(:mod:`companion.experiments.evaluation`). Accuracies and gaps come with the two-stage bootstrap
-of :mod:`companion.experiments.bootstrap` (seeds *and* test images), "learned nothing" is the
-constant answer measured on the same images, and a cell whose seeds split into solved and
-unsolved is reported as a count (solved k of n, exact interval on the rate), its mean never read.
+Accuracies and gaps come with the two-stage bootstrap of :mod:`companion.experiments.bootstrap`
+(seeds *and* test images), "learned nothing" is the constant answer measured on the same images,
+and a cell whose seeds split into solved and unsolved is reported as a count (solved k of n,
+exact interval on the rate), its mean never read.
 """
 
 from __future__ import annotations
@@ -15,22 +14,23 @@ from typing import Any
 import numpy as np
 
 from companion.experiments.bootstrap import gap_interval
-from companion.experiments.predictions import correct_by_seed
+from companion.experiments.predictions import (
+    cell_of,
+    constant_answer,
+    correct_by_seed,
+    is_split_cell,
+    pos_label,
+    solved_seeds,
+)
 from companion.experiments.stats import binomial_interval
 
 
 def cells_of(results: dict[str, Any], dataset: str, variants: bool = True) -> list[str]:
-    """The cells of ``dataset`` as ``"dataset:pos[:variant]"``: the main grid, then (unless
-    ``variants`` is False) the controlled variants."""
-    found = []
-    for r in results["runs"]:
-        if r["dataset"] == dataset:
-            variant = r.get("variant", "swin")
-            suffix = "" if variant == "swin" else f":{variant}"
-            found.append(f"{dataset}:{r['pos']}{suffix}")
-    unique = list(dict.fromkeys(found))
-    main = [c for c in unique if c.count(":") == 1]
-    return main + [c for c in unique if c.count(":") == 2] if variants else main
+    """The cells of ``dataset``: the main grid, then (unless ``variants`` is False) the
+    controlled variants."""
+    found = list(dict.fromkeys(cell_of(r) for r in results["runs"] if r["dataset"] == dataset))
+    main = [c for c in found if c.count(":") == 1]
+    return main + [c for c in found if c.count(":") == 2] if variants else main
 
 
 def variant_pairs(results: dict[str, Any], dataset: str) -> list[tuple[str, str]]:
@@ -46,34 +46,11 @@ def beside_their_swin(results: dict[str, Any], dataset: str) -> list[str]:
     return [c for swin, variants in order.items() for c in (swin, *variants)]
 
 
-def pos_label(cell: str) -> str:
-    """``"grid-cell:abs+rel"`` -> ``"abs+rel"`` (with its variant, if any)."""
-    return cell.split(":", 1)[1]
-
-
 def seed_matrix(results: dict[str, Any], cell: str, split: str) -> tuple[list[int], np.ndarray]:
     """The seeds, sorted, and their ``(seeds, images)`` bool matrix of ``split``'s images."""
     by_seed = correct_by_seed(results, cell, split)
     seeds = sorted(by_seed)
     return seeds, np.stack([by_seed[s] for s in seeds])
-
-
-def constant_answer(results: dict[str, Any], dataset: str, split: str) -> float:
-    """The constant answer's accuracy on the split's own images."""
-    return float(results["test_sets"][dataset][split]["constant_answer"])
-
-
-def solved(results: dict[str, Any], cell: str, rule: dict[str, Any]) -> tuple[int, int]:
-    """``(k, n)``: seeds of ``cell`` whose accuracy on ``rule["split"]`` reaches
-    ``rule["threshold"]``."""
-    _, correct = seed_matrix(results, cell, rule["split"])
-    return int((correct.mean(1) >= rule["threshold"]).sum()), len(correct)
-
-
-def is_split_cell(results: dict[str, Any], cell: str, rule: dict[str, Any]) -> bool:
-    """Whether some seeds solved and some did not."""
-    k, n = solved(results, cell, rule)
-    return 0 < k < n
 
 
 def accuracy_table(
@@ -91,14 +68,13 @@ def accuracy_table(
     lines = [f"| cell | {head} | solved (`{rule['split']}` ≥ {100 * rule['threshold']:g} %) |"]
     lines.append("|---" * (len(splits) + 2) + "|")
     for cell in cells or cells_of(results, dataset):
-        split_cell = is_split_cell(results, cell, rule)
+        flags = solved_seeds(results, cell, rule).values()
+        k, n = sum(flags), len(flags)
+        mark = " (split)" if 0 < k < n else ""
         entries = []
         for s in splits:
-            _, correct = seed_matrix(results, cell, s)
-            i = gap_interval(correct)
-            mark = " (split)" if split_cell else ""
+            i = gap_interval(seed_matrix(results, cell, s)[1])
             entries.append(f"{100 * i.estimate:.1f} [{100 * i.low:.1f}, {100 * i.high:.1f}]{mark}")
-        k, n = solved(results, cell, rule)
         low, high = binomial_interval(k, n)
         count = f"{k} of {n} (rate {low:.2f}–{high:.2f})"
         lines.append(f"| `{pos_label(cell)}` | " + " | ".join(entries) + f" | {count} |")
@@ -145,15 +121,8 @@ def split_rows(
 
 
 def split_codes(results: dict[str, Any], threshold: float) -> list[str]:
-    """The ``pos`` of every main-grid cell (the Swin itself, no variant) some of whose seeds reach
-    ``threshold`` test accuracy and some do not, in the plan's order."""
-    found = []
-    for dataset in results["plan"]["datasets"]:
-        for pos in results["plan"]["pos"]:
-            accuracies = [
-                c.mean() for c in correct_by_seed(results, f"{dataset}:{pos}", "test").values()
-            ]
-            solved = sum(a >= threshold for a in accuracies)
-            if 0 < solved < len(accuracies) and pos not in found:
-                found.append(pos)
-    return found
+    """The ``pos`` of every main-grid cell some of whose seeds reach ``threshold`` test accuracy
+    and some do not, in the plan's order."""
+    rule, plan = {"split": "test", "threshold": threshold}, results["plan"]
+    cells = [(d, pos) for d in plan["datasets"] for pos in plan["pos"]]
+    return list(dict.fromkeys(p for d, p in cells if is_split_cell(results, f"{d}:{p}", rule)))
