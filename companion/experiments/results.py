@@ -7,12 +7,14 @@ only the package, e.g. on Colab: the book's ``results/`` folder ships inside it 
 Nothing is read unverified (:mod:`companion.experiments.integrity`): every file is checked against
 the folder's ``SHA256SUMS``; every run, with its curve, against the ``record_sha256`` the run
 sealed (which covers its per-image results, final metrics and settings); the runs against the
-plan; the summary against the runs it is computed from; a bias table against the hash its run
-recorded. A mismatch is a one-line ``ResultsError`` naming the file.
+plan; the summary against the runs it is computed from; the test labels against the hashes the
+runs sealed; a bias table against the hash its run recorded. A mismatch is a one-line
+``ResultsError`` naming the file.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import statistics
 import textwrap
@@ -22,7 +24,6 @@ from typing import Any
 
 from companion.experiments.integrity import (
     ResultsError,
-    check_test_sets,
     is_sealed,
     read_manifest,
     verified_bytes,
@@ -41,24 +42,27 @@ WORK_DIR = "runs/ablation"  # the runs' checkpoints and records (not committed)
 DERIVED = ("transfer.json", "transfer.md")
 
 
+def _cell(dataset: str, pos: str | Position, variant: str) -> str:
+    return f"{dataset}__{pos}" + ("" if variant == "swin" else f"__{variant}")
+
+
 def run_key(dataset: str, pos: str | Position, seed: int, variant: str = "swin") -> str:
     """A run's file name: ``grid-cell__rel__seed0``, with ``__<variant>`` added before the seed
     for a controlled variant (``grid-cell__rel__torus__seed0``)."""
-    middle = "" if variant == "swin" else f"__{variant}"
-    return f"{dataset}__{pos}{middle}__seed{seed}"
+    return f"{_cell(dataset, pos, variant)}__seed{seed}"
+
+
+def _run_key(run: dict[str, Any]) -> str:
+    """:func:`run_key` of a run as its record holds it."""
+    return run_key(run["dataset"], run["pos"], run["seed"], run.get("variant", "swin"))
 
 
 def run_sources(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """``run key -> {"record_sha256", "checkpoint_sha256"}`` for every run of ``results`` (a
     ``results.json``, or ``{"runs": records}``): the content hashes a derived result records
     to say exactly what it was computed from (``None`` for runs published before hashes)."""
-    return {
-        run_key(r["dataset"], r["pos"], r["seed"], r.get("variant", "swin")): {
-            "record_sha256": r.get("record_sha256"),
-            "checkpoint_sha256": r.get("checkpoint_sha256"),
-        }
-        for r in results["runs"]
-    }
+    hashes = ("record_sha256", "checkpoint_sha256")
+    return {_run_key(r): {h: r.get(h) for h in hashes} for r in results["runs"]}
 
 
 def cell_label(pos: str, variant: str = "swin") -> str:
@@ -98,16 +102,13 @@ def results_table(summary: Sequence[dict[str, Any]], chance: dict[str, float]) -
     one column per dataset, cells ``mean ± std`` in percent."""
     datasets = list(dict.fromkeys(r["dataset"] for r in summary))
     cell = {(r["dataset"], cell_label(r["pos"], r.get("variant", "swin"))): r for r in summary}
-    labels = list(dict.fromkeys(name for _, name in cell))
-    labels = [c for c in labels if ":" not in c] + [c for c in labels if ":" in c]
+    labels = sorted(dict.fromkeys(name for _, name in cell), key=lambda c: ":" in c)
     ns = sorted({r["n"] for r in summary})
     head = "| pos | " + " | ".join(f"{d} (chance {100 * chance[d]:.1f})" for d in datasets) + " |"
     lines = [head, "|---" * (len(datasets) + 1) + "|"]
     for label in labels:
-        cells = []
-        for d in datasets:
-            r = cell.get((d, label))
-            cells.append("" if r is None else mean_std(r, 100, ".1f"))
+        rows = [cell.get((d, label)) for d in datasets]
+        cells = ["" if r is None else mean_std(r, 100, ".1f") for r in rows]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines.append("")
     n = "/".join(str(k) for k in ns)
@@ -162,15 +163,14 @@ def check_results(
     folder: str | os.PathLike[str], read: Callable[[Path, str], Any] = verified_json
 ) -> tuple[dict[str, Any], dict[str, list[dict]]]:
     """``results.json`` and every run's curve (``{run key: epochs}``), each file read with
-    ``read`` (by default checked against ``SHA256SUMS``), each run checked against its
-    ``record_sha256`` and the summary against the runs."""
+    ``read`` (by default checked against ``SHA256SUMS``), then checked as the module says."""
     folder = Path(folder)
     path = folder / "results.json"
     results = read(folder, "results.json")
     try:
         curves = {}
         for run in results["runs"]:
-            key = run_key(run["dataset"], run["pos"], run["seed"], run.get("variant", "swin"))
+            key = _run_key(run)
             curves[key] = read(folder, f"curves/{key}.json")["epochs"]
             if not is_sealed({**run, "epochs": curves[key]}):
                 raise ResultsError(
@@ -188,12 +188,42 @@ def check_results(
             raise ResultsError(
                 f"{path}: its summary is not the one its runs give (the summary was changed)"
             )
-        check_test_sets(results, path)  # the labels every run sealed
+        _check_test_sets(results, path)
     except (KeyError, TypeError, AttributeError) as exc:
         raise ResultsError(
             f"{path} is not an ablation's results ({type(exc).__name__}: {exc})"
         ) from None
     return results, curves
+
+
+def _check_test_sets(results: dict[str, Any], path: Path) -> None:
+    """Refuse test labels that are not the ones the runs were measured on: each ``test_sets``
+    entry must hash to its ``labels_sha256``, hold ``n`` labels whose most frequent one is its
+    ``constant_answer``, and agree with the ``labels_sha256`` and ``n`` every run sealed, so an
+    edit of the labels with the hash list made to match (which would move every "constant
+    answer" reading) is refused. A record that keeps no test sets has none to check."""
+    sets = results.get("test_sets")
+    if sets is None:
+        return
+    for dataset, splits in sets.items():
+        for split, kept in splits.items():
+            labels = kept["labels"]
+            if hashlib.sha256(labels.encode()).hexdigest() != kept["labels_sha256"]:
+                raise ResultsError(f"{path}: the {dataset} {split} labels do not match "
+                                   "their labels_sha256 (the labels were changed)")  # fmt: skip
+            constant = max(map(labels.count, set(labels)), default=0) / max(len(labels), 1)
+            if (kept["n"], kept["constant_answer"]) != (len(labels), constant):
+                raise ResultsError(f"{path}: the {dataset} {split} test set's n or constant "
+                                   "answer is not its labels' (it was changed)")  # fmt: skip
+    for run in results["runs"]:
+        for split, got in run["splits"].items():
+            kept = sets[run["dataset"]][split]
+            sealed = (got.get("labels_sha256", kept["labels_sha256"]), got["n"])
+            if sealed != (kept["labels_sha256"], kept["n"]):  # (runs from before sealed none)
+                raise ResultsError(
+                    f"{path}: the {run['dataset']} {split} labels are not the ones its runs "
+                    f"sealed (labels_sha256 in their records): the test set was changed"
+                )
 
 
 def read_text(folder: str | os.PathLike[str], name: str) -> str:
@@ -219,20 +249,11 @@ def load_transfer(folder: str | os.PathLike[str], results: dict[str, Any]) -> di
 
 def planned_runs(plan: dict[str, Any]) -> set[str]:
     """The run keys a ``results.json``'s ``plan`` names: every dataset x pos x seed in its
-    variant, and each extra cell for its ``extra_seeds``."""
-    variant = plan.get("variant", "swin")
-    keys = {
-        run_key(d, p, s, variant)
-        for s in plan["seeds"]
-        for d in plan["datasets"]
-        for p in plan["pos"]
-    }
-    for cell in plan.get("extra", []):
-        dataset, pos, cell_variant = cell.split(":")
-        keys |= {
-            run_key(dataset, pos, s, cell_variant) for s in plan.get("extra_seeds") or plan["seeds"]
-        }
-    return keys
+    variant, and each extra cell (``dataset:pos:variant``) for its ``extra_seeds``."""
+    variant, seeds = plan.get("variant", "swin"), plan["seeds"]
+    cells = [(d, p, variant, seeds) for d in plan["datasets"] for p in plan["pos"]]
+    cells += [(*c.split(":"), plan.get("extra_seeds") or seeds) for c in plan.get("extra", [])]
+    return {run_key(d, p, s, v) for d, p, v, cell_seeds in cells for s in cell_seeds}
 
 
 def load_curves(
@@ -243,19 +264,17 @@ def load_curves(
     results, saved = check_results(folder)
     curves: dict[tuple, list[dict]] = {}
     for run in results["runs"]:
-        v = run.get("variant", "swin")
-        if variant is not None and v != variant:
-            continue
-        where = (run["dataset"], run["pos"], run["seed"])
-        key = run_key(*where[:2], where[2], v)
-        curves[where if variant is not None else (*where[:2], v, where[2])] = saved[key]
+        v, where = run.get("variant", "swin"), (run["dataset"], run["pos"])
+        if variant is None:
+            curves[(*where, v, run["seed"])] = saved[_run_key(run)]
+        elif v == variant:
+            curves[(*where, run["seed"])] = saved[_run_key(run)]
     return curves
 
 
 def bias_file(dataset: str, pos: str, variant: str = "swin") -> str:
     """A cell's bias tables in a results folder: ``bias/<dataset>__<pos>[__<variant>].pt``."""
-    middle = "" if variant == "swin" else f"__{variant}"
-    return f"bias/{dataset}__{pos}{middle}.pt"
+    return f"bias/{_cell(dataset, pos, variant)}.pt"
 
 
 @whole_folders
