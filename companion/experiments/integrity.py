@@ -160,31 +160,29 @@ def _read_once(folder: Path) -> tuple[bytes | None, dict[str, bytes]]:
     return files.pop(MANIFEST, None), files
 
 
-def _checked(folder: Path, manifest: bytes | None, files: dict[str, bytes]) -> Snapshot:
-    """The reading ``files`` as a :class:`Snapshot`, or the first way it is not the published
-    folder (:func:`_differences`)."""
-    listed = _parse_manifest(manifest, folder)
-    found = {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
-    differences = _differences(listed, found)
-    if differences:
-        raise ResultsError(str(folder / differences[0]))
-    return Snapshot(files, listed)
-
-
 def read_folder(folder: str | os.PathLike[str]) -> Snapshot:
-    """Every file of ``folder``, read in one pass and checked against its ``SHA256SUMS``. A
-    reading that does not check out may be one a publish's swap overtook, so it is read once
-    more holding the publish lock shared: no swap happens then, and what is refused is what the
-    folder holds, never a false alarm from a publish in progress."""
+    """Every file of ``folder``, read in one pass and checked against its ``SHA256SUMS``; a
+    reading that does not check out (a swap may have overtaken it) is read again holding the
+    publish lock shared, so what is refused is what the folder holds, never a publish half done."""
     folder = Path(folder)
     if not folder.is_dir():
         raise ResultsError(f"{folder} is missing: no such results folder")
+
+    def reading() -> Snapshot:
+        manifest, files = _read_once(folder)
+        listed = _parse_manifest(manifest, folder)
+        found = {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
+        differences = _differences(listed, found)
+        if differences:
+            raise ResultsError(str(folder / differences[0]))
+        return Snapshot(files, listed)
+
     try:
-        return _checked(folder, *_read_once(folder))
+        return reading()
     except ResultsError:
         pass  # read again, with no publish in progress
     with folder_lock(folder, shared=True):
-        return _checked(folder, *_read_once(folder))
+        return reading()
 
 
 #: Inside a :func:`whole_folders` call: its readings by folder, and the publish locks it holds

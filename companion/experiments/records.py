@@ -30,6 +30,8 @@ from companion.swin_configs import CONFIGS
 
 TABLE = "records.csv"
 TABLE_HASH = "records.csv.sha256"
+#: The command that rebuilds the table.
+REBUILD = "python -m companion.experiments.records"
 #: The table's columns: what each row holds.
 COLUMNS = (
     "experiment",  # the folder under results/ (cpu-ablation, learned-vit-seeds/seed-2, ...)
@@ -189,7 +191,7 @@ def refresh_table(folder: str | Path) -> Path | None:
         return write_table(root)
     except (ResultsError, OSError) as error:
         print(f"published {folder}; {root / TABLE} not rebuilt ({error}): rebuild it with "
-              f"`python -m companion.experiments.records`", file=sys.stderr)  # fmt: skip
+              f"`{REBUILD}`", file=sys.stderr)  # fmt: skip
         return None
 
 
@@ -210,15 +212,11 @@ def _read_table(root: Path) -> list[dict[str, Any]]:
         text = path.read_bytes().decode("utf-8")
         recorded = (root / TABLE_HASH).read_text(encoding="utf-8")
     except FileNotFoundError as error:
-        raise ResultsError(f"{error.filename} is missing: rebuild it with "
-                           "`python -m companion.experiments.records`") from None  # fmt: skip
+        raise ResultsError(f"{error.filename} is missing: rebuild it with `{REBUILD}`") from None
     if recorded != _hash_line(text):
         raise ResultsError(f"{path} does not match {root / TABLE_HASH}: changed or damaged")
-    rows = list(csv.DictReader(io.StringIO(text)))
-    for row in rows:
-        for column in INTEGER_COLUMNS:
-            row[column] = int(row[column])
-    return rows
+    rows = csv.DictReader(io.StringIO(text))
+    return [{**row, **{c: int(row[c]) for c in INTEGER_COLUMNS}} for row in rows]
 
 
 def check_against_table(
@@ -230,8 +228,7 @@ def check_against_table(
     reads is the one the table holds, in the table of the folder's results tree."""
     folder, root = Path(folder).resolve(), _tree(folder)
     if root is None:
-        raise ResultsError(f"no {TABLE} above {folder}: build it with "
-                           "`python -m companion.experiments.records`")  # fmt: skip
+        raise ResultsError(f"no {TABLE} above {folder}: build it with `{REBUILD}`")
     name = folder.relative_to(root).as_posix()
     if before is not None:
         kind, rows = "transfer", _transfer_rows(name, record, before)
@@ -249,20 +246,15 @@ def check_against_table(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m companion.experiments.records",
+        prog=REBUILD,
         description="Rebuild results/records.csv (every published run, one row per run and "
         "split) from the sealed result folders, or check the committed one.",
     )
-    parser.add_argument(
-        "--results-dir", type=Path, default=None,
-        help="the results folder (default: the one the chapters read)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--check", action="store_true",
-        help="only say whether the committed table is what the folders give",
-    )  # fmt: skip
+    parser.add_argument("--results-dir", type=Path, help="default: the one the chapters read")
+    parser.add_argument("--check", action="store_true", help="only say whether the committed "
+                        "table is what the folders give")  # fmt: skip
     args = parser.parse_args(argv)
-    root = results_root() if args.results_dir is None else args.results_dir
+    root = args.results_dir or results_root()
     try:
         text = table_text(record_rows(root))
         if args.check:
@@ -270,13 +262,14 @@ def main(argv: list[str] | None = None) -> int:
             if (root / TABLE).read_text(encoding="utf-8") != text:
                 print(f"{root / TABLE} is not what the folders give: rebuild it", file=sys.stderr)
                 return 1
-            print(f"{root / TABLE}: {text.count(chr(10)) - 1} rows, as the folders give")
-            return 0
     except (ResultsError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    path = write_table(root)
-    print(f"wrote {path} ({text.count(chr(10)) - 1} rows) and {root / TABLE_HASH}")
+    rows = text.count("\n") - 1
+    if args.check:
+        print(f"{root / TABLE}: {rows} rows, as the folders give")
+    else:
+        print(f"wrote {write_table(root)} ({rows} rows) and {root / TABLE_HASH}")
     return 0
 
 

@@ -52,15 +52,18 @@ def run_key(dataset: str, pos: str | Position, seed: int, variant: str = "swin")
     return f"{_cell(dataset, pos, variant)}__seed{seed}"
 
 
+def _variant(run: dict[str, Any]) -> str:
+    return run.get("variant", "swin")
+
+
 def _run_key(run: dict[str, Any]) -> str:
     """:func:`run_key` of a run as its record holds it."""
-    return run_key(run["dataset"], run["pos"], run["seed"], run.get("variant", "swin"))
+    return run_key(run["dataset"], run["pos"], run["seed"], _variant(run))
 
 
 def run_sources(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """``run key -> {"record_sha256", "checkpoint_sha256"}`` for every run of ``results`` (a
-    ``results.json``, or ``{"runs": records}``): the content hashes a derived result records
-    to say exactly what it was computed from (``None`` for runs published before hashes)."""
+    """``run key -> {"record_sha256", "checkpoint_sha256"}`` of ``results``' runs: the content
+    hashes a derived result records to name what it was computed from (``None`` before hashes)."""
     hashes = ("record_sha256", "checkpoint_sha256")
     return {_run_key(r): {h: r.get(h) for h in hashes} for r in results["runs"]}
 
@@ -76,24 +79,17 @@ def summarize(runs: Sequence[dict[str, Any]], metric: str = "test_acc") -> list[
     ``None`` for a single seed)."""
     groups: dict[tuple[str, str, str], list[tuple[int, float]]] = {}
     for r in runs:
-        key = (r["dataset"], r["pos"], r.get("variant", "swin"))
-        groups.setdefault(key, []).append((r["seed"], r["final"][metric]))
+        groups.setdefault((r["dataset"], r["pos"], _variant(r)), []).append(
+            (r["seed"], r["final"][metric])
+        )
     rows = []
     for (dataset, pos, variant), pairs in groups.items():
-        values = [v for _, v in pairs]
-        rows.append(
-            {
-                "dataset": dataset,
-                "pos": pos,
-                "variant": variant,
-                "n": len(values),
-                "mean": statistics.fmean(values),
-                # One seed has no spread: None, never a 0 that reads as "no variation".
-                "std": statistics.stdev(values) if len(values) > 1 else None,
-                "seeds": [s for s, _ in pairs],
-                "values": values,
-            }
-        )
+        seeds, values = [s for s, _ in pairs], [v for _, v in pairs]
+        # One seed has no spread: None, never a 0 that reads as "no variation".
+        std = statistics.stdev(values) if len(values) > 1 else None
+        rows.append({"dataset": dataset, "pos": pos, "variant": variant, "n": len(values),
+                     "mean": statistics.fmean(values), "std": std, "seeds": seeds,
+                     "values": values})  # fmt: skip
     return rows
 
 
@@ -101,7 +97,7 @@ def results_table(summary: Sequence[dict[str, Any]], chance: dict[str, float]) -
     """Markdown: one row per cell (``pos``, then ``pos:variant`` for the controlled variants),
     one column per dataset, cells ``mean ± std`` in percent."""
     datasets = list(dict.fromkeys(r["dataset"] for r in summary))
-    cell = {(r["dataset"], cell_label(r["pos"], r.get("variant", "swin"))): r for r in summary}
+    cell = {(r["dataset"], cell_label(r["pos"], _variant(r))): r for r in summary}
     labels = sorted(dict.fromkeys(name for _, name in cell), key=lambda c: ":" in c)
     ns = sorted({r["n"] for r in summary})
     head = "| pos | " + " | ".join(f"{d} (chance {100 * chance[d]:.1f})" for d in datasets) + " |"
@@ -121,8 +117,7 @@ def results_table(summary: Sequence[dict[str, Any]], chance: dict[str, float]) -
 
 
 def mean_std(row: dict[str, Any], scale: float = 1.0, spec: str = ".3f") -> str:
-    """``"mean ± std"`` of a summary row, scaled, or just the mean when there is no spread (one
-    seed: ``std`` is ``None``)."""
+    """``"mean ± std"`` of a summary row, scaled; just the mean for one seed (``std`` ``None``)."""
     mean = format(scale * row["mean"], spec)
     return mean if row["std"] is None else f"{mean} ± {format(scale * row['std'], spec)}"
 
@@ -153,8 +148,7 @@ def find_results(name: str, search: Sequence[Path] | None = None) -> Path:
 
 
 def load_results(folder: str | os.PathLike[str]) -> dict[str, Any]:
-    """``results.json`` of an ablation folder, verified (see the module docstring) with every
-    run's curve: a folder that does not verify raises ``ResultsError``."""
+    """``results.json`` of an ablation folder, verified with its runs' curves (module docstring)."""
     return check_results(folder)[0]
 
 
@@ -250,7 +244,7 @@ def load_transfer(folder: str | os.PathLike[str], results: dict[str, Any]) -> di
 def planned_runs(plan: dict[str, Any]) -> set[str]:
     """The run keys a ``results.json``'s ``plan`` names: every dataset x pos x seed in its
     variant, and each extra cell (``dataset:pos:variant``) for its ``extra_seeds``."""
-    variant, seeds = plan.get("variant", "swin"), plan["seeds"]
+    variant, seeds = _variant(plan), plan["seeds"]
     cells = [(d, p, variant, seeds) for d in plan["datasets"] for p in plan["pos"]]
     cells += [(*c.split(":"), plan.get("extra_seeds") or seeds) for c in plan.get("extra", [])]
     return {run_key(d, p, s, v) for d, p, v, cell_seeds in cells for s in cell_seeds}
@@ -264,7 +258,7 @@ def load_curves(
     results, saved = check_results(folder)
     curves: dict[tuple, list[dict]] = {}
     for run in results["runs"]:
-        v, where = run.get("variant", "swin"), (run["dataset"], run["pos"])
+        v, where = _variant(run), (run["dataset"], run["pos"])
         if variant is None:
             curves[(*where, v, run["seed"])] = saved[_run_key(run)]
         elif v == variant:
@@ -281,9 +275,8 @@ def bias_file(dataset: str, pos: str, variant: str = "swin") -> str:
 def load_bias_tables(
     folder: str | os.PathLike[str], dataset: str, pos: str, variant: str = "swin"
 ) -> dict[str, Any]:
-    """The bias tables saved for ``dataset``, ``pos`` and ``variant`` (see
-    ``companion.experiments.runs.ablation.bias_tables``: every table in the signed-offset
-    layout)."""
+    """The bias tables saved for ``dataset``, ``pos`` and ``variant``, in the signed-offset layout
+    (``companion.experiments.runs.ablation.bias_tables``)."""
     name = bias_file(dataset, pos, variant)
     results = load_results(folder)
     if name not in results.get("bias_files", []):
@@ -293,11 +286,9 @@ def load_bias_tables(
             f"position bias tables)"
         )
     tables = verified_tensors(folder, name)
-    sealed = {
-        r.get("bias_sha256")
-        for r in results["runs"]
-        if bias_file(r["dataset"], r["pos"], r.get("variant", "swin")) == name
-    } - {None}  # the hash the run sealed into its record (runs from before recorded none)
+    runs = [r for r in results["runs"] if bias_file(r["dataset"], r["pos"], _variant(r)) == name]
+    # The hash the run sealed into its record (runs from before recorded none).
+    sealed = {r.get("bias_sha256") for r in runs} - {None}
     if sealed and read_manifest(folder)[name] not in sealed:  # checked against the file above
         raise ResultsError(f"{Path(folder) / name} is not the table its run recorded")
     return tables
@@ -308,22 +299,14 @@ LINE = 100
 
 
 def describe_run(record: dict[str, Any], budget: bool = True) -> str:
-    """A results file's header as the lines the book prints under an experiment: the command
-    (wrapped to ``LINE`` columns), hardware, software, commit, date and wall time; with
-    ``budget``, also the model and the training budget of its plan (``record["plan"]["train"]``).
-
-    ``record`` is a ``results.json`` or ``transfer.json`` as loaded (``load_results``).
-    """
+    """The header of ``record`` (a ``results.json`` or ``transfer.json`` as loaded) as the lines
+    the book prints under an experiment: command, hardware, software, commit, date and wall time;
+    with ``budget``, also the model and the training budget of its plan."""
     header, git = record["header"], record["header"]["git"]
     # Wrapped at spaces only: an option such as --extra grid-cell:rel:torus stays whole.
-    command = textwrap.wrap(
-        header["command"],
-        LINE,
-        initial_indent="command : ",
-        subsequent_indent=" " * 10,
-        break_on_hyphens=False,
-        break_long_words=False,
-    )
+    command = textwrap.wrap(header["command"], LINE, initial_indent="command : ",
+                            subsequent_indent=" " * 10, break_on_hyphens=False,
+                            break_long_words=False)  # fmt: skip
     at_once = f", {header['jobs']} runs at a time" if "jobs" in header else ""
     if "threads_per_run" in header:
         at_once += f", {header['threads_per_run']} thread(s) each"
