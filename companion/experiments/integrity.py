@@ -10,9 +10,8 @@ is what was published. A mismatch is one line naming the file (:class:`ResultsEr
 A publish swaps a folder in whole (``runs.publish.swap_in``). A reader reads one folder, never
 half of the old and half of the new: the files are read through one handle on the directory,
 and a reading that does not check out (a swap may have overtaken it) is read again under the
-publish lock (:func:`folder_lock`, held shared), where no swap can happen. Inside a function
-marked :func:`whole_folders` (the loaders), every file of a folder comes from the one reading of
-it.
+publish lock (:func:`folder_lock`, held shared), where no swap can happen; a loader reads each
+folder once (:func:`whole_folders`).
 
 A hash list guards against damage, not against an edit of a file and its hash together: what
 the runs sealed (``record_sha256``, labels' hashes) is checked on top (``results.check_results``).
@@ -36,9 +35,6 @@ from typing import Any, NamedTuple, ParamSpec, TypeVar
 import torch
 
 from companion._io import atomic_write_text, json_sha256
-
-if sys.platform != "win32":
-    import fcntl
 
 #: The hash list of a published folder.
 MANIFEST = "SHA256SUMS"
@@ -69,8 +65,8 @@ def file_hashes(folder: str | os.PathLike[str]) -> dict[str, str]:
 
 def _walk(folder: Path) -> Iterator[tuple[str, bytes]]:
     """``(relative path, bytes)`` of every file below ``folder`` but hidden names (locks, staging
-    folders, temporary files), read through one handle on the directory, so a swap of
-    ``folder`` cannot mix two folders (a file the old folder loses while it is read is absent)."""
+    folders, temporary files), read through one handle on the directory (module docstring): a
+    file the old folder loses to a swap while it is read is absent."""
     top = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
         for where, dirs, names, at in os.fwalk(".", dir_fd=top):
@@ -273,39 +269,30 @@ _HELD: set[tuple[str, int]] = set()
 
 @contextmanager
 def folder_lock(folder: str | os.PathLike[str], shared: bool = False) -> Iterator[None]:
-    """Hold ``folder``'s publish lock: exclusive for a publisher, shared for a reader, which then
-    sees no swap; either says on stderr when it waits for a publish. A reader does not create the
-    lock (a folder nobody published through needs none); a lock this thread holds already is not
-    taken again (it would wait on itself). Where the OS has no ``flock`` (Windows) a publisher
-    takes ``filelock``'s lock and a reader none."""
-    path, waiting = lock_file(folder), f"waiting for another process publishing {folder}"
+    """Hold ``folder``'s publish lock (``flock``): exclusive for a publisher, shared for a reader,
+    which then sees no swap; either says on stderr when it waits for a publish. A reader does not
+    create the lock (a folder nobody published through needs none); a lock this thread holds
+    already is not taken again (it would wait on itself)."""
+    import fcntl  # POSIX only, as os.fwalk, which every reading of a folder goes through
+
+    path = lock_file(folder)
     mine = (str(path), threading.get_ident())
-    if mine in _HELD or (shared and (sys.platform == "win32" or not path.is_file())):
+    if mine in _HELD or (shared and not path.is_file()):
         yield
         return
     held = set() if shared else {mine}
-    with ExitStack() as release:
-        if sys.platform == "win32":
-            from filelock import FileLock, Timeout
-
-            lock = FileLock(path)
-            try:
-                lock.acquire(timeout=0)
-            except Timeout:
-                print(waiting, file=sys.stderr, flush=True)
-                lock.acquire()
-            release.callback(lock.release)
-        else:
-            fd = os.open(path, os.O_RDONLY if shared else os.O_RDWR | os.O_CREAT, 0o666)
-            release.callback(os.close, fd)  # closing the file releases the lock
-            mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
-            try:
-                fcntl.flock(fd, mode | fcntl.LOCK_NB)
-            except BlockingIOError:
-                print(waiting, file=sys.stderr, flush=True)
-                fcntl.flock(fd, mode)
+    fd = os.open(path, os.O_RDONLY if shared else os.O_RDWR | os.O_CREAT, 0o666)
+    mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+    try:
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"waiting for another process publishing {folder}", file=sys.stderr, flush=True)
+            fcntl.flock(fd, mode)
         _HELD.update(held)
         try:
             yield
         finally:
             _HELD.difference_update(held)
+    finally:
+        os.close(fd)  # releases the lock

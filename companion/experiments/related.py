@@ -78,8 +78,7 @@ def _same_code(first: dict[str, Any], other: dict[str, Any], who: str) -> None:
 
 
 def _same_settings(first: dict[str, Any], other: dict[str, Any], skip: Sequence[str] = ()) -> None:
-    """Refuse ``other`` if one of its result settings (but ``skip``) or its variant is not
-    ``first``'s, naming each that differs."""
+    """Refuse ``other`` if a result setting (but ``skip``) or its variant is not ``first``'s."""
     ta, tb = other["plan"]["train"], first["plan"]["train"]
     diff = [
         f"{k} {json.dumps(ta.get(k))} vs {json.dumps(tb.get(k))}"
@@ -96,9 +95,8 @@ def _same_settings(first: dict[str, Any], other: dict[str, Any], skip: Sequence[
 def check_one_run(
     records: Sequence[dict[str, Any]], references: Sequence[dict[str, Any]] = ()
 ) -> None:
-    """Refuse ablation records (``results.json``) of one run of an experiment's script that do
-    not agree: every one ran the first's code; ``records`` share every result setting,
-    ``references`` all but :data:`REFERENCE_CHANGES`."""
+    """Refuse the records (``results.json``) of one run of an experiment's script that do not
+    agree (module docstring); ``references`` may differ in :data:`REFERENCE_CHANGES`."""
     try:
         for others, skip in ((records[1:], ()), (references, REFERENCE_CHANGES)):
             for other in others:
@@ -109,9 +107,8 @@ def check_one_run(
 
 
 def check_added_seeds(*pairs: tuple[dict[str, Any], dict[str, Any]]) -> None:
-    """Refuse seeds added after a run (each pair: the folder extended, the added folder's
-    ``results.json``) with other result settings than the folder they extend, or at more than
-    one commit among them."""
+    """Refuse seeds added after a run (pairs of ``results.json``: the folder extended, the added
+    folder) that do not agree (module docstring)."""
     try:
         for extended, added in pairs:
             _same_settings(extended, added)
