@@ -132,7 +132,7 @@ def _differences(listed: dict[str, str], found: dict[str, str]) -> list[str]:
         f"{name} is not listed in {MANIFEST}: not published" for name in found.keys() - listed
     ]
     lines += [
-        f"{name} was changed or damaged (its sha256 is not the one published)"
+        f"{name} was changed or damaged since it was published"
         for name in listed.keys() & found.keys()
         if listed[name] != found[name]
     ]
