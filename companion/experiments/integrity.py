@@ -157,9 +157,8 @@ def _read_once(folder: Path) -> tuple[bytes | None, dict[str, bytes]]:
 
 
 def read_folder(folder: str | os.PathLike[str]) -> Snapshot:
-    """Every file of ``folder``, read in one pass and checked against its ``SHA256SUMS``; a
-    reading that does not check out (a swap may have overtaken it) is read again holding the
-    publish lock shared, so what is refused is what the folder holds, never a publish half done."""
+    """Every file of ``folder``, read in one pass and checked against its ``SHA256SUMS``; read
+    again under the publish lock when it does not check out (module docstring)."""
     folder = Path(folder)
     if not folder.is_dir():
         raise ResultsError(f"{folder} is missing: no such results folder")

@@ -1,8 +1,5 @@
-"""Reading an ablation's results folder back, and the tables the book prints from it.
-
-(Written by :mod:`companion.experiments.runs.ablation`; read here, also by readers who installed
-only the package, e.g. on Colab: the book's ``results/`` folder ships inside it as
-``companion/book_results``.)
+"""Reading an ablation's results folder back (:mod:`companion.experiments.runs.ablation` writes
+it; :func:`result_places` says where the chapters find it), and the tables the book prints from it.
 
 Nothing is read unverified (:mod:`companion.experiments.integrity`): every file is checked against
 the folder's ``SHA256SUMS``; every run, with its curve, against the ``record_sha256`` the run
