@@ -3,36 +3,9 @@
 The sealed folders under ``results/`` stay what the runs wrote (``results.json``,
 ``transfer.json``, ``provenance.json``, each checked against its ``SHA256SUMS``). This module
 derives from them one table, ``results/records.csv``, one row per run and test split (and, for a
-moved model, per condition and metric), so that a reading is a filter and a group-by over it:
-
-=============  ==========================================================================
-column         what it holds
-=============  ==========================================================================
-experiment     the folder under ``results/`` (``cpu-ablation``, ``learned-vit-seeds/seed-2``...)
-record         the file the row comes from: ``results``, ``transfer`` or ``provenance``
-task           the dataset (``grid-cell``, ``far-relation-heldout``, ...)
-code           the position code as the record names it (``companion.position.Position.parse``
-               reads it)
-variant        ``swin``, a controlled variant (``torus``, ``pool-merge``, ...) or ``vit``
-rendering      ``scaled`` or ``world``: how the task is drawn at ``size``
-size           the image size in pixels
-condition      ``trained`` (evaluated as trained), or how a model was moved to ``size``
-               (``window-kept``, ``window-grown``, ...; recorded names mapped to today's here,
-               once: ``resolution_transfer.condition_name``)
-metric         ``acc`` (as trained or as moved) or ``acc_finetuned`` (after the short fine-tune)
-seed           the run's seed
-split          the test split (``test``, ``seen``, ``unseen``, ``near``)
-correct        test images answered right
-total          test images
-bits_sha256    SHA-256 of the per-image bits as recorded (hex text; empty where the record
-               keeps only the accuracy: ``provenance``)
-wall_s         the run's training time in seconds (a move's fine-tune time for
-               ``acc_finetuned``; empty for a move without training)
-commit         the commit the run was made at
-=============  ==========================================================================
-
-The table is derived, never edited: every publish rebuilds it (:func:`refresh_table`, called by
-the commands that publish a folder), and ``python -m companion.experiments.records`` rebuilds it
+moved model, per condition and metric; :data:`COLUMNS`), so that a reading is a filter and a
+group-by over it. The table is derived, never edited: every publish rebuilds it
+(:func:`refresh_table`), and ``python -m companion.experiments.records`` rebuilds it
 byte-identically from the folders (no retraining) with its hash in ``records.csv.sha256``;
 ``--check`` says whether the committed table is the one the folders give. :func:`load_table`
 refuses a table whose hash does not match.
@@ -57,10 +30,29 @@ from companion.swin_configs import CONFIGS
 
 TABLE = "records.csv"
 TABLE_HASH = "records.csv.sha256"
+#: The command that rebuilds the table.
+REBUILD = "python -m companion.experiments.records"
+#: The table's columns: what each row holds.
 COLUMNS = (
-    "experiment", "record", "task", "code", "variant", "rendering", "size", "condition", "metric",
-    "seed", "split", "correct", "total", "bits_sha256", "wall_s", "commit",
-)  # fmt: skip
+    "experiment",  # the folder under results/ (cpu-ablation, learned-vit-seeds/seed-2, ...)
+    "record",  # the file the row comes from: results, transfer or provenance
+    "task",  # the dataset (grid-cell, far-relation-heldout, ...)
+    "code",  # the position code as the record names it (Position.parse reads it)
+    "variant",  # swin, a controlled variant (torus, pool-merge, ...) or vit
+    "rendering",  # scaled or world: how the task is drawn at its size
+    "size",  # the image size in pixels
+    # trained (evaluated as trained), or how a model was moved to its size (window-kept, ...;
+    # recorded names mapped to today's here, once: resolution_transfer.condition_name)
+    "condition",
+    "metric",  # acc (as trained or as moved) or acc_finetuned (after the short fine-tune)
+    "seed",
+    "split",  # the test split (test, seen, unseen, near)
+    "correct",  # test images answered right
+    "total",  # test images
+    "bits_sha256",  # of the per-image bits as recorded (empty where only the accuracy is kept)
+    "wall_s",  # training time (a move's fine-tune time for acc_finetuned; empty without one)
+    "commit",  # the commit the run was made at
+)
 INTEGER_COLUMNS = ("size", "seed", "correct", "total")
 
 
@@ -182,22 +174,25 @@ def write_table(root: str | Path) -> Path:
     return Path(root) / TABLE
 
 
+def _tree(folder: str | Path) -> Path | None:
+    """The results tree ``folder`` lies in: the nearest folder above it holding ``records.csv``."""
+    return next((p for p in Path(folder).resolve().parents if (p / TABLE).is_file()), None)
+
+
 def refresh_table(folder: str | Path) -> Path | None:
-    """After ``folder`` was published: rebuild the record table of the results tree it lies in
-    (the nearest folder above it that holds a ``records.csv``), so that every published run is
-    in the table. ``None`` (nothing done) for a tree without a table, such as a scratch
-    ``--results-dir``; a tree that does not verify is reported on stderr, the folder published
-    all the same."""
-    for root in Path(folder).resolve().parents:
-        if (root / TABLE).is_file():
-            try:
-                return write_table(root)
-            except (ResultsError, OSError) as error:
-                rebuild = "python -m companion.experiments.records"
-                print(f"published {folder}; {root / TABLE} not rebuilt ({error}): rebuild it "
-                      f"with `{rebuild}`", file=sys.stderr)  # fmt: skip
-                return None
-    return None
+    """After ``folder`` was published: rebuild the record table of its results tree, so that
+    every published run is in the table. ``None`` (nothing done) for a tree without a table,
+    such as a scratch ``--results-dir``; a tree that does not verify is reported on stderr, the
+    folder published all the same."""
+    root = _tree(folder)
+    if root is None:
+        return None
+    try:
+        return write_table(root)
+    except (ResultsError, OSError) as error:
+        print(f"published {folder}; {root / TABLE} not rebuilt ({error}): rebuild it with "
+              f"`{REBUILD}`", file=sys.stderr)  # fmt: skip
+        return None
 
 
 def load_table(root: str | Path | None = None) -> list[dict[str, Any]]:
@@ -217,15 +212,11 @@ def _read_table(root: Path) -> list[dict[str, Any]]:
         text = path.read_bytes().decode("utf-8")
         recorded = (root / TABLE_HASH).read_text(encoding="utf-8")
     except FileNotFoundError as error:
-        raise ResultsError(f"{error.filename} is missing: rebuild it with "
-                           "`python -m companion.experiments.records`") from None  # fmt: skip
+        raise ResultsError(f"{error.filename} is missing: rebuild it with `{REBUILD}`") from None
     if recorded != _hash_line(text):
         raise ResultsError(f"{path} does not match {root / TABLE_HASH}: changed or damaged")
-    rows = list(csv.DictReader(io.StringIO(text)))
-    for row in rows:
-        for column in INTEGER_COLUMNS:
-            row[column] = int(row[column])
-    return rows
+    rows = csv.DictReader(io.StringIO(text))
+    return [{**row, **{c: int(row[c]) for c in INTEGER_COLUMNS}} for row in rows]
 
 
 def check_against_table(
@@ -234,13 +225,10 @@ def check_against_table(
     """Refuse a record a chapter reads (``results.json``; ``transfer.json`` with the 32-px
     ``before`` beside it; or an embedding run's ``provenance.json``) whose rows are not the record
     table's rows of its folder, so that every count and every per-image bits' hash a bootstrap
-    reads is the one the table holds. The table is that of the results tree the folder lies in
-    (its nearest parent holding ``records.csv``)."""
-    folder = Path(folder).resolve()
-    root = next((p for p in folder.parents if (p / TABLE).is_file()), None)
+    reads is the one the table holds, in the table of the folder's results tree."""
+    folder, root = Path(folder).resolve(), _tree(folder)
     if root is None:
-        raise ResultsError(f"no {TABLE} above {folder}: build it with "
-                           "`python -m companion.experiments.records`")  # fmt: skip
+        raise ResultsError(f"no {TABLE} above {folder}: build it with `{REBUILD}`")
     name = folder.relative_to(root).as_posix()
     if before is not None:
         kind, rows = "transfer", _transfer_rows(name, record, before)
@@ -258,20 +246,15 @@ def check_against_table(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m companion.experiments.records",
+        prog=REBUILD,
         description="Rebuild results/records.csv (every published run, one row per run and "
         "split) from the sealed result folders, or check the committed one.",
     )
-    parser.add_argument(
-        "--results-dir", type=Path, default=None,
-        help="the results folder (default: the one the chapters read)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--check", action="store_true",
-        help="only say whether the committed table is what the folders give",
-    )  # fmt: skip
+    parser.add_argument("--results-dir", type=Path, help="default: the one the chapters read")
+    parser.add_argument("--check", action="store_true", help="only say whether the committed "
+                        "table is what the folders give")  # fmt: skip
     args = parser.parse_args(argv)
-    root = results_root() if args.results_dir is None else args.results_dir
+    root = args.results_dir or results_root()
     try:
         text = table_text(record_rows(root))
         if args.check:
@@ -279,13 +262,14 @@ def main(argv: list[str] | None = None) -> int:
             if (root / TABLE).read_text(encoding="utf-8") != text:
                 print(f"{root / TABLE} is not what the folders give: rebuild it", file=sys.stderr)
                 return 1
-            print(f"{root / TABLE}: {text.count(chr(10)) - 1} rows, as the folders give")
-            return 0
     except (ResultsError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    path = write_table(root)
-    print(f"wrote {path} ({text.count(chr(10)) - 1} rows) and {root / TABLE_HASH}")
+    rows = text.count("\n") - 1
+    if args.check:
+        print(f"{root / TABLE}: {rows} rows, as the folders give")
+    else:
+        print(f"wrote {write_table(root)} ({rows} rows) and {root / TABLE_HASH}")
     return 0
 
 

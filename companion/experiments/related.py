@@ -61,67 +61,57 @@ def related_folder(folder: str | Path, name: str) -> Path:
     return found
 
 
+def _refuse(first: dict[str, Any], other: dict[str, Any], what: str) -> None:
+    raise ResultsError(f"{other['plan']['name']} cannot be read with {first['plan']['name']}: "
+                       f"{what}; they are not one experiment")  # fmt: skip
+
+
 def _code(record: dict[str, Any]) -> tuple[str, str]:
     return record["header"]["git"]["commit"], record["header"].get("companion_sha256", "")
 
 
-def _differences(a: dict[str, Any], b: dict[str, Any], skip: Sequence[str]) -> list[str]:
-    """``"name a vs b"`` for every result setting of two ``results.json`` that differs."""
-    ta, tb = a["plan"]["train"], b["plan"]["train"]
-    found = [
+def _same_code(first: dict[str, Any], other: dict[str, Any], who: str) -> None:
+    """Refuse ``other`` if it ran other code than ``first`` (commit and companion hash)."""
+    if _code(other) != _code(first):
+        commits = f"{_code(other)[0][:10]} vs {_code(first)[0][:10]}"
+        _refuse(first, other, f"{who} ran other code (commit {commits})")
+
+
+def _same_settings(first: dict[str, Any], other: dict[str, Any], skip: Sequence[str] = ()) -> None:
+    """Refuse ``other`` if a result setting (but ``skip``) or its variant is not ``first``'s."""
+    ta, tb = other["plan"]["train"], first["plan"]["train"]
+    diff = [
         f"{k} {json.dumps(ta.get(k))} vs {json.dumps(tb.get(k))}"
         for k in RESULT_SETTINGS
         if k not in skip and ta.get(k) != tb.get(k)
     ]
-    if a["plan"].get("variant", "swin") != b["plan"].get("variant", "swin"):
-        found.append(f"variant {a['plan'].get('variant')} vs {b['plan'].get('variant')}")
-    return found
-
-
-def _name(record: dict[str, Any]) -> str:
-    return str(record["plan"]["name"])
-
-
-def _refuse(first: dict[str, Any], other: dict[str, Any], what: str) -> None:
-    raise ResultsError(
-        f"{_name(other)} cannot be read with {_name(first)}: {what}; they are not one experiment"
-    )
+    variants = [r["plan"].get("variant", "swin") for r in (other, first)]
+    if variants[0] != variants[1]:
+        diff.append(f"variant {variants[0]} vs {variants[1]}")
+    if diff:
+        _refuse(first, other, f"other settings ({'; '.join(diff)})")
 
 
 def check_one_run(
     records: Sequence[dict[str, Any]], references: Sequence[dict[str, Any]] = ()
 ) -> None:
-    """Refuse ablation records (``results.json``) of one run of an experiment's script that do
-    not agree: every one, ``references`` included, ran the first's code (commit and companion
-    hash); ``records`` share every result setting, ``references`` all but
-    :data:`REFERENCE_CHANGES`. The message names the folders and the settings that differ."""
-    first = records[0]
+    """Refuse the records (``results.json``) of one run of an experiment's script that do not
+    agree (module docstring); ``references`` may differ in :data:`REFERENCE_CHANGES`."""
     try:
-        for other in [*records[1:], *references]:
-            if _code(other) != _code(first):
-                commits = f"{_code(other)[0][:10]} vs {_code(first)[0][:10]}"
-                _refuse(first, other, f"they ran other code (commit {commits})")
-            skip = REFERENCE_CHANGES if any(other is r for r in references) else ()
-            diff = _differences(other, first, skip)
-            if diff:
-                _refuse(first, other, f"other settings ({'; '.join(diff)})")
+        for others, skip in ((records[1:], ()), (references, REFERENCE_CHANGES)):
+            for other in others:
+                _same_code(records[0], other, "they")
+                _same_settings(records[0], other, skip)
     except (KeyError, TypeError) as exc:
         raise ResultsError(f"a record lacks its provenance ({type(exc).__name__}: {exc})") from None
 
 
 def check_added_seeds(*pairs: tuple[dict[str, Any], dict[str, Any]]) -> None:
-    """Refuse seeds added after a run (each pair: the folder extended, the added folder's
-    ``results.json``) that were trained with other result settings than the folder they extend,
-    or at more than one commit among them."""
+    """Refuse seeds added after a run (pairs of ``results.json``: the folder extended, the added
+    folder) that do not agree (module docstring)."""
     try:
         for extended, added in pairs:
-            diff = _differences(added, extended, ())
-            if diff:
-                _refuse(extended, added, f"other settings ({'; '.join(diff)})")
-        first = pairs[0][1]
-        for _, added in pairs[1:]:
-            if _code(added) != _code(first):
-                commits = f"{_code(added)[0][:10]} vs {_code(first)[0][:10]}"
-                _refuse(first, added, f"seeds added together ran other code (commit {commits})")
+            _same_settings(extended, added)
+            _same_code(pairs[0][1], added, "seeds added together")
     except (KeyError, TypeError) as exc:
         raise ResultsError(f"a record lacks its provenance ({type(exc).__name__}: {exc})") from None

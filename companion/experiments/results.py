@@ -1,18 +1,17 @@
-"""Reading an ablation's results folder back, and the tables the book prints from it.
-
-(Written by :mod:`companion.experiments.runs.ablation`; read here, also by readers who installed
-only the package, e.g. on Colab: the book's ``results/`` folder ships inside it as
-``companion/book_results``.)
+"""Reading an ablation's results folder back (:mod:`companion.experiments.runs.ablation` writes
+it; :func:`result_places` says where the chapters find it), and the tables the book prints from it.
 
 Nothing is read unverified (:mod:`companion.experiments.integrity`): every file is checked against
 the folder's ``SHA256SUMS``; every run, with its curve, against the ``record_sha256`` the run
 sealed (which covers its per-image results, final metrics and settings); the runs against the
-plan; the summary against the runs it is computed from; a bias table against the hash its run
-recorded. A mismatch is a one-line ``ResultsError`` naming the file.
+plan; the summary against the runs it is computed from; the test labels against the hashes the
+runs sealed; a bias table against the hash its run recorded. A mismatch is a one-line
+``ResultsError`` naming the file.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import statistics
 import textwrap
@@ -22,7 +21,6 @@ from typing import Any
 
 from companion.experiments.integrity import (
     ResultsError,
-    check_test_sets,
     is_sealed,
     read_manifest,
     verified_bytes,
@@ -41,24 +39,30 @@ WORK_DIR = "runs/ablation"  # the runs' checkpoints and records (not committed)
 DERIVED = ("transfer.json", "transfer.md")
 
 
+def _cell(dataset: str, pos: str | Position, variant: str) -> str:
+    return f"{dataset}__{pos}" + ("" if variant == "swin" else f"__{variant}")
+
+
 def run_key(dataset: str, pos: str | Position, seed: int, variant: str = "swin") -> str:
     """A run's file name: ``grid-cell__rel__seed0``, with ``__<variant>`` added before the seed
     for a controlled variant (``grid-cell__rel__torus__seed0``)."""
-    middle = "" if variant == "swin" else f"__{variant}"
-    return f"{dataset}__{pos}{middle}__seed{seed}"
+    return f"{_cell(dataset, pos, variant)}__seed{seed}"
+
+
+def _variant(run: dict[str, Any]) -> str:
+    return run.get("variant", "swin")
+
+
+def _run_key(run: dict[str, Any]) -> str:
+    """:func:`run_key` of a run as its record holds it."""
+    return run_key(run["dataset"], run["pos"], run["seed"], _variant(run))
 
 
 def run_sources(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """``run key -> {"record_sha256", "checkpoint_sha256"}`` for every run of ``results`` (a
-    ``results.json``, or ``{"runs": records}``): the content hashes a derived result records
-    to say exactly what it was computed from (``None`` for runs published before hashes)."""
-    return {
-        run_key(r["dataset"], r["pos"], r["seed"], r.get("variant", "swin")): {
-            "record_sha256": r.get("record_sha256"),
-            "checkpoint_sha256": r.get("checkpoint_sha256"),
-        }
-        for r in results["runs"]
-    }
+    """``run key -> {"record_sha256", "checkpoint_sha256"}`` of ``results``' runs: the content
+    hashes a derived result records to name what it was computed from (``None`` before hashes)."""
+    hashes = ("record_sha256", "checkpoint_sha256")
+    return {_run_key(r): {h: r.get(h) for h in hashes} for r in results["runs"]}
 
 
 def cell_label(pos: str, variant: str = "swin") -> str:
@@ -72,24 +76,17 @@ def summarize(runs: Sequence[dict[str, Any]], metric: str = "test_acc") -> list[
     ``None`` for a single seed)."""
     groups: dict[tuple[str, str, str], list[tuple[int, float]]] = {}
     for r in runs:
-        key = (r["dataset"], r["pos"], r.get("variant", "swin"))
-        groups.setdefault(key, []).append((r["seed"], r["final"][metric]))
+        groups.setdefault((r["dataset"], r["pos"], _variant(r)), []).append(
+            (r["seed"], r["final"][metric])
+        )
     rows = []
     for (dataset, pos, variant), pairs in groups.items():
-        values = [v for _, v in pairs]
-        rows.append(
-            {
-                "dataset": dataset,
-                "pos": pos,
-                "variant": variant,
-                "n": len(values),
-                "mean": statistics.fmean(values),
-                # One seed has no spread: None, never a 0 that reads as "no variation".
-                "std": statistics.stdev(values) if len(values) > 1 else None,
-                "seeds": [s for s, _ in pairs],
-                "values": values,
-            }
-        )
+        seeds, values = [s for s, _ in pairs], [v for _, v in pairs]
+        # One seed has no spread: None, never a 0 that reads as "no variation".
+        std = statistics.stdev(values) if len(values) > 1 else None
+        rows.append({"dataset": dataset, "pos": pos, "variant": variant, "n": len(values),
+                     "mean": statistics.fmean(values), "std": std, "seeds": seeds,
+                     "values": values})  # fmt: skip
     return rows
 
 
@@ -97,17 +94,14 @@ def results_table(summary: Sequence[dict[str, Any]], chance: dict[str, float]) -
     """Markdown: one row per cell (``pos``, then ``pos:variant`` for the controlled variants),
     one column per dataset, cells ``mean ± std`` in percent."""
     datasets = list(dict.fromkeys(r["dataset"] for r in summary))
-    cell = {(r["dataset"], cell_label(r["pos"], r.get("variant", "swin"))): r for r in summary}
-    labels = list(dict.fromkeys(name for _, name in cell))
-    labels = [c for c in labels if ":" not in c] + [c for c in labels if ":" in c]
+    cell = {(r["dataset"], cell_label(r["pos"], _variant(r))): r for r in summary}
+    labels = sorted(dict.fromkeys(name for _, name in cell), key=lambda c: ":" in c)
     ns = sorted({r["n"] for r in summary})
     head = "| pos | " + " | ".join(f"{d} (chance {100 * chance[d]:.1f})" for d in datasets) + " |"
     lines = [head, "|---" * (len(datasets) + 1) + "|"]
     for label in labels:
-        cells = []
-        for d in datasets:
-            r = cell.get((d, label))
-            cells.append("" if r is None else mean_std(r, 100, ".1f"))
+        rows = [cell.get((d, label)) for d in datasets]
+        cells = ["" if r is None else mean_std(r, 100, ".1f") for r in rows]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines.append("")
     n = "/".join(str(k) for k in ns)
@@ -120,8 +114,7 @@ def results_table(summary: Sequence[dict[str, Any]], chance: dict[str, float]) -
 
 
 def mean_std(row: dict[str, Any], scale: float = 1.0, spec: str = ".3f") -> str:
-    """``"mean ± std"`` of a summary row, scaled, or just the mean when there is no spread (one
-    seed: ``std`` is ``None``)."""
+    """``"mean ± std"`` of a summary row, scaled; just the mean for one seed (``std`` ``None``)."""
     mean = format(scale * row["mean"], spec)
     return mean if row["std"] is None else f"{mean} ± {format(scale * row['std'], spec)}"
 
@@ -152,8 +145,7 @@ def find_results(name: str, search: Sequence[Path] | None = None) -> Path:
 
 
 def load_results(folder: str | os.PathLike[str]) -> dict[str, Any]:
-    """``results.json`` of an ablation folder, verified (see the module docstring) with every
-    run's curve: a folder that does not verify raises ``ResultsError``."""
+    """``results.json`` of an ablation folder, verified with its runs' curves (module docstring)."""
     return check_results(folder)[0]
 
 
@@ -162,15 +154,14 @@ def check_results(
     folder: str | os.PathLike[str], read: Callable[[Path, str], Any] = verified_json
 ) -> tuple[dict[str, Any], dict[str, list[dict]]]:
     """``results.json`` and every run's curve (``{run key: epochs}``), each file read with
-    ``read`` (by default checked against ``SHA256SUMS``), each run checked against its
-    ``record_sha256`` and the summary against the runs."""
+    ``read`` (by default checked against ``SHA256SUMS``), then checked as the module says."""
     folder = Path(folder)
     path = folder / "results.json"
     results = read(folder, "results.json")
     try:
         curves = {}
         for run in results["runs"]:
-            key = run_key(run["dataset"], run["pos"], run["seed"], run.get("variant", "swin"))
+            key = _run_key(run)
             curves[key] = read(folder, f"curves/{key}.json")["epochs"]
             if not is_sealed({**run, "epochs": curves[key]}):
                 raise ResultsError(
@@ -188,12 +179,42 @@ def check_results(
             raise ResultsError(
                 f"{path}: its summary is not the one its runs give (the summary was changed)"
             )
-        check_test_sets(results, path)  # the labels every run sealed
+        _check_test_sets(results, path)
     except (KeyError, TypeError, AttributeError) as exc:
         raise ResultsError(
             f"{path} is not an ablation's results ({type(exc).__name__}: {exc})"
         ) from None
     return results, curves
+
+
+def _check_test_sets(results: dict[str, Any], path: Path) -> None:
+    """Refuse test labels that are not the ones the runs were measured on: each ``test_sets``
+    entry must hash to its ``labels_sha256``, hold ``n`` labels whose most frequent one is its
+    ``constant_answer``, and agree with the ``labels_sha256`` and ``n`` every run sealed, so an
+    edit of the labels with the hash list made to match (which would move every "constant
+    answer" reading) is refused. A record that keeps no test sets has none to check."""
+    sets = results.get("test_sets")
+    if sets is None:
+        return
+    for dataset, splits in sets.items():
+        for split, kept in splits.items():
+            labels = kept["labels"]
+            if hashlib.sha256(labels.encode()).hexdigest() != kept["labels_sha256"]:
+                raise ResultsError(f"{path}: the {dataset} {split} labels do not match "
+                                   "their labels_sha256 (the labels were changed)")  # fmt: skip
+            constant = max(map(labels.count, set(labels)), default=0) / max(len(labels), 1)
+            if (kept["n"], kept["constant_answer"]) != (len(labels), constant):
+                raise ResultsError(f"{path}: the {dataset} {split} test set's n or constant "
+                                   "answer is not its labels' (it was changed)")  # fmt: skip
+    for run in results["runs"]:
+        for split, got in run["splits"].items():
+            kept = sets[run["dataset"]][split]
+            sealed = (got.get("labels_sha256", kept["labels_sha256"]), got["n"])
+            if sealed != (kept["labels_sha256"], kept["n"]):  # (runs from before sealed none)
+                raise ResultsError(
+                    f"{path}: the {run['dataset']} {split} labels are not the ones its runs "
+                    f"sealed (labels_sha256 in their records): the test set was changed"
+                )
 
 
 def read_text(folder: str | os.PathLike[str], name: str) -> str:
@@ -219,20 +240,11 @@ def load_transfer(folder: str | os.PathLike[str], results: dict[str, Any]) -> di
 
 def planned_runs(plan: dict[str, Any]) -> set[str]:
     """The run keys a ``results.json``'s ``plan`` names: every dataset x pos x seed in its
-    variant, and each extra cell for its ``extra_seeds``."""
-    variant = plan.get("variant", "swin")
-    keys = {
-        run_key(d, p, s, variant)
-        for s in plan["seeds"]
-        for d in plan["datasets"]
-        for p in plan["pos"]
-    }
-    for cell in plan.get("extra", []):
-        dataset, pos, cell_variant = cell.split(":")
-        keys |= {
-            run_key(dataset, pos, s, cell_variant) for s in plan.get("extra_seeds") or plan["seeds"]
-        }
-    return keys
+    variant, and each extra cell (``dataset:pos:variant``) for its ``extra_seeds``."""
+    variant, seeds = _variant(plan), plan["seeds"]
+    cells = [(d, p, variant, seeds) for d in plan["datasets"] for p in plan["pos"]]
+    cells += [(*c.split(":"), plan.get("extra_seeds") or seeds) for c in plan.get("extra", [])]
+    return {run_key(d, p, s, v) for d, p, v, cell_seeds in cells for s in cell_seeds}
 
 
 def load_curves(
@@ -243,28 +255,25 @@ def load_curves(
     results, saved = check_results(folder)
     curves: dict[tuple, list[dict]] = {}
     for run in results["runs"]:
-        v = run.get("variant", "swin")
-        if variant is not None and v != variant:
-            continue
-        where = (run["dataset"], run["pos"], run["seed"])
-        key = run_key(*where[:2], where[2], v)
-        curves[where if variant is not None else (*where[:2], v, where[2])] = saved[key]
+        v, where = _variant(run), (run["dataset"], run["pos"])
+        if variant is None:
+            curves[(*where, v, run["seed"])] = saved[_run_key(run)]
+        elif v == variant:
+            curves[(*where, run["seed"])] = saved[_run_key(run)]
     return curves
 
 
 def bias_file(dataset: str, pos: str, variant: str = "swin") -> str:
     """A cell's bias tables in a results folder: ``bias/<dataset>__<pos>[__<variant>].pt``."""
-    middle = "" if variant == "swin" else f"__{variant}"
-    return f"bias/{dataset}__{pos}{middle}.pt"
+    return f"bias/{_cell(dataset, pos, variant)}.pt"
 
 
 @whole_folders
 def load_bias_tables(
     folder: str | os.PathLike[str], dataset: str, pos: str, variant: str = "swin"
 ) -> dict[str, Any]:
-    """The bias tables saved for ``dataset``, ``pos`` and ``variant`` (see
-    ``companion.experiments.runs.ablation.bias_tables``: every table in the signed-offset
-    layout)."""
+    """The bias tables saved for ``dataset``, ``pos`` and ``variant``, in the signed-offset layout
+    (``companion.experiments.runs.ablation.bias_tables``)."""
     name = bias_file(dataset, pos, variant)
     results = load_results(folder)
     if name not in results.get("bias_files", []):
@@ -274,11 +283,9 @@ def load_bias_tables(
             f"position bias tables)"
         )
     tables = verified_tensors(folder, name)
-    sealed = {
-        r.get("bias_sha256")
-        for r in results["runs"]
-        if bias_file(r["dataset"], r["pos"], r.get("variant", "swin")) == name
-    } - {None}  # the hash the run sealed into its record (runs from before recorded none)
+    runs = [r for r in results["runs"] if bias_file(r["dataset"], r["pos"], _variant(r)) == name]
+    # The hash the run sealed into its record (runs from before recorded none).
+    sealed = {r.get("bias_sha256") for r in runs} - {None}
     if sealed and read_manifest(folder)[name] not in sealed:  # checked against the file above
         raise ResultsError(f"{Path(folder) / name} is not the table its run recorded")
     return tables
@@ -289,22 +296,14 @@ LINE = 100
 
 
 def describe_run(record: dict[str, Any], budget: bool = True) -> str:
-    """A results file's header as the lines the book prints under an experiment: the command
-    (wrapped to ``LINE`` columns), hardware, software, commit, date and wall time; with
-    ``budget``, also the model and the training budget of its plan (``record["plan"]["train"]``).
-
-    ``record`` is a ``results.json`` or ``transfer.json`` as loaded (``load_results``).
-    """
+    """The header of ``record`` (a ``results.json`` or ``transfer.json`` as loaded) as the lines
+    the book prints under an experiment: command, hardware, software, commit, date and wall time;
+    with ``budget``, also the model and the training budget of its plan."""
     header, git = record["header"], record["header"]["git"]
     # Wrapped at spaces only: an option such as --extra grid-cell:rel:torus stays whole.
-    command = textwrap.wrap(
-        header["command"],
-        LINE,
-        initial_indent="command : ",
-        subsequent_indent=" " * 10,
-        break_on_hyphens=False,
-        break_long_words=False,
-    )
+    command = textwrap.wrap(header["command"], LINE, initial_indent="command : ",
+                            subsequent_indent=" " * 10, break_on_hyphens=False,
+                            break_long_words=False)  # fmt: skip
     at_once = f", {header['jobs']} runs at a time" if "jobs" in header else ""
     if "threads_per_run" in header:
         at_once += f", {header['threads_per_run']} thread(s) each"
