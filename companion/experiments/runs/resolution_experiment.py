@@ -35,13 +35,12 @@ import torch
 
 from companion._io import atomic_write_json, atomic_write_text, file_sha256
 from companion.data import RENDERINGS, ImageClassificationData, make_dataset, num_classes
-from companion.experiments.evaluation import pack_bits
+from companion.experiments.evaluation import hits, pack_bits
 from companion.experiments.integrity import seal
 from companion.experiments.resolution_transfer import (
     EVAL_SIZES,
     MAX_SIZE,
     TRAIN_SIZE,
-    hits,
     moved_model,
     transfer_conditions,
 )
