@@ -19,7 +19,7 @@ import torch
 
 from companion.experiments.integrity import write_manifest
 from companion.experiments.results import load_bias_tables, load_results, results_table, summarize
-from companion.experiments.runs import ablation, ablation_publish, resolution_experiment
+from companion.experiments.runs import ablation, publish, resolution_experiment
 from companion.experiments.runs.ablation import AblationPlan, StaleRunError, run_ablation
 from companion.experiments.runs.resolution_experiment import MoveSettings, run_transfer
 from companion.experiments.runs.resolution_experiment import main as experiment_main
@@ -121,7 +121,7 @@ def test_an_interrupted_publish_leaves_the_previous_folder_whole(folder, monkeyp
     def killed(*args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(ablation_publish, "results_table", killed)  # dies while staging
+    monkeypatch.setattr(publish, "results_table", killed)  # dies while staging
     with pytest.raises(KeyboardInterrupt):
         run_ablation(plan_in(folder))
     assert (folder / "results" / "mini" / "results.json").read_bytes() == before
@@ -196,7 +196,7 @@ def test_a_publish_with_other_settings_is_refused_naming_them_unless_it_replaces
     assert "--replace" in message and "epochs" not in message  # only what differs is named
     assert {p: p.read_bytes() for p in before} == before  # untouched
     with pytest.raises(ValueError, match=r"lr: saved 0\.001, now 0\.002"):  # and under the lock
-        ablation_publish.check_same_settings(plan_in(folder), {**load_results(published)[
+        publish.check_publishable(plan_in(folder), train={**load_results(published)[
             "plan"]["train"], "lr": 2e-3})  # fmt: skip
     monkeypatch.undo()
     run_ablation(plan_in(folder, base=other, fresh=True, replace=True))
