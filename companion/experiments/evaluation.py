@@ -12,6 +12,7 @@ the split's labels are the same for every run of a task, so the results file kee
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from typing import Any
 
@@ -29,6 +30,7 @@ def evaluation_splits(dataset: str) -> tuple[str, ...]:
     return tuple(s for s in dataset_splits(dataset) if s != "train")
 
 
+@functools.lru_cache(maxsize=16)
 def load_split(
     dataset: str,
     split: str,
@@ -37,8 +39,8 @@ def load_split(
     size: int = IMAGE_SIZE,
     rendering: str = "scaled",
 ) -> ImageClassificationData:
-    """The test images a run is measured on (the same for every run of ``dataset`` drawn at
-    ``size`` px in ``rendering``)."""
+    """The images a run is measured (or fine-tuned) on: the same for every run of ``dataset``
+    drawn at ``size`` px in ``rendering``, so they are drawn once per process (read-only)."""
     return make_dataset(dataset, split, n, seed=data_seed, size=size, rendering=rendering)
 
 

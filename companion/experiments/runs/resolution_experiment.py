@@ -31,8 +31,8 @@ from typing import Any, cast
 import torch
 
 from companion._io import atomic_write_json, atomic_write_text, file_sha256
-from companion.data import RENDERINGS, ImageClassificationData, make_dataset, num_classes
-from companion.experiments.evaluation import hits, pack_bits
+from companion.data import RENDERINGS, ImageClassificationData, num_classes
+from companion.experiments.evaluation import hits, load_split, pack_bits
 from companion.experiments.integrity import seal
 from companion.experiments.resolution_transfer import (
     EVAL_SIZES,
@@ -83,15 +83,6 @@ def check_checkpoint(path: Path, sha256: str) -> None:
             f"{path} is not the checkpoint the published results were computed from (its sha256 "
             f"differs: trained again since?); publish that ablation again, then run this again"
         )
-
-
-@functools.lru_cache(maxsize=16)
-def rendered(
-    dataset: str, split: str, n: int, seed: int, size: int, rendering: str = "scaled"
-) -> ImageClassificationData:
-    """``make_dataset`` at ``size`` px in ``rendering``, kept for the process: every run of a
-    dataset is moved to the same images, so they are drawn once per process (read-only)."""
-    return make_dataset(dataset, split, n, seed=seed, size=size, rendering=rendering)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,7 +157,7 @@ def transfer_rows(
 
     def data(split: str, size: int, rendering: str) -> ImageClassificationData:
         n = cfg.test_size if split == "test" else cfg.train_size
-        return rendered(cfg.dataset, split, n, cfg.data_seed, size, rendering)
+        return load_split(cfg.dataset, split, n, cfg.data_seed, size, rendering)
 
     def measured(moved: SwinTransformer, test: ImageClassificationData, suffix: str = "") -> dict:
         right = hits(moved, test)
