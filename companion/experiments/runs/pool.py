@@ -1,16 +1,14 @@
 """Runs in parallel processes that stop when told: no orphans, no queue drained first.
 
-``python -m companion.commands.ablation --jobs 2`` and the resolution experiment hand their runs to
-:func:`run_all`. Each worker is a spawned process with a pipe of its own: the parent hands it one
-run at a time, so it always knows which run each worker is on. The parent alone reacts to Ctrl-C
-(and to SIGTERM, see ``companion.train.stop``): the workers ignore SIGINT from their first
-instruction (:func:`_launcher`), the parent holds a Ctrl-C that comes while they start until it
-can stop them (:func:`_held`), and on an interrupt or an error it kills the workers at once
-instead of waiting for the queued runs. A worker whose parent dies (even by SIGKILL, which no
-handler sees) notices within half a second and ends itself; a worker that dies (SIGKILL,
-SIGTERM, a crash) is seen at once, and the parent raises :class:`WorkerDied`, naming its run.
-Whatever finished is kept by the caller (the ablation's records, written as each run ends), so
-each message says how many did and how to go on.
+The ablation's and the resolution experiment's ``--jobs`` hand their runs to :func:`run_all`.
+Each worker is a spawned process with a pipe of its own, handed one run at a time, so the parent
+always knows which run a worker is on. The parent alone answers Ctrl-C and SIGTERM
+(``companion.train.stop``): the workers ignore SIGINT from their first instruction
+(:func:`_launcher`), a Ctrl-C while they start is held until they can be stopped (:func:`_held`),
+and on an interrupt or an error the workers are stopped at once. A worker whose parent dies
+(even by SIGKILL) ends itself within half a second; a worker that dies is seen at once, and
+:class:`WorkerDied` names its run. What finished is kept by the caller (the ablation's records),
+so each message says how many runs did and how to go on.
 """
 
 from __future__ import annotations
@@ -99,9 +97,8 @@ def run_all(
 
 def threads_per_worker(jobs: int, threads: int | None) -> int | None:
     """The torch threads each run gets: ``threads`` if given, else torch's default in this
-    process (``jobs=1``) and 1 in each of several. Separate single-threaded processes get more
-    images through a small CPU than multi-threaded ones, and torch's default (every core) in each
-    of several processes oversubscribes it (on 2 cores, two 2-thread processes moved the
+    process (``jobs=1``) and 1 in each of several: torch's default (every core) in each of
+    several processes oversubscribes a small CPU (on 2 cores, two 2-thread processes moved the
     resolution experiment's test runs 2.7 times slower than two 1-thread ones)."""
     return threads if threads is not None or jobs == 1 else 1
 
@@ -142,11 +139,10 @@ def _died(
 
 @contextmanager
 def _held(*signals: signal.Signals) -> Iterator[None]:
-    """Within the block, ``signals`` whose handler is Python's are held, not acted on: the first
-    one is handed to its handler (Ctrl-C: ``KeyboardInterrupt``) when the block ends. So a Ctrl-C
-    while the workers start can neither stop their start half-way (leaving workers that nobody
-    stops) nor be lost. Ignored or default signals, and other threads than the main one (where
-    Python runs handlers), are left as they are."""
+    """Within the block, ``signals`` whose handler is Python's are held: the first one is handed
+    to its handler when the block ends, so a Ctrl-C while the workers start neither leaves
+    workers that nobody stops nor is lost. Ignored or default signals, and threads other than
+    the main one (where Python runs handlers), are left as they are."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -190,12 +186,10 @@ _LAUNCHER: list[str] = []  # the launcher this process wrote, once
 
 
 def _launcher() -> str | None:
-    """A launcher that starts this Python with SIGINT ignored (``trap '' INT``), or ``None``
-    where there is no POSIX shell. An ignored signal stays ignored across ``exec`` and Python
-    keeps an inherited ``SIG_IGN``, so a terminal's Ctrl-C (sent to the whole process group)
-    cannot stop a worker half-way through its start and print its traceback; the parent alone
-    answers it. (The parent never ignores SIGINT itself for this, even for a moment: a signal
-    ignored then is lost if another of its threads, such as one torch starts, takes it.)"""
+    """A launcher that starts this Python with SIGINT ignored (``trap '' INT``; ``None`` without
+    a POSIX shell): an ignored signal stays ignored across ``exec``, so a terminal's Ctrl-C (sent
+    to the whole process group) cannot stop a worker half-way through its start. (The parent
+    never ignores SIGINT itself, even for a moment: one of its threads could take it.)"""
     if os.name != "posix" or not os.path.exists("/bin/sh"):
         return None
     if not _LAUNCHER:
