@@ -10,14 +10,12 @@ time)::
         --out results/learned-vit-seeds/seed-2
 
 The Swin's run trains the tiny-cpu Swin with ``pos="abs"`` on ``grid-cell`` with chapter 5's
-settings (:data:`RUN_SETTINGS`, seed 0) and saves its ``(1, h, w, D)`` embedding. The ViT's
-trains ``companion.vit.VisionTransformer`` (32-px images in 4-px patches: an ``8 x 8`` grid,
-``D = 32``, 4 blocks, mean pooling) with the same training settings, so that the two embeddings
-differ by the architecture only, and saves its ``(1, N, D)`` embedding laid out as
-``(1, h, w, D)``; it refuses a tree with uncommitted changes unless told to record them, and the
-sha256 of its predictions, committed before the run, is recorded. Each folder gets the
-embedding, ``provenance.json`` and ``SHA256SUMS`` (``companion.experiments.chapter1`` reads them
-verified); the run itself trains in a temporary folder.
+settings; the ViT's trains ``companion.vit.VisionTransformer`` (4-px patches of 32-px images: an
+``8 x 8`` grid) with the same training settings, so that the two embeddings differ by the
+architecture only, refuses a tree with uncommitted changes unless told to record them, and
+records the sha256 of its predictions, committed before the run. Each saves its embedding laid
+out as ``(1, h, w, D)``, ``provenance.json`` and ``SHA256SUMS`` (``companion.experiments.chapter1``
+reads them verified); the training itself happens in a temporary folder.
 """
 
 from __future__ import annotations
@@ -102,6 +100,8 @@ def train_and_save(
     predictions = out_dir / PREDICTIONS if predictions is None else Path(predictions)
     predictions_sha256 = file_sha256(predictions) if predictions.is_file() else None
     chosen = settings or (TRAIN_SETTINGS if vit else RUN_SETTINGS)
+    if vit:  # the trainer's first line names the Swin it would build by default
+        print(f"training companion.vit.VisionTransformer {MODEL_SETTINGS}", flush=True)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="learned-embedding-") as run_dir:
         cfg = TrainConfig(**settings_from_record(chosen), out=run_dir)
@@ -188,12 +188,6 @@ def main(argv: list[str] | None = None, vit: bool = False) -> int:
                        predictions=args.predictions)  # fmt: skip
 
     def work() -> None:
-        if vit:
-            print(
-                f"training companion.vit.VisionTransformer {MODEL_SETTINGS} with the Swin run's "
-                f"settings (the trainer's first line names the Swin it would build by default)",
-                flush=True,
-            )
         try:  # checks --out (and the tree) before training
             record = train_and_save(Path(args.out), command, **options)
         except KeyboardInterrupt:  # the trainer's own message names a temporary folder, gone now
