@@ -55,12 +55,10 @@ KEPT = ("predictions.md",)
 
 @contextmanager
 def publish_lock(folder: Path) -> Iterator[Path]:
-    """Hold the OS lock that serialises every publish to ``folder`` (the ablation's and the
-    resolution experiment's), waiting for another publisher to finish; yields a staging folder of
-    this process's own. The lock file sits beside ``folder`` (``integrity.folder_lock``), as the
-    folder itself is swapped; readers that a swap overtook take it shared, so they wait for the
-    publish rather than read half of it. Staging folders that a killed publisher left are removed
-    (under the lock nobody else is using one), and so is this one's if the publish fails."""
+    """Hold the OS lock that serialises every publish to ``folder`` (``integrity.folder_lock``,
+    beside the folder, which is swapped; readers a swap overtook take it shared), and yield a
+    staging folder of this process's own. Staging folders a killed publisher left are removed
+    (under the lock nobody is using one), and so is this one if the publish fails."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     with folder_lock(folder):
         staging = folder.with_name(f".{folder.name}.staging-{os.getpid()}")
@@ -227,10 +225,8 @@ def publish_ablation(
     plan: AblationPlan, results: dict[str, Any], records: list[dict[str, Any]]
 ) -> None:
     """Write ``results/<name>/`` (``results.json``, ``results.md``, ``curves/<key>.json``, the
-    first seed's ``bias/`` tables, the predictions written before the run) in a staging folder,
-    then swap it in: the previous folder stays whole and readable until that moment. Derived
-    results are carried over when they were computed from exactly these records and checkpoints;
-    the checks are made again under the publish lock."""
+    first seed's ``bias/`` tables, the predictions written before the run) in a staging folder
+    and swap it in, carrying over derived results computed from exactly these runs."""
     folder = plan.folder
     with publish_lock(folder) as staging:
         check_publishable(plan, records, results["plan"]["train"])
@@ -269,14 +265,11 @@ def check_publishable(
     records: list[dict[str, Any]] | None = None,
     train: dict[str, Any] | None = None,
 ) -> None:
-    """Refuse to publish ``plan`` (unless ``--replace``, which replaces the folder whole) over a
-    folder changed since it was published; over runs trained with other result settings
-    (:data:`~companion.experiments.related.RESULT_SETTINGS`, and the model variant) than
-    ``train`` (the runs' shared settings; ``None``: the plan's own); over derived results that
-    would no longer match the published runs (unless ``--replace-derived``, which removes them).
-    Before any training (``records=None``) what is already certain is refused: derived results
-    that a fresh start or another set of runs will not match, and published runs the plan lacks;
-    under the publish lock, derived results that do not match ``records``."""
+    """Unless ``--replace``, refuse to publish over a folder changed since it was published, over
+    runs trained with other result settings (:data:`~companion.experiments.related.RESULT_SETTINGS`
+    and the variant) than ``train`` (``None``: the plan's), or (unless ``--replace-derived``)
+    over derived results that would no longer match. Before training (``records=None``) what is
+    already certain is refused, published runs the plan lacks too; under the lock, again."""
     folder = plan.folder
     if plan.replace:
         return
