@@ -90,17 +90,20 @@ def bias_tables(model: nn.Module) -> dict[str, dict[str, Any]]:
 # --------------------------------------------------------------------------- one run
 
 
-def _refusal(path: Path, why: str, plan: AblationPlan) -> StaleRunError:
+def _refusal(path: Path, why: str, work: Path) -> StaleRunError:
     return StaleRunError(
-        f"{path} {why}; pass --fresh to discard {plan.work} and train again, or choose a new --name"
+        f"{path} {why}; pass --fresh to discard {work} and train again, or choose a new --name"
     )
 
 
-def _differences(saved_settings: dict[str, Any], saved_code: object, cfg: TrainConfig) -> str:
-    diff = settings_differences(saved_settings, recorded_settings(cfg, COMPARED_KINDS))
-    if saved_code != source_digest():
+def _check_same(path: Path, settings: dict[str, Any], code: object, cfg: TrainConfig) -> None:
+    """Refuse a saved run (its record or checkpoint) made with other settings or code."""
+    diff = settings_differences(settings, recorded_settings(cfg, COMPARED_KINDS))
+    if code != source_digest():
         diff.append("the companion code changed since (its sha256 differs)")
-    return "; ".join(diff)
+    if diff:
+        why = f"was made with other settings or code ({'; '.join(diff)})"
+        raise _refusal(path, why, Path(cfg.out).parent)
 
 
 def _read_record(plan: AblationPlan, path: Path) -> dict[str, Any]:
@@ -109,17 +112,17 @@ def _read_record(plan: AblationPlan, path: Path) -> dict[str, Any]:
     try:
         record = json.loads(path.read_text())
     except ValueError as exc:
-        raise _refusal(path, f"is not a run record (not JSON: {exc})", plan) from None
+        raise _refusal(path, f"is not a run record (not JSON: {exc})", plan.work) from None
     needed = ("settings", "code_sha256", "final", "epochs", "splits")
     if not isinstance(record, dict) or any(k not in record for k in needed):
-        raise _refusal(path, f"is not a run record (it lacks one of {list(needed)})", plan)
+        raise _refusal(path, f"is not a run record (it lacks one of {list(needed)})", plan.work)
     if record.get("record_sha256") != seal(record)["record_sha256"]:
         state = "has no content hash" if "record_sha256" not in record else "was edited"
         why = f"{state} (record_sha256 does not match its content): it cannot be trusted"
-        raise _refusal(path, why, plan)
+        raise _refusal(path, why, plan.work)
     checkpoint = path.with_name(path.name.removesuffix(".json")) / CHECKPOINT
     if not checkpoint.is_file() or file_sha256(checkpoint) != record.get("checkpoint_sha256"):
-        raise _refusal(checkpoint, f"is missing or not the one {path} was written with", plan)
+        raise _refusal(checkpoint, f"is missing or not the one {path} was written with", plan.work)
     return record
 
 
@@ -134,17 +137,13 @@ def _run_one(
     record_path = out.with_name(out.name + ".json")
     if record_path.exists():
         record = _read_record(plan, record_path)
-        why = _differences(record["settings"], record["code_sha256"], cfg)
-        if why:
-            raise _refusal(record_path, f"was made with other settings or code ({why})", plan)
+        _check_same(record_path, record["settings"], record["code_sha256"], cfg)
         if not tables_intact(record, out.with_name(out.name + ".bias.pt")):
             _restore_tables(record, cfg, factory)
         return record
     if (out / CHECKPOINT).exists():
         saved = load_checkpoint(out / CHECKPOINT)
-        why = _differences(saved["config"], saved["code_sha256"], cfg)
-        if why:
-            raise _refusal(out / CHECKPOINT, f"was made with other settings or code ({why})", plan)
+        _check_same(out / CHECKPOINT, saved["config"], saved["code_sha256"], cfg)
         cfg = replace(cfg, resume=True)
     result = train(cfg, factory)
     history = result.history
