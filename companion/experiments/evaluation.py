@@ -105,22 +105,15 @@ def split_results(
             "n": len(data),
             "accuracy": float(right.float().mean()),
             "correct": pack_bits(right),
-            "labels_sha256": hashlib.sha256(labels_text(data.labels).encode()).hexdigest(),
+            "labels_sha256": labels_record(data.labels)["labels_sha256"],
         }
     return found
 
 
-def labels_record(
-    dataset: str,
-    split: str,
-    n: int | None,
-    data_seed: int,
-    size: int = IMAGE_SIZE,
-    rendering: str = "scaled",
-) -> dict[str, Any]:
-    """A test split's labels (hex digits), their hash and the constant answer's accuracy on
-    them: the share of the most frequent label, the best any input-blind rule can score."""
-    labels = load_split(dataset, split, n, data_seed, size, rendering).labels
+def labels_record(labels: Tensor) -> dict[str, Any]:
+    """A test split's ``(n,)`` labels as hex digits, their hash and the constant answer's
+    accuracy on them: the share of the most frequent label, the best any input-blind rule can
+    score."""
     text = labels_text(labels)
     return {
         "n": len(labels),

@@ -25,7 +25,7 @@ from typing import Any
 from companion._io import atomic_write_json, atomic_write_text, file_sha256
 from companion.data import num_classes
 from companion.data.tasks import IMAGE_SIZE
-from companion.experiments.evaluation import evaluation_splits, labels_record
+from companion.experiments.evaluation import evaluation_splits, labels_record, load_split
 from companion.experiments.integrity import (
     MANIFEST,
     file_hashes,
@@ -192,7 +192,10 @@ def results_record(
         train["rendering"],
     )
     test_sets = {
-        d: {split: labels_record(d, split, *drawn) for split in evaluation_splits(d)}
+        d: {
+            split: labels_record(load_split(d, split, *drawn).labels)
+            for split in evaluation_splits(d)
+        }
         for d in datasets
     }
     for r in records:  # every run was measured on the test images kept here
