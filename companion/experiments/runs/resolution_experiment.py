@@ -64,7 +64,6 @@ from companion.train.config import (
     MAX_STEPS,
     add_arguments,
     check_fields,
-    check_setting,
     setting,
     settings_from_record,
 )
@@ -202,28 +201,21 @@ def _moved_run(
 
 
 def run_transfer(
-    results_dir: Path,
-    work: Path,
-    settings: MoveSettings = MoveSettings(),
-    command: str | None = None,
-    jobs: int = 1,
-    threads: int | None = None,
-    replace: bool = False,
+    plan: TransferPlan, settings: MoveSettings = MoveSettings(), command: str | None = None
 ) -> dict[str, Any]:
-    """Move every run of the main grid of the ablation published in ``results_dir`` (checkpoints
-    in ``work``; its controlled-variant cells are not moved), ``jobs`` runs at a time with
-    ``threads`` torch threads each, and publish ``transfer.json``. Everything is checked before
-    any run is moved: the published results, every checkpoint against the hash the ablation
-    published, and an existing ``transfer.json`` (one with other settings is kept unless
-    ``replace``). It records the hashes of the runs it came from, so that the ablation can keep
-    it, or refuse, when it publishes again."""
-    check_setting("jobs", jobs, TransferPlan)
-    check_setting("threads", threads, TransferPlan)
-    threads = threads_per_worker(jobs, threads)
+    """Move every run of the main grid of the ablation ``plan`` names (its controlled-variant
+    cells are not moved), ``plan.jobs`` runs at a time, and publish ``transfer.json`` into its
+    folder. Everything is checked before any run is moved: the published results, every
+    checkpoint against the hash the ablation published, and an existing ``transfer.json`` (one
+    with other settings is kept unless ``plan.replace``). It records the hashes of the runs it
+    came from, so that the ablation can keep it, or refuse, when it publishes again."""
+    results_dir, work = Path(plan.results_dir) / plan.name, Path(plan.work_dir) / plan.name
+    jobs, replace = plan.jobs, plan.replace
+    threads = threads_per_worker(jobs, plan.threads)
     start = time.perf_counter()
     published = _published(results_dir)
-    plan = published["plan"]
-    variant = plan.get("variant", "swin")
+    ablation = published["plan"]
+    variant = ablation.get("variant", "swin")
     if variant_overrides(variant).get("torus"):
         raise ValueError(
             f"the ablation's variant {variant!r} is a torus, whose runs cannot move to another "
@@ -232,9 +224,9 @@ def run_transfer(
     sources = run_sources(published)
     keys = [
         run_key(dataset, pos, seed, variant)
-        for seed in plan["seeds"]
-        for dataset in plan["datasets"]
-        for pos in plan["pos"]
+        for seed in ablation["seeds"]
+        for dataset in ablation["datasets"]
+        for pos in ablation["pos"]
     ]
     runs = [(work / key / CHECKPOINT, sources[key]["checkpoint_sha256"]) for key in keys]
     for path, sha256 in runs:  # all of them before any is moved
@@ -251,7 +243,7 @@ def run_transfer(
     per_run = run_all(task, runs, jobs, hint, describe=lambda r: r[0].parent.name)
     rows = [row for run_rows in per_run for row in run_rows]
     header = {**provenance(command), "wall_s": time.perf_counter() - start, "jobs": jobs}
-    results = {"header": header, "plan": plan, "settings": recorded, "rows": rows}
+    results = {"header": header, "plan": ablation, "settings": recorded, "rows": rows}
     results["summary"] = transfer_summary(rows)
     results["sources"] = sources
     results = seal(results)  # the rows as this run computed them (load_transfer checks it)
@@ -331,10 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = shlex.join(["python", "-m", "companion.commands.resolution_experiment", *argv])
 
     def work() -> None:
-        results = run_transfer(
-            folder, Path(plan.work_dir) / plan.name, settings, command, plan.jobs, plan.threads,
-            plan.replace,
-        )  # fmt: skip
+        results = run_transfer(plan, settings, command)
         print(transfer_table(results["summary"]))
         print(f"wrote {folder / DERIVED[0]} in {results['header']['wall_s']:.0f} s")
 
