@@ -69,12 +69,9 @@ COMPARED_KINDS = ("result", "hardware")
 
 
 def bias_tables(model: nn.Module) -> dict[str, dict[str, Any]]:
-    """Every relative position bias table of ``model``, by module name.
-
-    Returns ``{name: {"table": ((2Wh-1)(2Ww-1), H) tensor, "window_size": [Wh, Ww]}}``: always
-    one row per signed offset (``offset_table()``), also for a table that stores one row per
-    ``(|dy|, |dx|)`` (``BiasTable(offsets="magnitude")``), so every table plots the same way.
-    """
+    """``{module name: {"table": ((2Wh-1)(2Ww-1), H) tensor, "window_size": [Wh, Ww]}}``: every
+    relative position bias table of ``model``, one row per signed offset (``offset_table()``),
+    also where a table stores one per ``(|dy|, |dx|)``, so that every table plots the same way."""
     found = {}
     for name, module in model.named_modules():
         table = module.offset_table() if isinstance(module, WindowAttention) else None

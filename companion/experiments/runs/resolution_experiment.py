@@ -4,14 +4,12 @@
     python -m companion.commands.resolution_experiment --name cpu-transfer --sizes 48 --jobs 2
 
 Each run's checkpoint (checked against the hash the ablation published) is moved to every size
-under every condition of :mod:`companion.experiments.resolution_transfer`, and measured on its
+under every condition of :mod:`companion.experiments.resolution_transfer` and measured on its
 task drawn at that size in each rendering (``"scaled"``: the same scenes with more pixels;
-``"world"``: a larger canvas, objects as at 32 px; every label keeps its meaning), as moved and
-after a short fine-tune on the training split drawn the same way. ``transfer.json``
-(provenance, settings, one row per run x rendering x size x condition, the hashes of the runs
-moved) and ``transfer.md`` (mean ± std over seeds) are published into the ablation's folder. The
-references, models trained at the larger size itself, are ordinary ablations with
-``--img-size`` and ``--rendering`` (``results/run_cpu_transfer.sh``).
+``"world"``: a larger canvas, objects as at 32 px), as moved and after a short fine-tune.
+``transfer.json`` (one row per run x rendering x size x condition, the hashes of the runs moved)
+and ``transfer.md`` (mean ± std over seeds) join the ablation's folder. The references, trained
+at the larger size itself, are ordinary ablations (``results/run_cpu_transfer.sh``).
 """
 
 from __future__ import annotations
