@@ -11,6 +11,7 @@ from companion.experiments.evaluation import (
     labels_from_text,
     labels_record,
     labels_text,
+    load_split,
     pack_bits,
     unpack_bits,
 )
@@ -63,7 +64,7 @@ def test_every_run_keeps_each_test_split_image_by_image_and_the_labels_are_kept_
     sets = results["test_sets"][FAR]
     assert list(sets) == ["test", "seen", "unseen", "near"]
     for name, kept in sets.items():
-        want = labels_record(FAR, name, 24, 0)
+        want = labels_record(load_split(FAR, name, 24, 0).labels)
         assert kept == want and len(kept["labels"]) == 24
         counts = np.bincount(labels_from_text(kept["labels"]))
         assert kept["constant_answer"] == counts.max() / 24

@@ -19,9 +19,13 @@ import torch
 
 from companion.experiments.integrity import write_manifest
 from companion.experiments.results import load_bias_tables, load_results, results_table, summarize
-from companion.experiments.runs import ablation, ablation_publish, resolution_experiment
+from companion.experiments.runs import ablation, publish, resolution_experiment
 from companion.experiments.runs.ablation import AblationPlan, StaleRunError, run_ablation
-from companion.experiments.runs.resolution_experiment import MoveSettings, run_transfer
+from companion.experiments.runs.resolution_experiment import (
+    MoveSettings,
+    TransferPlan,
+    run_transfer,
+)
 from companion.experiments.runs.resolution_experiment import main as experiment_main
 from companion.experiments.transfer_results import transfer_table
 from companion.train import CHECKPOINT, CheckpointError, load_checkpoint, train
@@ -30,6 +34,11 @@ from companion.train.cli import run_reporting_errors
 
 ROOT = Path(__file__).resolve().parents[1]
 MOVE = MoveSettings(sizes=(48,), finetune_steps=1, finetune_batch_size=8)
+
+
+def moved_in(folder: Path, **kw) -> TransferPlan:
+    """The resolution experiment of the ablation ``mini`` in ``folder`` (results/, work/)."""
+    return TransferPlan("mini", str(folder / "results"), str(folder / "work"), **kw)
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +57,7 @@ def plan_in(tiny_plan):
 def moved_once(tmp_path_factory, plan_in):
     tmp = tmp_path_factory.mktemp("records")
     run_ablation(plan_in(tmp))
-    run_transfer(tmp / "results" / "mini", tmp / "work" / "mini", MOVE)
+    run_transfer(moved_in(tmp), MOVE)
     return tmp
 
 
@@ -103,14 +112,14 @@ def test_checkpoints_trained_again_since_publishing_are_refused(folder):
     saved["model"] = {k: v + 1 for k, v in saved["model"].items()}  # other weights, valid file
     checkpoint_module.save_checkpoint(ckpt, saved)
     with pytest.raises(ValueError, match="not the checkpoint the published results were"):
-        run_transfer(folder / "results" / "mini", folder / "work" / "mini", MOVE)
+        run_transfer(moved_in(folder), MOVE)
 
 
 def test_transfer_json_is_not_overwritten_by_a_run_with_other_sizes(folder):
     other = replace(MOVE, sizes=(64,))
     with pytest.raises(ValueError, match=r"other settings \(sizes: saved \[48\], now \[64\]\)"):
-        run_transfer(folder / "results" / "mini", folder / "work" / "mini", other)
-    run_transfer(folder / "results" / "mini", folder / "work" / "mini", other, replace=True)
+        run_transfer(moved_in(folder), other)
+    run_transfer(moved_in(folder, replace=True), other)
     transfer = json.loads((folder / "results" / "mini" / "transfer.json").read_text())
     assert transfer["settings"]["sizes"] == [64]
 
@@ -121,7 +130,7 @@ def test_an_interrupted_publish_leaves_the_previous_folder_whole(folder, monkeyp
     def killed(*args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(ablation_publish, "results_table", killed)  # dies while staging
+    monkeypatch.setattr(publish, "results_table", killed)  # dies while staging
     with pytest.raises(KeyboardInterrupt):
         run_ablation(plan_in(folder))
     assert (folder / "results" / "mini" / "results.json").read_bytes() == before
@@ -154,7 +163,7 @@ def test_a_folder_changed_since_it_was_published_is_not_published_over(folder, p
     with pytest.raises(ValueError, match=r"was changed since it was published \(results\.md"):
         run_ablation(plan_in(folder))  # every run reused: it would re-hash the edit
     with pytest.raises(ValueError, match=r"results\.md was changed"):  # read whole: refused first
-        run_transfer(folder / "results" / "mini", folder / "work" / "mini", MOVE, replace=True)
+        run_transfer(moved_in(folder, replace=True), MOVE)
     assert "an edit" in predictions.read_text()  # refused, and left for the user to restore
 
 
@@ -196,7 +205,7 @@ def test_a_publish_with_other_settings_is_refused_naming_them_unless_it_replaces
     assert "--replace" in message and "epochs" not in message  # only what differs is named
     assert {p: p.read_bytes() for p in before} == before  # untouched
     with pytest.raises(ValueError, match=r"lr: saved 0\.001, now 0\.002"):  # and under the lock
-        ablation_publish.check_same_settings(plan_in(folder), {**load_results(published)[
+        publish.check_publishable(plan_in(folder), train={**load_results(published)[
             "plan"]["train"], "lr": 2e-3})  # fmt: skip
     monkeypatch.undo()
     run_ablation(plan_in(folder, base=other, fresh=True, replace=True))
@@ -275,7 +284,7 @@ def test_the_experiment_publishes_only_from_the_runs_still_published(folder, mon
 
     monkeypatch.setattr(resolution_experiment, "_published", published)
     with pytest.raises(ValueError, match="was published again while its runs were moved"):
-        run_transfer(folder / "results" / "mini", folder / "work" / "mini", MOVE, replace=True)
+        run_transfer(moved_in(folder, replace=True), MOVE)
     assert transfer.read_bytes() == before
 
 
@@ -294,7 +303,7 @@ def test_the_experiment_checks_replace_again_when_it_publishes(folder, monkeypat
 
     monkeypatch.setattr(resolution_experiment, "run_all", meanwhile)
     with pytest.raises(ValueError, match="holds an experiment with other settings"):
-        run_transfer(target, folder / "work" / "mini", MOVE)
+        run_transfer(moved_in(folder), MOVE)
 
 
 # --------------------------------------------------------------------------- sealed records

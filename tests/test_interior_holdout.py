@@ -143,7 +143,7 @@ def test_the_predictions_read_cells_and_splits_of_the_plan_their_command_runs():
     base = config_from_args(args, **{k: v[0] for k, v in grid.items()}, progress=False)
     plan = AblationPlan(name=args.name, datasets=grid["dataset"], pos=grid["pos"],
                         seeds=grid["seed"], base=base)  # fmt: skip
-    cells = {f"{d}:{p}" for d, p, _ in plan.cells()}
+    cells = {f"{d}:{p}" for d, p, _, _ in plan.runs()}
     assert predictions["solved"] == {TASK: {"split": "seen", "threshold": 0.9}}
     ids = [p["id"] for p in predictions["predictions"]]
     assert ids == [f"I{k}" for k in range(1, len(ids) + 1)]

@@ -296,7 +296,7 @@ def test_the_null_histograms_fit_the_page_and_name_p():
 @pytest.fixture
 def run_module(monkeypatch):
     """The run with a clean tree recorded and training that must not start."""
-    from companion.experiments.runs import learned_vit as run
+    from companion.experiments.runs import learned_embedding as run
 
     def train(*args, **kwargs):
         pytest.fail("training started before --out and the tree were checked")
@@ -326,7 +326,7 @@ def test_a_new_out_folder_receives_the_embedding_hashed_and_read_back_verified(
     out = tmp_path / "new" / "learned-vit"
     out.mkdir(parents=True)
     (out / "predictions.md").write_text("# written before the run\n")
-    assert run_module.main(["--out", str(out)]) == 0
+    assert run_module.main(vit=True, argv=["--out", str(out)]) == 0
     assert "final test acc 0.750" in capsys.readouterr().out
     embedding, record = load_vit_embedding(out)
     assert embedding.shape == (1, 2, 2, 3)  # (1, N, D) laid out on the grid
@@ -360,20 +360,25 @@ def test_seed_and_predictions_flags_train_that_seed_and_record_those_predictions
     rule = tmp_path / "predictions.md"
     rule.write_text("# the reading over seeds, written before the runs\n")
     out = tmp_path / "seed-3"
-    assert run_module.main(["--seed", "3", "--predictions", str(rule), "--out", str(out)]) == 0
+    assert (
+        run_module.main(
+            vit=True, argv=["--seed", "3", "--predictions", str(rule), "--out", str(out)]
+        )
+        == 0
+    )
     _, record = load_vit_embedding(out)
     assert seen["cfg"].seed == 3 and record["settings"]["seed"] == 3
     assert record["predictions_sha256"] == file_sha256(rule)
     assert record["predictions_file"] == str(rule)
     with pytest.raises(SystemExit):
-        run_module.main(["--seed", "-1", "--out", str(tmp_path / "bad")])
+        run_module.main(vit=True, argv=["--seed", "-1", "--out", str(tmp_path / "bad")])
 
 
 def test_a_dirty_tree_is_refused_before_training(run_module, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(
         run_module, "provenance", lambda command: {"command": command, "git": {"dirty": True}}
     )
-    assert run_module.main(["--out", str(tmp_path / "out")]) == 1
+    assert run_module.main(vit=True, argv=["--out", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "has uncommitted changes" in err[0] and "--allow-dirty" in err[0]
     assert not (tmp_path / "out").exists()
@@ -384,18 +389,18 @@ def test_allow_dirty_runs_and_records_the_dirty_tree(run_module, tmp_path, monke
         run_module, "provenance", lambda command: {"command": command, "git": {"dirty": True}}
     )
     _fake_training(run_module, monkeypatch)
-    assert run_module.main(["--out", str(tmp_path / "out"), "--allow-dirty"]) == 0
+    assert run_module.main(vit=True, argv=["--out", str(tmp_path / "out"), "--allow-dirty"]) == 0
     _, record = load_vit_embedding(tmp_path / "out")
     assert record["git"]["dirty"] is True and record["predictions_sha256"] is None
 
 
 def test_an_out_that_is_a_file_is_refused_before_training(run_module, tmp_path, capsys):
     (tmp_path / "f").write_text("mine")
-    assert run_module.main(["--out", str(tmp_path / "f")]) == 1
+    assert run_module.main(vit=True, argv=["--out", str(tmp_path / "f")]) == 1
     assert "exists and is a file" in capsys.readouterr().err
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "pos_embed.pt").mkdir()
-    assert run_module.main(["--out", str(tmp_path / "d")]) == 1
+    assert run_module.main(vit=True, argv=["--out", str(tmp_path / "d")]) == 1
     assert "has a folder pos_embed.pt where" in capsys.readouterr().err
 
 
@@ -404,29 +409,29 @@ def test_an_interrupted_run_says_nothing_was_saved(run_module, tmp_path, capsys,
         raise KeyboardInterrupt("interrupted in epoch 3; continue with --resume")
 
     monkeypatch.setattr(run_module, "train", interrupted)
-    assert run_module.main(["--out", str(tmp_path / "out")]) == 130
+    assert run_module.main(vit=True, argv=["--out", str(tmp_path / "out")]) == 130
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "nothing was saved" in err[0] and "--resume" not in err[0]
 
 
 def test_the_run_trains_the_swin_run_s_settings_with_the_vit():
-    from companion.experiments.runs import learned_embedding, learned_vit
+    from companion.experiments.runs import learned_embedding
 
     swin = {k: v for k, v in learned_embedding.RUN_SETTINGS.items() if k not in ("config", "pos")}
-    assert swin == learned_vit.TRAIN_SETTINGS
-    model = learned_vit.vit_factory(16, "abs")
+    assert swin == learned_embedding.TRAIN_SETTINGS
+    model = learned_embedding.vit_factory(16, "abs")
     assert model.pos_embed.shape == (1, 64, 32)
 
 
 def test_a_short_real_training_writes_a_folder_that_reads_back(tmp_path, monkeypatch):
-    from companion.experiments.runs import learned_vit as run
+    from companion.experiments.runs import learned_embedding as run
 
     monkeypatch.setattr(
         run, "provenance", lambda command: {"command": command, "git": {"dirty": False}}
     )
     settings = {**run.TRAIN_SETTINGS, "epochs": 1, "train_size": 32, "test_size": 16}
     settings["warmup_epochs"] = 0.5
-    record = run.train_and_save(tmp_path / "out", "test", settings=settings)
+    record = run.train_and_save(tmp_path / "out", "test", vit=True, settings=settings)
     embedding, loaded = load_vit_embedding(tmp_path / "out")
     assert embedding.shape == (1, 8, 8, 32) and loaded == record
     assert len(record["test_acc_by_epoch"]) == 1 and record["num_params"] > 0
@@ -542,7 +547,7 @@ def test_the_committed_seed_runs_load_under_the_rule_they_recorded():
 
 
 def _vit_settings():
-    from companion.experiments.runs.learned_vit import TRAIN_SETTINGS
+    from companion.experiments.runs.learned_embedding import TRAIN_SETTINGS
 
     return TRAIN_SETTINGS
 

@@ -14,7 +14,12 @@ from companion.experiments.resolution_transfer import (
 )
 from companion.experiments.results import find_results, load_results, load_transfer
 from companion.experiments.runs.ablation import AblationPlan, run_ablation
-from companion.experiments.runs.resolution_experiment import MoveSettings, main, run_transfer
+from companion.experiments.runs.resolution_experiment import (
+    MoveSettings,
+    TransferPlan,
+    main,
+    run_transfer,
+)
 from companion.experiments.transfer_results import transfer_summary, transfer_table
 from companion.train import TrainConfig
 
@@ -74,8 +79,8 @@ def test_two_processes_move_the_runs_as_one_does(finished, tmp_path):
 
     folder = tmp_path / "mini"
     shutil.copytree(finished, folder)
-    work = finished.parent.parent / "runs" / "mini"
-    one = run_transfer(folder, work, MoveSettings(finetune_steps=2), jobs=1, threads=1)["rows"]
+    plan = TransferPlan("mini", str(tmp_path), str(finished.parent.parent / "runs"), threads=1)
+    one = run_transfer(plan, MoveSettings(finetune_steps=2))["rows"]
     two = json.loads((finished / "transfer.json").read_text())["rows"]
     strip = [{k: v for k, v in r.items() if k != "finetune_s"} for r in json.loads(json.dumps(one))]
     assert strip == [{k: v for k, v in r.items() if k != "finetune_s"} for r in two]

@@ -7,10 +7,10 @@ import torch
 import torch.nn.functional as F
 
 from companion.data import make_dataset
+from companion.experiments.evaluation import hits
 from companion.experiments.resolution_transfer import (
     RECORDED_NAMES,
     condition_name,
-    hits,
     moved_model,
     transfer_conditions,
 )

@@ -1,18 +1,18 @@
 """A finished run measured on every test split of its task, image by image.
 
-The trainer's per-epoch ``test_acc`` is one number on one split. Reading an experiment honestly
-needs more: every split the task has (far-relation's ``near`` and ``test``, the held-out task's
-``seen`` and ``unseen``), the constant answer's accuracy *on the same images*, and which images
-each run got right, so that an interval can include the test set's own sampling error (a
-bootstrap over test images, :mod:`companion.experiments.bootstrap`), not only the seeds'.
-
-A run's record keeps, per split, ``{"n", "accuracy", "correct"}`` (``correct``: one bit per
-image, packed as hex); the split's labels are the same for every run of a task, so the results
-file keeps them once (:func:`labels_record`).
+Reading an experiment honestly needs more than the trainer's one ``test_acc``: every split the
+task has (far-relation's ``near`` and ``test``, the held-out task's ``seen`` and ``unseen``), the
+constant answer's accuracy on the same images, and which images each run got right, so that an
+interval can include the test set's own sampling error (a bootstrap over test images,
+:mod:`companion.experiments.bootstrap`), not only the seeds'. A run's record keeps, per split,
+``{"n", "accuracy", "correct", "labels_sha256"}`` (``correct``: one bit per image, packed as hex);
+the split's labels are the same for every run of a task, so the results file keeps them once
+(:func:`labels_record`).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from typing import Any
 
@@ -30,6 +30,7 @@ def evaluation_splits(dataset: str) -> tuple[str, ...]:
     return tuple(s for s in dataset_splits(dataset) if s != "train")
 
 
+@functools.lru_cache(maxsize=16)
 def load_split(
     dataset: str,
     split: str,
@@ -38,8 +39,8 @@ def load_split(
     size: int = IMAGE_SIZE,
     rendering: str = "scaled",
 ) -> ImageClassificationData:
-    """The test images a run is measured on (the same for every run of ``dataset`` drawn at
-    ``size`` px in ``rendering``)."""
+    """The images a run is measured (or fine-tuned) on: the same for every run of ``dataset``
+    drawn at ``size`` px in ``rendering``, so they are drawn once per process (read-only)."""
     return make_dataset(dataset, split, n, seed=data_seed, size=size, rendering=rendering)
 
 
@@ -66,15 +67,25 @@ def labels_from_text(text: str) -> np.ndarray:
 
 
 @torch.no_grad()
-def predictions(model: nn.Module, data: ImageClassificationData, batch: int = 500) -> Tensor:
-    """``(n,)`` predicted class of every image of ``data`` (fp32, on the model's device)."""
+def hits(model: nn.Module, data: ImageClassificationData, batch_size: int = 256) -> Tensor:
+    """``(len(data),)`` bool: which images of ``data`` ``model`` classifies right (fp32, on the
+    model's device). A model that states its input size (``img_size``, a Swin's) must get images
+    of that size: they are never resized silently."""
+    wanted = getattr(model, "img_size", None)
+    if wanted is not None and tuple(data.images.shape[-2:]) != tuple(wanted):
+        raise ValueError(
+            f"data must hold images of the model's input size {tuple(wanted)}, got "
+            f"{tuple(data.images.shape[-2:])}: render the task at that size "
+            f"(companion.data.make_dataset(..., size=...)) or move the model"
+        )
     model.eval()
     device = next(model.parameters()).device
-    out = [
-        model(data.normalize(data.images[i : i + batch].to(device))).argmax(1).cpu()
-        for i in range(0, len(data), batch)
-    ]
-    return torch.cat(out)
+    found = []
+    for start in range(0, len(data), batch_size):
+        images, labels = data[list(range(start, min(start + batch_size, len(data))))]
+        logits = model(data.normalize(images.to(device, non_blocking=True)))
+        found.append((logits.argmax(-1) == labels.to(device, non_blocking=True)).cpu())
+    return torch.cat(found)
 
 
 def split_results(
@@ -89,27 +100,20 @@ def split_results(
     found = {}
     for split in evaluation_splits(dataset):
         data = load_split(dataset, split, test_size, data_seed, size, rendering)
-        hits = predictions(model, data) == data.labels
+        right = hits(model, data, batch_size=500)
         found[split] = {
             "n": len(data),
-            "accuracy": float(hits.float().mean()),
-            "correct": pack_bits(hits),
-            "labels_sha256": hashlib.sha256(labels_text(data.labels).encode()).hexdigest(),
+            "accuracy": float(right.float().mean()),
+            "correct": pack_bits(right),
+            "labels_sha256": labels_record(data.labels)["labels_sha256"],
         }
     return found
 
 
-def labels_record(
-    dataset: str,
-    split: str,
-    n: int | None,
-    data_seed: int,
-    size: int = IMAGE_SIZE,
-    rendering: str = "scaled",
-) -> dict[str, Any]:
-    """A test split's labels (hex digits), their hash and the constant answer's accuracy on
-    them: the share of the most frequent label, the best any input-blind rule can score."""
-    labels = load_split(dataset, split, n, data_seed, size, rendering).labels
+def labels_record(labels: Tensor) -> dict[str, Any]:
+    """A test split's ``(n,)`` labels as hex digits, their hash and the constant answer's
+    accuracy on them: the share of the most frequent label, the best any input-blind rule can
+    score."""
     text = labels_text(labels)
     return {
         "n": len(labels),

@@ -1,27 +1,16 @@
-"""The resolution-transfer experiment's model side: move a model trained at 32 px to a larger
-image, evaluate it, optionally fine-tune it briefly.
-
-Two ways to run a model on ``S``-px images when it was trained at 32 px (chapter 6):
+"""Chapter 6's two ways to run a model trained at 32 px on ``S``-px images.
 
 * ``"window-kept"``: keep the window; the token grid grows (``set_img_size``), so each window
   covers a smaller part of the image and a stage may now shift where it did not.
 * ``"window-grown"``: grow the window with the image (``set_window_size(M · S / 32)``), so each
   window covers the same part of the image as in training; a bias table is then resized, with
-  bicubic or geometric resampling (two conditions, ``"window-grown-bicubic"`` and
-  ``"window-grown-geometric"``), while a continuous bias or a rotary embedding just computes its
-  coordinates for the larger window.
+  bicubic or geometric resampling (``"window-grown-bicubic"``, ``"window-grown-geometric"``),
+  while a continuous bias or a rotary embedding just computes its coordinates for the larger
+  window.
 
-These names are the ones the records, tables, figures and chapter 6 use. Records written before
-they were (``results/cpu-transfer``) call the conditions ``"grid"``, ``"window"``,
-``"window-bicubic"`` and ``"window-geometric"``; records are never edited, so
-:data:`RECORDED_NAMES` maps those names to today's when a record is read.
-
-Images at the larger size are drawn at that size by the task's own generator
-(``companion.data.make_dataset(..., size=S, rendering=R)``) in one of two ways
-(``companion.data.RENDERINGS``): ``"scaled"``, the same scenes drawn with more pixels (objects
-grow with the image), or ``"world"``, a larger canvas on which every object keeps its 32-px size.
-Every label keeps its meaning in both. The short fine-tune after a
-move is ``companion.train.train_steps`` (the trainer's own loop).
+Records written before these names (``results/cpu-transfer``) call the conditions ``"grid"``,
+``"window"``, ``"window-bicubic"`` and ``"window-geometric"``; records are never edited, so
+:func:`condition_name` maps them where the record table is built.
 """
 
 from __future__ import annotations
@@ -29,10 +18,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
-import torch
-
 from companion._checks import check_choice, check_positive_int
-from companion.data.dataset import ImageClassificationData
 from companion.position import Position
 from companion.resize import RESIZE_METHODS, ResizeMethod, check_resize_method
 from companion.swin import SwinTransformer
@@ -40,7 +26,6 @@ from companion.swin import SwinTransformer
 TRAIN_SIZE = 32
 EVAL_SIZES = (48, 64)
 MAX_SIZE = 512  # renders and attention grow with the square of the size; far above the book's
-
 
 #: The condition that keeps the window (the token grid grows).
 WINDOW_KEPT = "window-kept"
@@ -94,40 +79,11 @@ def moved_model(model: SwinTransformer, size: int, condition: TransferCondition)
     moved = copy.deepcopy(model)
     moved.set_img_size(size, method=condition.method)
     if condition.grow_window:
-        window = []
-        for side in moved.window_size:
-            if side * size % TRAIN_SIZE:
-                raise ValueError(
-                    f"size={size} must scale the window {tuple(moved.window_size)} to whole "
-                    f"sides (window * size / {TRAIN_SIZE})"
-                )
-            window.append(side * size // TRAIN_SIZE)
-        moved.set_window_size((window[0], window[1]), method=condition.method)
+        if any(side * size % TRAIN_SIZE for side in moved.window_size):
+            raise ValueError(
+                f"size={size} must scale the window {tuple(moved.window_size)} to whole "
+                f"sides (window * size / {TRAIN_SIZE})"
+            )
+        height, width = (side * size // TRAIN_SIZE for side in moved.window_size)
+        moved.set_window_size((height, width), method=condition.method)
     return moved
-
-
-def _check_input_size(model: SwinTransformer, data: ImageClassificationData) -> None:
-    """The images must have the size the model was moved to (no silent resizing)."""
-    got, wanted = tuple(data.images.shape[-2:]), tuple(model.img_size)
-    if got != wanted:
-        raise ValueError(
-            f"data must hold images of the model's input size {wanted}, got {got}: render the "
-            f"task at that size (companion.data.make_dataset(..., size=...)) or move the model"
-        )
-
-
-@torch.no_grad()
-def hits(
-    model: SwinTransformer, data: ImageClassificationData, batch_size: int = 256
-) -> torch.Tensor:
-    """``(len(data),)`` bool: which images of ``data`` (of the model's input size) ``model``
-    classifies right."""
-    _check_input_size(model, data)
-    model.eval()
-    device = next(model.parameters()).device
-    found = []
-    for start in range(0, len(data), batch_size):
-        images, labels = data[list(range(start, min(start + batch_size, len(data))))]
-        logits = model(data.normalize(images.to(device, non_blocking=True)))
-        found.append((logits.argmax(-1) == labels.to(device, non_blocking=True)).cpu())
-    return torch.cat(found)

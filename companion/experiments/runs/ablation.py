@@ -3,19 +3,15 @@
     python -m companion.commands.ablation --name my-ablation --config tiny-cpu --seeds 0 1 2 \
         --epochs 12
 
-Each grid point is one :func:`companion.train.train` run in ``<work-dir>/<name>/<key>/``; when it
-finishes, its sealed record ``<key>.json`` (settings, code hash, hardware, every epoch's metrics,
-every test split image by image) and its bias tables ``<key>.bias.pt`` are written beside it.
-Only when *every* run has finished is ``results/<name>/`` published, all at once
-(:mod:`~companion.experiments.runs.ablation_publish`), so a failed or interrupted ablation never
-replaces or mixes into published results: ``results.json`` (a provenance header and every run's
-record), ``results.md`` (mean ± std over seeds per cell), ``curves/<key>.json`` (each run's
-epochs; ``<key>`` is ``<dataset>__<pos>[__<variant>]__seed<k>``) and
-``bias/<dataset>__<pos>[__<variant>].pt`` (the first seed's bias tables). Stopping and starting
-again is safe: a finished run is reused, and an interrupted one resumed from its checkpoint, only
-when its recorded settings and code hash equal the requested ones; otherwise the ablation refuses,
-saying how to start afresh (``--fresh``, or a new ``--name``). The grid and its checks are
-:mod:`~companion.experiments.runs.ablation_plan`'s.
+Each grid point (:mod:`~companion.experiments.runs.ablation_plan`) is one
+:func:`companion.train.train` run in ``<work-dir>/<name>/<key>/``; when it finishes, its sealed
+record ``<key>.json`` (settings, code hash, hardware, every epoch, every test split image by
+image) and its bias tables ``<key>.bias.pt`` are written beside it. Only when *every* run has
+finished is ``results/<name>/`` published, all at once (:mod:`~companion.experiments.runs.publish`),
+so a failed or interrupted ablation never replaces or mixes into published results. Stopping
+and starting again is safe: a finished run is reused, and an interrupted one resumed from its
+checkpoint, only when its recorded settings and code hash equal the requested ones; otherwise
+the ablation refuses, saying how to start afresh (``--fresh``, or a new ``--name``).
 """
 
 from __future__ import annotations
@@ -42,23 +38,15 @@ from companion.data import num_classes
 from companion.experiments.evaluation import split_results
 from companion.experiments.integrity import seal
 from companion.experiments.results import results_table, run_key
-from companion.experiments.runs.ablation_plan import (
-    GRID,
-    AblationPlan,
-    StaleRunError,
-    check_grid,
-    parse_cell,
-)
-from companion.experiments.runs.ablation_publish import (
-    check_keeps_published_runs,
-    check_plan_derived,
-    check_same_settings,
+from companion.experiments.runs.ablation_plan import GRID, AblationPlan, StaleRunError, check_grid
+from companion.experiments.runs.pool import run_all, threads_per_worker
+from companion.experiments.runs.publish import (
+    check_publishable,
     publish_ablation,
+    restore_interrupted_swap,
     results_record,
     tables_intact,
 )
-from companion.experiments.runs.pool import run_all, threads_per_worker
-from companion.experiments.runs.publish import restore_interrupted_swap
 from companion.position import Position
 from companion.train import CHECKPOINT, ModelFactory, TrainConfig, load_checkpoint, train
 from companion.train.build import build_model
@@ -81,12 +69,9 @@ COMPARED_KINDS = ("result", "hardware")
 
 
 def bias_tables(model: nn.Module) -> dict[str, dict[str, Any]]:
-    """Every relative position bias table of ``model``, by module name.
-
-    Returns ``{name: {"table": ((2Wh-1)(2Ww-1), H) tensor, "window_size": [Wh, Ww]}}``: always
-    one row per signed offset (``offset_table()``), also for a table that stores one row per
-    ``(|dy|, |dx|)`` (``BiasTable(offsets="magnitude")``), so every table plots the same way.
-    """
+    """``{module name: {"table": ((2Wh-1)(2Ww-1), H) tensor, "window_size": [Wh, Ww]}}``: every
+    relative position bias table of ``model``, one row per signed offset (``offset_table()``),
+    also where a table stores one per ``(|dy|, |dx|)``, so that every table plots the same way."""
     found = {}
     for name, module in model.named_modules():
         table = module.offset_table() if isinstance(module, WindowAttention) else None
@@ -102,81 +87,60 @@ def bias_tables(model: nn.Module) -> dict[str, dict[str, Any]]:
 # --------------------------------------------------------------------------- one run
 
 
-def _differences(saved_settings: dict[str, Any], saved_code: object, cfg: TrainConfig) -> str:
-    diff = settings_differences(saved_settings, recorded_settings(cfg, COMPARED_KINDS))
-    if saved_code != source_digest():
-        diff.append("the companion code changed since (its sha256 differs)")
-    return "; ".join(diff)
-
-
-def check_sealed(record: dict[str, Any], path: Path) -> None:
-    """Refuse a run record whose content no longer matches its ``record_sha256`` (edited after
-    the run wrote it), or one without it (written before records were sealed)."""
-    if record.get("record_sha256") != seal(record)["record_sha256"]:
-        state = "has no content hash" if "record_sha256" not in record else "was edited"
-        raise StaleRunError(
-            f"{path} {state} (record_sha256 does not match its content): it cannot be trusted"
-        )
-
-
-def _refuse(plan: AblationPlan, path: Path, why: str) -> StaleRunError:
+def _refusal(path: Path, why: str, work: Path) -> StaleRunError:
     return StaleRunError(
-        f"{path} was made with other settings or code ({why}); pass --fresh to discard "
-        f"{plan.work} and train again, or choose a new --name"
+        f"{path} {why}; pass --fresh to discard {work} and train again, or choose a new --name"
     )
 
 
+def _check_same(path: Path, settings: dict[str, Any], code: object, cfg: TrainConfig) -> None:
+    """Refuse a saved run (its record or checkpoint) made with other settings or code."""
+    diff = settings_differences(settings, recorded_settings(cfg, COMPARED_KINDS))
+    if code != source_digest():
+        diff.append("the companion code changed since (its sha256 differs)")
+    if diff:
+        why = f"was made with other settings or code ({'; '.join(diff)})"
+        raise _refusal(path, why, Path(cfg.out).parent)
+
+
 def _read_record(plan: AblationPlan, path: Path) -> dict[str, Any]:
+    """A finished run's record, refused unless it is one, sealed (``record_sha256`` matches its
+    content: not edited since the run wrote it) and its checkpoint is the one it names."""
     try:
         record = json.loads(path.read_text())
-        problem = "" if isinstance(record, dict) else f"it holds a {type(record).__name__}"
     except ValueError as exc:
-        record, problem = None, f"not JSON: {exc}"
+        raise _refusal(path, f"is not a run record (not JSON: {exc})", plan.work) from None
     needed = ("settings", "code_sha256", "final", "epochs", "splits")
-    if not problem and any(k not in record for k in needed):
-        problem = f"it lacks one of {list(needed)}"
-    if problem:
-        raise StaleRunError(
-            f"{path} is not a run record ({problem}); pass --fresh to discard {plan.work} and "
-            f"train again, or choose a new --name"
-        )
-    try:
-        check_sealed(record, path)
-        checkpoint = path.with_name(path.name.removesuffix(".json")) / CHECKPOINT
-        if not checkpoint.is_file() or file_sha256(checkpoint) != record.get("checkpoint_sha256"):
-            raise StaleRunError(f"{checkpoint} is missing or not the one {path} was written with")
-    except StaleRunError as exc:
-        raise StaleRunError(
-            f"{exc}; pass --fresh to discard {plan.work} and train again, or choose a new --name"
-        ) from None
+    if not isinstance(record, dict) or any(k not in record for k in needed):
+        raise _refusal(path, f"is not a run record (it lacks one of {list(needed)})", plan.work)
+    if record.get("record_sha256") != seal(record)["record_sha256"]:
+        state = "has no content hash" if "record_sha256" not in record else "was edited"
+        why = f"{state} (record_sha256 does not match its content): it cannot be trusted"
+        raise _refusal(path, why, plan.work)
+    checkpoint = path.with_name(path.name.removesuffix(".json")) / CHECKPOINT
+    if not checkpoint.is_file() or file_sha256(checkpoint) != record.get("checkpoint_sha256"):
+        raise _refusal(checkpoint, f"is missing or not the one {path} was written with", plan.work)
     return record
 
 
 def _run_one(
-    plan: AblationPlan,
-    dataset: str,
-    pos: Position,
-    variant: str,
-    seed: int,
-    factory: ModelFactory | None,
+    plan: AblationPlan, factory: ModelFactory | None, point: tuple[str, Position, str, int]
 ) -> dict[str, Any]:
-    """Train one run, or reuse it when its record matches the request exactly."""
+    """Train the run ``(dataset, pos, variant, seed)``, or reuse it when its record matches the
+    request exactly (a process pool's task)."""
+    dataset, pos, variant, seed = point
     cfg = plan.config(dataset, pos, seed, variant)
     out = Path(cfg.out)
     record_path = out.with_name(out.name + ".json")
     if record_path.exists():
         record = _read_record(plan, record_path)
-        why = _differences(record["settings"], record["code_sha256"], cfg)
-        if why:
-            raise _refuse(plan, record_path, why)
+        _check_same(record_path, record["settings"], record["code_sha256"], cfg)
         if not tables_intact(record, out.with_name(out.name + ".bias.pt")):
-            _restore_tables(record, cfg, out, dataset, factory)
+            _restore_tables(record, cfg, factory)
         return record
     if (out / CHECKPOINT).exists():
         saved = load_checkpoint(out / CHECKPOINT)
-        why = _differences(saved["config"], saved["code_sha256"], cfg)
-        if why:
-            raise _refuse(plan, out / CHECKPOINT, why)
+        _check_same(out / CHECKPOINT, saved["config"], saved["code_sha256"], cfg)
         cfg = replace(cfg, resume=True)
     result = train(cfg, factory)
     history = result.history
@@ -217,25 +181,17 @@ def _save_tables(model: nn.Module, out: Path) -> str | None:
     return file_sha256(path)
 
 
-def _restore_tables(
-    record: dict[str, Any],
-    cfg: TrainConfig,
-    out: Path,
-    dataset: str,
-    factory: ModelFactory | None,
-) -> None:
+def _restore_tables(record: dict[str, Any], cfg: TrainConfig, factory: ModelFactory | None) -> None:
     """Write a reused run's missing or damaged ``.bias.pt`` again from its checkpoint (whose
     hash ``_read_record`` has checked): the same tables, without training again."""
-    tables = out.with_name(out.name + ".bias.pt")
-    print(f"{tables} is missing or damaged: writing it again from {out / CHECKPOINT}", flush=True)
-    saved = load_checkpoint(out / CHECKPOINT)
-    model = build_model(cfg, num_classes(dataset), factory)
-    load_states(out / CHECKPOINT, saved, model=model)
-    written = _save_tables(model, out)
-    if record.get("bias_sha256", written) != written:
+    out = Path(cfg.out)
+    print(f"{out}.bias.pt is missing or damaged: writing it again from {out / CHECKPOINT}")
+    model = build_model(cfg, num_classes(cfg.dataset), factory)
+    load_states(out / CHECKPOINT, load_checkpoint(out / CHECKPOINT), model=model)
+    if _save_tables(model, out) != record["bias_sha256"]:
         raise StaleRunError(
-            f"{tables} written again from {out / CHECKPOINT} is not the one its record names; "
-            f"pass --fresh to train the runs again"
+            f"{out}.bias.pt written again from {out / CHECKPOINT} is not the one its record "
+            f"names; pass --fresh to train the runs again"
         )
 
 
@@ -249,9 +205,7 @@ def run_ablation(
     check_writable_folder(plan.folder, "--results-dir/--name")  # before any training
     check_writable_folder(plan.work, "--work-dir/--name")
     restore_interrupted_swap(plan.folder)
-    check_same_settings(plan)  # before any training, and again under the publish lock
-    check_plan_derived(plan, None)
-    check_keeps_published_runs(plan)
+    check_publishable(plan)  # before any training, and again under the publish lock
     start = time.perf_counter()
     plan.work.mkdir(parents=True, exist_ok=True)
     with RunLock(plan.work, label="--work-dir/--name"):
@@ -268,22 +222,14 @@ def run_ablation(
             f"finished runs are kept in {plan.work} and reused, interrupted ones resume from "
             f"their last checkpoint: run the same command again to continue"
         )
-        task = functools.partial(_run_point, plan, factory)
+        task = functools.partial(_run_one, plan, factory)
         records = run_all(
             task, plan.runs(), plan.jobs, hint, describe=lambda r: run_key(r[0], r[1], r[3], r[2])
         )
-        header = provenance(command)
-        header["wall_s"] = time.perf_counter() - start
-        header["jobs"] = plan.jobs
+        header = {**provenance(command), "wall_s": time.perf_counter() - start, "jobs": plan.jobs}
         results = results_record(plan, records, header)
         publish_ablation(plan, results, records)
     return json.loads(json.dumps(results))
-
-
-def _run_point(
-    plan: AblationPlan, factory: ModelFactory | None, point: tuple[str, Position, str, int]
-) -> dict[str, Any]:
-    return _run_one(plan, *point, factory)
 
 
 # --------------------------------------------------------------------------- command line
@@ -334,8 +280,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             pos=grid["pos"],
             seeds=grid["seed"],
             base=base,
-            extra=tuple(parse_cell(text) for text in args.extra),
-            extra_seeds=None if args.extra_seeds is None else tuple(args.extra_seeds),
+            extra=tuple(tuple(text.split(":")) for text in args.extra),
+            extra_seeds=args.extra_seeds,
             **{name: getattr(args, name) for name in PLAN_FLAGS},
         )
     except (ValueError, TypeError) as exc:

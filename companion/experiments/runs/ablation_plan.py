@@ -1,9 +1,5 @@
-"""The ablation's plan: the grid ``datasets x pos x seeds`` (plus controlled-variant cells), every
-run's configuration built and checked when the plan is (:class:`AblationPlan`), and the checks of
-the grid and of a cell the command line gives.
-
-``companion.experiments.runs.ablation`` runs a plan; ``ablation_publish`` publishes its runs.
-"""
+"""The ablation's plan: the grid ``datasets x pos x seeds`` plus controlled-variant cells, every
+run's configuration built and checked when the plan is, and the checks of its axes and cells."""
 
 from __future__ import annotations
 
@@ -36,9 +32,9 @@ class StaleRunError(ValueError):
 @dataclass(frozen=True)
 class AblationPlan:
     """What to run: the grid ``datasets x pos x seeds`` (the model of ``base.variant``, the Swin
-    itself by default), plus each ``extra`` cell ``(dataset, pos, variant)`` for every seed, each
-    run with ``base``'s other settings. Frozen and checked when built: every cell's run
-    configuration is built once here (``TrainConfig`` checks itself)."""
+    itself by default), plus each ``extra`` cell ``(dataset, pos, variant)`` for every seed of
+    ``extra_seeds``, each run with ``base``'s other settings. Frozen and checked when built:
+    every cell's run configuration is built once here (``TrainConfig`` checks itself)."""
 
     name: str = setting(MISSING, "results/<name>/ receives the results", kind="process")
     datasets: tuple[str, ...] = _GRID_DEFAULT["dataset"]
@@ -71,22 +67,21 @@ class AblationPlan:
         if not self.name or "/" in self.name or self.name.startswith("."):
             raise ValueError(f"name must be a plain folder name, got {self.name!r}")
         check_grid({"dataset": self.datasets, "pos": self.pos, "seed": self.seeds})
-        for name in ("datasets", "pos", "seeds"):
+        for name in ("datasets", "seeds"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         object.__setattr__(self, "pos", tuple(map(Position.parse, self.pos)))
         variant = canonical_variant(self.base.variant)  # one model, one name (and one row)
-        if variant != self.base.variant:
-            object.__setattr__(self, "base", replace(self.base, variant=variant))
+        object.__setattr__(self, "base", replace(self.base, variant=variant))
         object.__setattr__(self, "extra", tuple(check_extra_cell(tuple(c)) for c in self.extra))
         if self.extra_seeds is not None:
-            object.__setattr__(self, "extra_seeds", tuple(self.extra_seeds))
-            seeds = self.extra_seeds
+            seeds = tuple(self.extra_seeds)
+            object.__setattr__(self, "extra_seeds", seeds)
             if not seeds or set(seeds) - set(self.seeds) or len(set(seeds)) < len(seeds):
                 raise ValueError(
                     f"extra_seeds must be distinct values of seeds {list(self.seeds)} (each "
-                    f"variant run needs its baseline run), got {list(self.extra_seeds)}"
+                    f"variant run needs its baseline run), got {list(seeds)}"
                 )
-        cells = [(d, p, self.base.variant) for d in self.datasets for p in self.pos]
+        cells = [(d, p, variant) for d in self.datasets for p in self.pos]
         for cell in self.extra:
             if cell in cells:
                 raise ValueError(f"extra: cell {':'.join(map(str, cell))} is already in the plan")
@@ -106,15 +101,9 @@ class AblationPlan:
     def work(self) -> Path:
         return Path(self.work_dir) / self.name
 
-    def cells(self) -> list[tuple[str, Position, str]]:
-        """Every ``(dataset, pos, variant)``: the main grid, then the extra cells."""
-        main = [(d, p, self.base.variant) for d in self.datasets for p in self.pos]
-        return main + list(self.extra)
-
     def runs(self) -> list[tuple[str, Position, str, int]]:
         """Every ``(dataset, pos, variant, seed)``, seed-major: the first seed's cells all come
-        first, so an early look (or an interrupted ablation) already compares every cell. The
-        extra cells run for ``extra_seeds`` only."""
+        first, so an early look (or an interrupted ablation) already compares every cell."""
         extra_seeds = self.seeds if self.extra_seeds is None else self.extra_seeds
         main = [(d, p, self.base.variant) for d in self.datasets for p in self.pos]
         return [
@@ -133,7 +122,8 @@ class AblationPlan:
 
 def check_grid(grid: Mapping[str, Sequence[Any]]) -> None:
     """Check the grid's axes (``{"dataset": ..., "pos": ..., "seed": ...}``): non-empty, no
-    value twice, each value one the trainer takes; an error names the axis by its flag."""
+    value twice (a repeat would inflate n), each value one the trainer takes; an error names
+    the axis by its flag."""
     for axis, values in grid.items():
         if not values:
             raise ValueError(f"datasets, pos and seeds must each be non-empty, got {GRID[axis]}=()")
@@ -150,16 +140,16 @@ def check_grid(grid: Mapping[str, Sequence[Any]]) -> None:
                 raise type(exc)(f"{GRID[axis]}: {exc}") from None
 
 
-def check_extra_cell(cell: object) -> tuple[str, Position, str]:
-    """Check an extra cell ``(dataset, pos, variant)``: known values, a controlled variant (not
-    ``"swin"``: those cells are the main grid's). Whether the variant can change ``pos`` is
-    the model's rule, checked when the plan builds the cell's configuration."""
-    if not isinstance(cell, tuple) or len(cell) != 3:
-        raise ValueError(f"extra: a cell must be (dataset, pos, variant), got {cell!r}")
+def check_extra_cell(cell: tuple[Any, ...]) -> tuple[str, Position, str]:
+    """Check an extra cell ``(dataset, pos, variant)`` (``"grid-cell:rel:torus"`` split at its
+    colons): known values and a controlled variant, not ``"swin"``, whose cells are the main
+    grid's. Whether the variant can change ``pos`` is the model's rule, checked when the plan
+    builds the cell's configuration."""
+    if len(cell) != 3:
+        got = ":".join(map(str, cell))
+        raise ValueError(f"extra: a cell is dataset:pos:variant (grid-cell:rel:torus), got {got!r}")
     dataset, pos, variant = cell
-    try:
-        for name, value in (("dataset", dataset), ("pos", pos), ("variant", variant)):
-            check_setting(name, value)
+    try:  # the dataset is checked with the cell's configuration (AblationPlan)
         pos = Position.parse(pos)
         variant = canonical_variant(variant)  # torus+torus and torus are one model, one cell
         if variant == "swin":
@@ -167,14 +157,3 @@ def check_extra_cell(cell: object) -> tuple[str, Position, str]:
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"extra cell {dataset}:{pos}:{variant}: {exc}") from None
     return dataset, pos, variant
-
-
-def parse_cell(text: str) -> tuple[str, Position, str]:
-    """``"grid-cell:rel:torus"`` -> ``("grid-cell", Position.parse("rel"), "torus")`` (the
-    other values are checked by the plan that takes it, ``check_extra_cell``)."""
-    parts = text.split(":")
-    if len(parts) != 3:
-        raise ValueError(
-            f"extra: a cell is dataset:pos:variant (grid-cell:rel:torus), got {text!r}"
-        )
-    return parts[0], Position.parse(parts[1]), parts[2]

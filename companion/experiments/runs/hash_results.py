@@ -5,10 +5,11 @@
 An ablation folder (``results.json``) is checked as the readers check it, without a hash list:
 every run with its curve against the ``record_sha256`` the run sealed, the summary against the
 runs, a ``transfer.json`` against the runs it names. Only then is its header marked
-``"hashed": "after the run"`` and its ``SHA256SUMS`` written (``companion.experiments.integrity``);
-from then on it loads verified. Another results folder (one ``provenance.json`` beside its files,
-as ``results/learned-abs``) is marked in that record and hashed. A folder that is already hashed
-is checked against its ``SHA256SUMS`` and left as it is.
+``"hashed": "after the run"`` and its ``SHA256SUMS`` written; from then on it loads verified.
+Another results folder (one ``provenance.json``, as ``results/learned-abs``) is marked in that
+record and hashed. A folder already hashed is checked against its ``SHA256SUMS`` and left as it
+is; one that says it was hashed but has lost its hash list is never hashed again (whatever
+changed since could not be told apart).
 """
 
 from __future__ import annotations
@@ -35,21 +36,12 @@ AFTER_THE_RUN = "after the run"
 
 
 def _plain_json(folder: Path, name: str) -> Any:
-    path = folder / name
     try:
-        return json.loads(path.read_text())
+        return json.loads((folder / name).read_text())
     except (OSError, ValueError) as exc:
-        raise ResultsError(f"{path} cannot be read as JSON ({type(exc).__name__})") from None
-
-
-def _refuse_hashed(path: Path, record: dict[str, Any]) -> None:
-    """A folder hashed once (at publish, or by this command) is never hashed again: its
-    ``SHA256SUMS`` is missing, so whatever changed since could not be told apart."""
-    if "hashed" in record:
         raise ResultsError(
-            f"{path} says it was hashed {record['hashed']}, but its {MANIFEST} is missing: "
-            f"restore the folder (e.g. from version control); it is not hashed again"
-        )
+            f"{folder / name} cannot be read as JSON ({type(exc).__name__})"
+        ) from None
 
 
 def hash_folder(folder: str | Path) -> str:
@@ -60,29 +52,31 @@ def hash_folder(folder: str | Path) -> str:
         if differences:
             raise ResultsError(f"{folder} is already hashed and differs: {differences[0]}")
         return f"{folder}: already hashed, intact"
+    name = "results.json" if (folder / "results.json").is_file() else "provenance.json"
     try:
-        if (folder / "results.json").is_file():
-            results, _ = check_results(folder, read=_plain_json)
-            _refuse_hashed(folder / "results.json", results["header"])
-            if (folder / DERIVED[0]).is_file():
-                derived = _plain_json(folder, DERIVED[0])
-                if derived.get("sources") != run_sources(results):
-                    raise ResultsError(f"{folder / DERIVED[0]} was computed from other runs")
-            results["header"]["hashed"] = AFTER_THE_RUN
-            atomic_write_json(folder / "results.json", results)
-        elif (folder / "provenance.json").is_file():
-            record = _plain_json(folder, "provenance.json")
-            _refuse_hashed(folder / "provenance.json", record)
-            record["hashed"] = AFTER_THE_RUN
-            atomic_write_json(folder / "provenance.json", record)
+        if name == "results.json":
+            record, _ = check_results(folder, read=_plain_json)
+            derived = _plain_json(folder, DERIVED[0]) if (folder / DERIVED[0]).is_file() else {}
+            if derived and derived.get("sources") != run_sources(record):
+                raise ResultsError(f"{folder / DERIVED[0]} was computed from other runs")
+            marked = record["header"]
+        elif (folder / name).is_file():
+            record = marked = _plain_json(folder, name)
         else:
             raise ResultsError(f"{folder} holds neither results.json nor provenance.json")
+        if "hashed" in marked:
+            raise ResultsError(
+                f"{folder / name} says it was hashed {marked['hashed']}, but its {MANIFEST} is "
+                f"missing: restore the folder (e.g. from version control); it is not hashed again"
+            )
+        marked["hashed"] = AFTER_THE_RUN
     except (KeyError, TypeError, AttributeError) as exc:
         raise ResultsError(
             f"{folder} is not a results folder as the runs write one ({type(exc).__name__}: {exc})"
         ) from None
+    atomic_write_json(folder / name, record)
     hashes = write_manifest(folder)
-    if (folder / "results.json").is_file():
+    if name == "results.json":
         load_results(folder)  # reads back as every chapter will
     return f"{folder}: checked and hashed {len(hashes)} files into {folder / MANIFEST}"
 

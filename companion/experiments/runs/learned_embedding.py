@@ -1,12 +1,21 @@
-"""Train the learned absolute embedding chapter 1 reads, and save it with its provenance.
+"""Train the learned absolute position embeddings chapter 1 reads, and save them.
 
-Run it once from a clean commit (it records the commit, the hardware and the wall time)::
+Each is run once from a clean commit (the record keeps the commit, the hardware and the wall
+time)::
 
     nice -n 5 python -m companion.commands.learned_embedding --out results/learned-abs
+    nice -n 5 python -m companion.experiments.runs.learned_vit --out results/learned-vit
+    python -m companion.experiments.runs.learned_vit --seed 2 \
+        --predictions results/learned-vit-seeds/predictions.md \
+        --out results/learned-vit-seeds/seed-2
 
-It trains the tiny-cpu Swin with ``pos="abs"`` on ``grid-cell`` with chapter 5's settings (seed 0)
-and saves only the ``(1, h, w, D)`` embedding and a ``provenance.json`` beside it
-(``companion.experiments.chapter1`` reads them).
+The Swin's run trains the tiny-cpu Swin with ``pos="abs"`` on ``grid-cell`` with chapter 5's
+settings; the ViT's trains ``companion.vit.VisionTransformer`` (4-px patches of 32-px images: an
+``8 x 8`` grid) with the same training settings, so that the two embeddings differ by the
+architecture only, refuses a tree with uncommitted changes unless told to record them, and
+records the sha256 of its predictions, committed before the run. Each saves its embedding laid
+out as ``(1, h, w, D)``, ``provenance.json`` and ``SHA256SUMS`` (``companion.experiments.chapter1``
+reads them verified); the training itself happens in a temporary folder.
 """
 
 from __future__ import annotations
@@ -20,18 +29,23 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
 
 from companion._io import atomic_write, atomic_write_json, file_sha256
-from companion.experiments.chapter1 import EMBEDDING_FILE, PROVENANCE_FILE
+from companion.experiments.chapter1 import EMBEDDING_FILE, PROVENANCE_FILE, VIT_EMBEDDING_FILE
 from companion.experiments.integrity import write_manifest
+from companion.experiments.predictions import PREDICTIONS
 from companion.experiments.records import refresh_table
+from companion.position import Position
 from companion.train import TrainConfig, train
 from companion.train.cli import add_debug_flag, run_reporting_errors
 from companion.train.config import settings_from_record
-from companion.train.provenance import provenance
+from companion.train.provenance import PACKAGE_DIR, provenance
 from companion.train.rundir import check_writable_folder
+from companion.vit import VisionTransformer, ViTConfig
 
 PROG = "python -m companion.commands.learned_embedding"
+VIT_PROG = "python -m companion.experiments.runs.learned_vit"
 
 #: Chapter 5's CPU-ablation settings (results/run_cpu_ablation.sh), for one abs run on grid-cell,
 #: as the record states them (``recorded_settings``' names).
@@ -40,47 +54,93 @@ RUN_SETTINGS = dict(
     lr=1e-3, warmup_epochs=2.0, label_smoothing=0.0, train_size=2000, test_size=1000,
     threads=1, device="cpu", progress=False,
 )  # fmt: skip
+#: The ViT: ``VisionTransformer``'s arguments (``num_classes`` comes from the task).
+MODEL_SETTINGS: dict[str, Any] = dict(
+    img_size=32, patch_size=4, embed_dim=32, depth=4, num_heads=2, mlp_ratio=4.0
+)
+#: The Swin run's training settings for the ViT; ``config`` and ``pos`` name the Swin, which
+#: :func:`vit_factory` replaces, so they are left out of its record.
+TRAIN_SETTINGS: dict[str, Any] = {
+    k: v for k, v in RUN_SETTINGS.items() if k not in ("config", "pos")
+}
 
 #: What a stopped run says: it trains in a temporary folder, so nothing of it is left.
 INTERRUPTED = ("interrupted: nothing was saved (the run trains in a temporary folder); run the "
                "same command again to train it from the start")  # fmt: skip
 
 
-def train_and_save(out_dir: Path, command: str | None = None) -> dict:
-    """Train the abs model of :data:`RUN_SETTINGS`, save its embedding and provenance (with the
-    embedding's sha256) and hash the folder (``SHA256SUMS``); ``out_dir`` is checked first: a bad
-    folder costs no training."""
-    out_dir = Path(out_dir)
-    check_out(out_dir)
-    origin = provenance(command)  # before training: the commit the run starts from
-    start = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="learned-abs-") as run_dir:
-        result = train(TrainConfig(**settings_from_record(RUN_SETTINGS), out=run_dir))
-    wall_s = time.perf_counter() - start
-    embedding = result.model.get_parameter("absolute.pos_embed").detach().cpu().clone()
-    record = {
-        "what": f"{EMBEDDING_FILE}: absolute_pos_embed {tuple(embedding.shape)} after training",
-        "settings": RUN_SETTINGS,
-        "final_test_acc": result.history[-1]["test_acc"],
-        "wall_s": round(wall_s, 1),
-        **origin,
-    }
-    return publish_embedding(out_dir, EMBEDDING_FILE, embedding, record)
+def vit_factory(num_classes: int, pos: Position) -> nn.Module:
+    """``companion.train``'s model factory: the ViT of :data:`MODEL_SETTINGS` (its position
+    embedding is always the learned absolute one, so ``pos`` is not used)."""
+    return VisionTransformer(ViTConfig(num_classes=num_classes, **MODEL_SETTINGS))
 
 
-def publish_embedding(
-    out_dir: Path, file_name: str, embedding: torch.Tensor, record: dict[str, Any]
+def train_and_save(
+    out_dir: Path,
+    command: str | None = None,
+    vit: bool = False,
+    allow_dirty: bool = False,
+    settings: dict[str, Any] | None = None,
+    predictions: Path | None = None,
 ) -> dict[str, Any]:
-    """Save ``embedding`` as ``out_dir/file_name``, then ``record`` with the file's sha256 as
-    ``provenance.json``, then the folder's ``SHA256SUMS`` (read back verified by
-    ``companion.experiments.integrity``); every write atomic; then the record table of its
-    results tree (``companion.experiments.records.refresh_table``). Returns the record."""
+    """Train the Swin (or, with ``vit``, the ViT; ``settings``: the run's unless a test shortens
+    them or ``--seed`` changes the seed), then save and hash its folder; returns the record.
+    ``predictions`` (by default ``out_dir/predictions.md``): the ViT's predictions. ``out_dir``
+    (and for the ViT the git tree) is checked first: a bad folder costs no training."""
+    out_dir = Path(out_dir)
+    file_name = VIT_EMBEDDING_FILE if vit else EMBEDDING_FILE
+    check_out(out_dir, file_name)
+    origin = provenance(command)  # before training: the commit the run starts from
+    if vit and origin["git"]["dirty"] is not False and not allow_dirty:
+        state = "has uncommitted changes" if origin["git"]["dirty"] else "is not a git checkout"
+        raise OSError(
+            f"the code in {PACKAGE_DIR.parent} {state}: commit first (the run records the "
+            f"commit it ran from), or pass --allow-dirty to record the run as dirty"
+        )
+    predictions = out_dir / PREDICTIONS if predictions is None else Path(predictions)
+    predictions_sha256 = file_sha256(predictions) if predictions.is_file() else None
+    chosen = settings or (TRAIN_SETTINGS if vit else RUN_SETTINGS)
+    if vit:  # the trainer's first line names the Swin it would build by default
+        print(f"training companion.vit.VisionTransformer {MODEL_SETTINGS}", flush=True)
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="learned-embedding-") as run_dir:
+        cfg = TrainConfig(**settings_from_record(chosen), out=run_dir)
+        result = train(cfg, vit_factory) if vit else train(cfg)
+    wall_s = time.perf_counter() - start
+    final = result.history[-1]["test_acc"]
+    if not vit:
+        embedding = result.model.get_parameter("absolute.pos_embed").detach().cpu().clone()
+        record: dict[str, Any] = {
+            "what": f"{file_name}: absolute_pos_embed {tuple(embedding.shape)} after training",
+            "settings": chosen,
+            "final_test_acc": final,
+        }
+    else:
+        model = result.model
+        assert isinstance(model, VisionTransformer)
+        h, w = model.grid_size
+        pos = model.pos_embed.detach().cpu().clone()  # (1, N, D)
+        embedding = pos.reshape(1, h, w, pos.shape[2])  # row r * w + c -> [0, r, c]
+        record = {
+            "what": f"{file_name}: VisionTransformer.pos_embed {tuple(pos.shape)} after training, "
+            f"laid out on the grid as {tuple(embedding.shape)} (row-major)",
+            "model": {"class": "companion.vit.VisionTransformer", **MODEL_SETTINGS},
+            "num_params": sum(p.numel() for p in model.parameters()),
+            "settings": {"dataset": cfg.dataset, **chosen},
+            "grid_size": [h, w],
+            "final_test_acc": final,
+            "test_acc_by_epoch": [round(r["test_acc"], 4) for r in result.history],
+            "predictions_sha256": predictions_sha256,
+            "predictions_file": str(predictions),
+            "companion_path": str(PACKAGE_DIR),
+        }
+    record |= {"wall_s": round(wall_s, 1), **origin}
     atomic_write(out_dir / file_name, lambda f: torch.save(embedding, f))
     record["embedding_sha256"] = file_sha256(out_dir / file_name)
     record["hashed"] = "at publish"
     atomic_write_json(out_dir / PROVENANCE_FILE, record)
-    write_manifest(out_dir)
-    refresh_table(out_dir)
+    write_manifest(out_dir)  # with a predictions.md already there
+    refresh_table(out_dir)  # the record table of its results tree
     return record
 
 
@@ -97,22 +157,44 @@ def check_out(out_dir: Path, file_name: str = EMBEDDING_FILE) -> None:
             )
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, vit: bool = False) -> int:
+    """The Swin's command, or with ``vit`` the ViT's (``--seed``, ``--predictions``,
+    ``--allow-dirty``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default="results/learned-abs", help="folder for the two files")
+    prog = VIT_PROG if vit else PROG
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
+    default = "results/learned-vit" if vit else "results/learned-abs"
+    parser.add_argument("--out", default=default, help="folder for the files")
+    if vit:
+        parser.add_argument(
+            "--allow-dirty", action="store_true",
+            help="run even with uncommitted changes (provenance.json records git.dirty = true)",
+        )  # fmt: skip
+        parser.add_argument("--seed", type=int, default=0, help="the training seed (default 0)")
+        parser.add_argument(
+            "--predictions", default=None,
+            help="the predictions committed before the run (default: predictions.md in --out)",
+        )  # fmt: skip
     add_debug_flag(parser)
     args = parser.parse_args(argv)
-    command = shlex.join(["python", "-m", "companion.commands.learned_embedding", *argv])
+    if vit and args.seed < 0:
+        parser.error(f"--seed must be a non-negative integer, got {args.seed}")
+    command = shlex.join(["python", "-m", prog.split()[-1], *argv])
+
+    options = {}
+    if vit:
+        settings = {**TRAIN_SETTINGS, "seed": args.seed}
+        options = dict(vit=True, allow_dirty=args.allow_dirty, settings=settings,
+                       predictions=args.predictions)  # fmt: skip
 
     def work() -> None:
-        try:
-            record = train_and_save(Path(args.out), command)  # checks --out before training
+        try:  # checks --out (and the tree) before training
+            record = train_and_save(Path(args.out), command, **options)
         except KeyboardInterrupt:  # the trainer's own message names a temporary folder, gone now
             raise KeyboardInterrupt(INTERRUPTED) from None
-        print(f"final test acc {record['final_test_acc']:.1f}, wall {record['wall_s']} s")
+        print(f"final test acc {record['final_test_acc']:.3f}, wall {record['wall_s']} s")
 
-    return run_reporting_errors(PROG, work, args.debug)
+    return run_reporting_errors(prog, work, args.debug)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,13 @@
-"""Publishing a results folder as one unit: swapped in whole, never half-written or missing, never
-with fewer or other files than the folder it replaces unless that is asked for, hashed
-(``SHA256SUMS``, :mod:`companion.experiments.integrity`), one publisher at a time, and the
-results derived from its runs (``results.DERIVED``: the resolution experiment's) kept only while
-they match those runs by content hash."""
+"""Publishing a results folder as one unit, and the ablation's publish.
+
+A folder is built in a staging folder and swapped in whole, never half-written or missing, never
+with fewer files than the folder it replaces unless that is asked for, hashed (``SHA256SUMS``,
+:mod:`companion.experiments.integrity`), one publisher at a time; the results derived from its
+runs (``results.DERIVED``: the resolution experiment's) are kept only while they match those
+runs by content hash. The ablation's folder is written from the runs' own records (never from
+the command line), only when every run has finished, and never over runs trained with other
+settings unless ``--replace``: the same settings publish again as before, idempotently.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from companion._io import atomic_write_json, atomic_write_text, file_sha256
+from companion.data import num_classes
+from companion.data.tasks import IMAGE_SIZE
+from companion.experiments.evaluation import evaluation_splits, labels_record, load_split
 from companion.experiments.integrity import (
     MANIFEST,
     file_hashes,
@@ -25,18 +34,31 @@ from companion.experiments.integrity import (
     write_manifest,
 )
 from companion.experiments.records import refresh_table
-from companion.experiments.results import DERIVED, load_results, run_sources
+from companion.experiments.related import RESULT_SETTINGS
+from companion.experiments.results import (
+    DERIVED,
+    bias_file,
+    load_results,
+    results_table,
+    run_key,
+    run_sources,
+    summarize,
+)
+from companion.experiments.runs.ablation_plan import GRID, AblationPlan
+from companion.train.checkpoint import settings_differences
+from companion.train.config import recorded_settings
+
+#: Files of a results folder written before its runs (the predictions), carried over unchanged
+#: by every publish.
+KEPT = ("predictions.md",)
 
 
 @contextmanager
 def publish_lock(folder: Path) -> Iterator[Path]:
-    """Hold the OS lock that serialises every publish to ``folder`` (the ablation's and the
-    resolution experiment's), waiting for another publisher to finish; yields a staging folder of
-    this process's own. The lock file sits beside ``folder`` (``.<name>.lock``,
-    ``integrity.folder_lock``), not in it: the folder itself is swapped. Readers that a swap
-    overtook take the same lock shared, so they wait for the publish to finish rather than read
-    half of it. Staging folders that a killed publisher left are removed (under the lock nobody
-    else is using one), and so is this one's if the publish does not finish."""
+    """Hold the OS lock that serialises every publish to ``folder`` (``integrity.folder_lock``,
+    beside the folder, which is swapped; readers a swap overtook take it shared), and yield a
+    staging folder of this process's own. Staging folders a killed publisher left are removed
+    (under the lock nobody is using one), and so is this one if the publish fails."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     with folder_lock(folder):
         staging = folder.with_name(f".{folder.name}.staging-{os.getpid()}")
@@ -46,14 +68,12 @@ def publish_lock(folder: Path) -> Iterator[Path]:
             check_intact(folder)
             yield staging
         finally:
-            shutil.rmtree(staging, ignore_errors=True)  # what a refused or failed publish left
+            shutil.rmtree(staging, ignore_errors=True)
 
 
 def check_intact(folder: Path) -> None:
     """Refuse to publish over ``folder`` when its files differ from its ``SHA256SUMS``: what a
-    publish carries over (the predictions, derived results) or keeps would otherwise be hashed
-    again as if it were what the runs wrote. (A folder without a hash list, published before
-    folders were hashed, is left to ``python -m companion.experiments.runs.hash_results``.)"""
+    publish carries over or keeps would otherwise be hashed again as if the runs wrote it."""
     if not (folder / MANIFEST).is_file():
         return
     differences = manifest_differences(folder)
@@ -65,29 +85,20 @@ def check_intact(folder: Path) -> None:
         )
 
 
-def check_nothing_lost(staging: Path, folder: Path, dropped: Iterable[str] = ()) -> None:
-    """Refuse to replace ``folder`` with ``staging`` when a file of ``folder`` (but ``dropped``)
-    would be lost. (A damaged file never reaches ``staging``: the ablation checks each bias table
-    against the hash its run recorded before copying it.)"""
-    before, after = file_hashes(folder) if folder.is_dir() else {}, file_hashes(staging)
-    lost = sorted(set(before) - set(after) - set(dropped))
+def finish_staging(
+    staging: Path, folder: Path, dropped: Iterable[str] = (), replace: bool = False
+) -> None:
+    """Hash ``staging``, refuse it if a file of ``folder`` (but ``dropped``; any, to ``replace``
+    it) would be lost, swap it in and rebuild the record table of its results tree. (A damaged
+    file never reaches ``staging``: the ablation checks each bias table against its run's hash.)"""
+    before = file_hashes(folder) if folder.is_dir() and not replace else {}
+    lost = sorted(set(before) - set(file_hashes(staging)) - set(dropped))
     if lost:
         raise ValueError(
             f"publishing would remove {len(lost)} file(s) from {folder} ({', '.join(lost[:4])}"
             f"{', ...' if len(lost) > 4 else ''}): publish under another --name, or remove "
             f"{folder} first if this is meant to replace it"
         )
-
-
-def finish_staging(
-    staging: Path, folder: Path, dropped: Iterable[str] = (), replace: bool = False
-) -> None:
-    """Hash ``staging`` (``SHA256SUMS``), check that it loses nothing of ``folder`` (but
-    ``dropped``; anything when it is to ``replace`` it, :func:`check_nothing_lost`), swap it in
-    (:func:`swap_in`) and rebuild the record table of its results tree
-    (``companion.experiments.records.refresh_table``)."""
-    if not replace:
-        check_nothing_lost(staging, folder, dropped)
     write_manifest(staging)
     swap_in(staging, folder)
     refresh_table(folder)
@@ -95,8 +106,7 @@ def finish_staging(
 
 def derived_state(folder: Path, sources: dict[str, Any] | None) -> str:
     """``"none"`` (no derived results in ``folder``), ``"current"`` (computed from exactly the
-    runs ``sources`` names, by content hash) or ``"stale"``; ``sources=None``: only whether
-    there are any (``"none"`` or ``"stale"``)."""
+    runs ``sources`` names, by content hash) or ``"stale"`` (always, for ``sources=None``)."""
     path = folder / DERIVED[0]
     if not path.is_file():
         return "none"
@@ -105,36 +115,6 @@ def derived_state(folder: Path, sources: dict[str, Any] | None) -> str:
     except (ValueError, AttributeError, OSError):
         return "stale"
     return "current" if sources is not None and recorded == sources else "stale"
-
-
-def check_derived(
-    folder: Path,
-    planned: set[str],
-    fresh: bool,
-    records: list[dict[str, Any]] | None,
-) -> None:
-    """Refuse to publish over derived results that would no longer match the published runs.
-    Before training (``records=None``) what is already certain is refused: derived results that
-    do not match the runs published now, or that a fresh start (``fresh``) or another set of run
-    keys (``planned``) will not match; after it, derived results that do not match ``records``.
-    A folder changed since it was published is refused as such first (:func:`check_intact`)."""
-    check_intact(folder)
-    if records is not None:
-        stale = derived_state(folder, run_sources({"runs": records})) == "stale"
-    else:
-        try:
-            published = run_sources(load_results(folder))
-        except (OSError, ValueError, KeyError, TypeError):
-            published = None
-        state = derived_state(folder, published)
-        changes = fresh or published is None or set(published) != planned
-        stale = state == "stale" or (state == "current" and changes)
-    if stale:
-        raise ValueError(
-            f"{folder / DERIVED[0]} was computed from other runs than the ones this ablation "
-            f"would publish; pass --replace-derived to publish and remove it (then run python -m "
-            f"companion.resolution_experiment --name {folder.name} again), or choose a new --name"
-        )
 
 
 def swap_in(staging: Path, folder: Path) -> None:
@@ -157,13 +137,11 @@ def _exchange(a: Path, b: Path) -> bool:
     if sys.platform != "linux":
         return False
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        renameat2 = libc.renameat2
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
     except (OSError, AttributeError):
         return False
     at_fdcwd, rename_exchange = -100, 2
-    done = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
-    return done == 0
+    return renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
 
 
 def restore_interrupted_swap(folder: Path) -> None:
@@ -171,3 +149,166 @@ def restore_interrupted_swap(folder: Path) -> None:
     old = folder.with_name(f".{folder.name}.old")
     if old.is_dir() and not folder.exists():
         os.replace(old, folder)
+
+
+# --------------------------------------------------------------------------- the ablation's
+
+
+def tables_intact(record: dict[str, Any], tables: Path) -> bool:
+    """Whether ``tables`` (a run's ``.bias.pt``) is the file its run sealed (``bias_sha256``;
+    ``None``: the model has no tables). A reused record ran this code (its code hash is
+    checked), so it names the hash."""
+    expected = record["bias_sha256"]
+    return expected is None or (tables.is_file() and file_sha256(tables) == expected)
+
+
+def _common(values: list[Any], what: str) -> Any:
+    """The one value every run has for ``what`` (hardware may be mixed; nothing else may)."""
+    texts = {json.dumps(v, sort_keys=True) for v in values}
+    if len(texts) == 1:
+        return values[0]
+    if what == "hardware":
+        return "mixed: " + " | ".join(sorted(texts))
+    raise ValueError(f"the runs disagree on {what} ({sorted(texts)}); nothing was published")
+
+
+def results_record(
+    plan: AblationPlan, records: list[dict[str, Any]], header: dict[str, Any]
+) -> dict:
+    """``results.json``'s content, from the runs' own records (never from the command line)."""
+    shared = [k for k in records[0]["settings"] if k not in GRID and k != "variant"]
+    train = {k: _common([r["settings"][k] for r in records], k) for k in shared}
+    for key in ("cpu", "cpu_count", "gpu", "torch", "python", "platform"):
+        header[key] = _common([r["hardware"][key] for r in records], "hardware")
+    header["companion_sha256"] = _common([r["code_sha256"] for r in records], "code_sha256")
+    header["threads_per_run"] = train.get("threads") or "torch default"
+    header["compute_s"] = sum(r["wall_s"] for r in records)
+    datasets = list(dict.fromkeys(r["dataset"] for r in records))
+    runs = [{k: v for k, v in r.items() if k != "epochs"} for r in records]
+    drawn = (
+        train["test_size"],
+        train["data_seed"],
+        train["img_size"] or IMAGE_SIZE,
+        train["rendering"],
+    )
+    test_sets = {
+        d: {
+            split: labels_record(load_split(d, split, *drawn).labels)
+            for split in evaluation_splits(d)
+        }
+        for d in datasets
+    }
+    for r in records:  # every run was measured on the test images kept here
+        for split, got in r["splits"].items():
+            if got["labels_sha256"] != test_sets[r["dataset"]][split]["labels_sha256"]:
+                raise ValueError(
+                    f"run {run_key(r['dataset'], r['pos'], r['seed'], r['variant'])} was "
+                    f"measured on other {split} images than the plan's; nothing was published"
+                )
+    return {
+        "header": header,
+        "plan": {
+            "name": plan.name,
+            "datasets": list(plan.datasets),
+            "pos": [str(p) for p in plan.pos],
+            "seeds": list(dict.fromkeys(r["seed"] for r in records)),
+            "variant": plan.base.variant,
+            "extra": [":".join(map(str, cell)) for cell in plan.extra],
+            "extra_seeds": list(plan.extra_seeds or plan.seeds),
+            "train": train,
+        },
+        "chance": {d: 1 / num_classes(d) for d in datasets},
+        "test_sets": test_sets,
+        "summary": summarize(runs),
+        "runs": runs,
+    }
+
+
+def publish_ablation(
+    plan: AblationPlan, results: dict[str, Any], records: list[dict[str, Any]]
+) -> None:
+    """Write ``results/<name>/`` (``results.json``, ``results.md``, ``curves/<key>.json``, the
+    first seed's ``bias/`` tables, the predictions written before the run) in a staging folder
+    and swap it in, carrying over derived results computed from exactly these runs."""
+    folder = plan.folder
+    with publish_lock(folder) as staging:
+        check_publishable(plan, records, results["plan"]["train"])
+        bias_files = []
+        for r in records:
+            key = run_key(r["dataset"], r["pos"], r["seed"], r["variant"])
+            summary = {k: r[k] for k in ("final", "best_test_acc", "wall_s", "num_params")}
+            atomic_write_json(
+                staging / "curves" / f"{key}.json",
+                {"summary": summary, "settings": r["settings"], "code_sha256": r["code_sha256"],
+                 "epochs": r["epochs"]},
+            )  # fmt: skip
+            tables = plan.work / f"{key}.bias.pt"
+            if r["seed"] == plan.seeds[0] and tables.is_file():
+                if not tables_intact(r, tables):
+                    raise ValueError(f"{tables} changed after its run: run the command again")
+                rel = bias_file(r["dataset"], r["pos"], r["variant"])
+                (staging / "bias").mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(tables, staging / rel)
+                bias_files.append(rel)
+        results["bias_files"] = bias_files
+        results["header"]["hashed"] = "at publish"
+        atomic_write_json(staging / "results.json", results)
+        atomic_write_text(
+            staging / "results.md", results_table(results["summary"], results["chance"])
+        )
+        kept = not plan.replace and derived_state(folder, run_sources(results)) == "current"
+        for name in KEPT + (DERIVED if kept else ()):
+            if (folder / name).is_file():
+                shutil.copyfile(folder / name, staging / name)
+        finish_staging(staging, folder, dropped=() if kept else DERIVED, replace=plan.replace)
+
+
+def check_publishable(
+    plan: AblationPlan,
+    records: list[dict[str, Any]] | None = None,
+    train: dict[str, Any] | None = None,
+) -> None:
+    """Unless ``--replace``, refuse to publish over a folder changed since it was published, over
+    runs trained with other result settings (:data:`~companion.experiments.related.RESULT_SETTINGS`
+    and the variant) than ``train`` (``None``: the plan's), or (unless ``--replace-derived``)
+    over derived results that would no longer match. Before training (``records=None``) what is
+    already certain is refused, published runs the plan lacks too; under the lock, again."""
+    folder = plan.folder
+    if plan.replace:
+        return
+    check_intact(folder)  # an edited folder is refused as such, not as unreadable
+    published = load_results(folder) if (folder / "results.json").is_file() else None
+    if published is not None:
+        now = recorded_settings(plan.base, ("result",)) if train is None else train
+        before = {**published["plan"]["train"], "variant": published["plan"].get("variant", "swin")}
+        compared = {k: now[k] for k in RESULT_SETTINGS if k in now and k in before}
+        diff = settings_differences(before, {**compared, "variant": plan.base.variant})
+        if diff:
+            raise ValueError(
+                f"{folder} holds runs trained with other settings ({'; '.join(diff)}): pass "
+                f"--replace to publish over them (the folder is replaced whole, its predictions "
+                f"kept; add --fresh if --work-dir saved runs with the old settings), or publish "
+                f"under another --name"
+            )
+    planned = {run_key(d, p, s, v) for d, p, v, s in plan.runs()}
+    if records is not None:
+        stale = derived_state(folder, run_sources({"runs": records})) == "stale"
+    else:
+        sources = None if published is None else run_sources(published)
+        state = derived_state(folder, sources)
+        changes = plan.fresh or sources is None or set(sources) != planned
+        stale = state == "stale" or (state == "current" and changes)
+    if stale and not plan.replace_derived:
+        raise ValueError(
+            f"{folder / DERIVED[0]} was computed from other runs than the ones this ablation "
+            f"would publish; pass --replace-derived to publish and remove it (then run python -m "
+            f"companion.commands.resolution_experiment --name {folder.name} again), or choose a "
+            f"new --name"
+        )
+    dropped = sorted({p.stem for p in (folder / "curves").glob("*.json")} - planned)
+    if records is None and dropped:
+        raise ValueError(
+            f"{folder} holds {len(dropped)} published run(s) this plan does not have "
+            f"({', '.join(dropped[:3])}{', ...' if len(dropped) > 3 else ''}): publish under "
+            f"another --name, or remove {folder} first if this is meant to replace it"
+        )

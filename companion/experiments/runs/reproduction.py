@@ -28,26 +28,22 @@ from companion.train.cli import add_debug_flag, run_reporting_errors
 
 #: Per-epoch fields that measure the machine, not the run.
 TIMING = frozenset({"epoch_time_s", "images_per_s"})
-#: A run record's fields that say what the run learned.
+#: A run record's fields that say what the run learned (``final`` without its timings).
 LEARNED = ("splits", "final", "best_test_acc")
 
 
-def _without_timing(epoch: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in epoch.items() if k not in TIMING}
-
-
-def _learned(record: dict[str, Any]) -> dict[str, Any]:
-    out = {k: record.get(k) for k in LEARNED}
-    out["final"] = _without_timing(out["final"] or {})
-    return out
+def _untimed(epoch: dict[str, Any] | None) -> dict[str, Any]:
+    return {k: v for k, v in (epoch or {}).items() if k not in TIMING}
 
 
 def _runs(folder: Path) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]]:
-    """Every run of ``folder`` and its curve, by run key, verified."""
+    """Every run of ``folder`` (read verified) by run key, with its curve."""
     results, curves = check_results(folder)
-    runs = results["runs"]
-    keyed = {run_key(r["dataset"], r["pos"], r["seed"], r.get("variant", "swin")): r for r in runs}
-    return keyed, curves
+    runs = {
+        run_key(r["dataset"], r["pos"], r["seed"], r.get("variant", "swin")): r
+        for r in results["runs"]
+    }
+    return runs, curves
 
 
 def _equal(a: Any, b: Any) -> bool:
@@ -75,18 +71,16 @@ def differences(old: str | Path, new: str | Path) -> list[str]:
     found = [f"run {k} only in {old}" for k in sorted(a.keys() - b.keys())]
     found += [f"run {k} only in {new}" for k in sorted(b.keys() - a.keys())]
     for key in sorted(a.keys() & b.keys()):
-        la, lb = _learned(a[key]), _learned(b[key])
-        found += [
-            f"{key}: {field} differs" for field in LEARNED if not _equal(la[field], lb[field])
-        ]
-        curves = curves_a[key], curves_b[key]
-        if [_without_timing(e) for e in curves[0]] != [_without_timing(e) for e in curves[1]]:
+        for field in LEARNED:
+            pair = [r.get(field) for r in (a[key], b[key])]
+            if not _equal(*(map(_untimed, pair) if field == "final" else pair)):
+                found.append(f"{key}: {field} differs")
+        if list(map(_untimed, curves_a[key])) != list(map(_untimed, curves_b[key])):
             found.append(f"{key}: curve differs")
     tables = [{p.name for p in (f / "bias").glob("*.pt")} for f in (old, new)]
     found += [f"bias/{n} only in one folder" for n in sorted(tables[0] ^ tables[1])]
     for name in sorted(tables[0] & tables[1]):
-        pair = [verified_tensors(f, f"bias/{name}") for f in (old, new)]
-        if not _equal(*pair):
+        if not _equal(*(verified_tensors(f, f"bias/{name}") for f in (old, new))):
             found.append(f"bias/{name} differs")
     return found
 

@@ -1,20 +1,15 @@
 """The resolution-transfer experiment: a finished 32-px ablation, every run moved to larger images.
 
-The ablation runner trains every position code at 32 px and publishes ``results/<name>/``; this
-module takes each run's checkpoint (checked against the hash the ablation published), moves it to
-every size under every condition of ``companion.experiments.resolution_transfer`` and measures its
-test accuracy on the task drawn at that size in each rendering (``"scaled"``: the same scenes
-with more pixels; ``"world"``: a larger canvas, objects as at 32 px), as moved and after a short
-fine-tune on the training split drawn the same way::
-
     python -m companion.commands.ablation --name cpu-transfer --config tiny-cpu --seeds 0 1 2 ...
     python -m companion.commands.resolution_experiment --name cpu-transfer --sizes 48 --jobs 2
 
-It writes ``transfer.json`` (provenance, settings, one row per run x rendering x size x
-condition, the hashes of the runs moved) and ``transfer.md`` (mean ± std over seeds) atomically.
-The references, models trained at the larger size itself, are ordinary ablations with
-``--img-size`` and ``--rendering`` (``results/run_cpu_transfer.sh``);
-:mod:`companion.experiments.transfer_results` reads them and the record.
+Each run's checkpoint (checked against the hash the ablation published) is moved to every size
+under every condition of :mod:`companion.experiments.resolution_transfer` and measured on its
+task drawn at that size in each rendering (``"scaled"``: the same scenes with more pixels;
+``"world"``: a larger canvas, objects as at 32 px), as moved and after a short fine-tune.
+``transfer.json`` (one row per run x rendering x size x condition, the hashes of the runs moved)
+and ``transfer.md`` (mean ± std over seeds) join the ablation's folder. The references, trained
+at the larger size itself, are ordinary ablations (``results/run_cpu_transfer.sh``).
 """
 
 from __future__ import annotations
@@ -34,14 +29,13 @@ from typing import Any, cast
 import torch
 
 from companion._io import atomic_write_json, atomic_write_text, file_sha256
-from companion.data import RENDERINGS, ImageClassificationData, make_dataset, num_classes
-from companion.experiments.evaluation import pack_bits
+from companion.data import RENDERINGS, ImageClassificationData, num_classes
+from companion.experiments.evaluation import hits, load_split, pack_bits
 from companion.experiments.integrity import seal
 from companion.experiments.resolution_transfer import (
     EVAL_SIZES,
     MAX_SIZE,
     TRAIN_SIZE,
-    hits,
     moved_model,
     transfer_conditions,
 )
@@ -68,31 +62,10 @@ from companion.train.config import (
     MAX_STEPS,
     add_arguments,
     check_fields,
-    check_setting,
     setting,
     settings_from_record,
 )
 from companion.train.provenance import provenance
-
-
-def trained_run(
-    work: Path,
-    dataset: str,
-    pos: str,
-    seed: int,
-    variant: str = "swin",
-    sha256: str | None = None,
-) -> tuple[TrainConfig, SwinTransformer]:
-    """The settings and the trained model of one ablation run, from its checkpoint in ``work``
-    (refused unless its content hash is ``sha256``, when given)."""
-    path = work / run_key(dataset, pos, seed, variant) / CHECKPOINT
-    if sha256 is not None:
-        check_checkpoint(path, sha256)
-    saved = load_checkpoint(path)
-    cfg = TrainConfig(**settings_from_record(saved["config"]))
-    model = cast(SwinTransformer, build_model(cfg, num_classes(dataset), None))
-    load_states(path, saved, model=model)
-    return cfg, model.eval()
 
 
 def check_checkpoint(path: Path, sha256: str) -> None:
@@ -107,15 +80,6 @@ def check_checkpoint(path: Path, sha256: str) -> None:
             f"{path} is not the checkpoint the published results were computed from (its sha256 "
             f"differs: trained again since?); publish that ablation again, then run this again"
         )
-
-
-@functools.lru_cache(maxsize=16)
-def rendered(
-    dataset: str, split: str, n: int, seed: int, size: int, rendering: str = "scaled"
-) -> ImageClassificationData:
-    """``make_dataset`` at ``size`` px in ``rendering``, kept for the process: every run of a
-    dataset is moved to the same images, so they are drawn once per process (read-only)."""
-    return make_dataset(dataset, split, n, seed=seed, size=size, rendering=rendering)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,12 +108,7 @@ class MoveSettings:
     def __post_init__(self) -> None:
         object.__setattr__(self, "sizes", tuple(self.sizes))
         object.__setattr__(self, "renderings", tuple(self.renderings))
-        check_fields(self)
-        if not self.renderings or len(set(self.renderings)) < len(self.renderings):
-            raise ValueError(
-                f"renderings must name each of {list(RENDERINGS)} at most once, and at least "
-                f"one, got {list(self.renderings)}"
-            )
+        check_fields(self)  # a size or rendering at most once, and at least one
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,7 +154,7 @@ def transfer_rows(
 
     def data(split: str, size: int, rendering: str) -> ImageClassificationData:
         n = cfg.test_size if split == "test" else cfg.train_size
-        return rendered(cfg.dataset, split, n, cfg.data_seed, size, rendering)
+        return load_split(cfg.dataset, split, n, cfg.data_seed, size, rendering)
 
     def measured(moved: SwinTransformer, test: ImageClassificationData, suffix: str = "") -> dict:
         right = hits(moved, test)
@@ -224,65 +183,52 @@ def transfer_rows(
 
 
 def _moved_run(
-    work: Path,
-    threads: int | None,
-    settings: MoveSettings,
-    run: tuple[str, str, int, str, str],
+    threads: int | None, settings: MoveSettings, run: tuple[Path, str]
 ) -> list[dict[str, Any]]:
-    """:func:`transfer_rows` of one ablation run ``(dataset, pos, seed, variant, sha256)``
-    (a process pool's task)."""
+    """:func:`transfer_rows` of the ablation run whose checkpoint is ``run = (path, sha256)``,
+    checked again (a process pool's task)."""
     if threads:
         torch.set_num_threads(threads)
-    return transfer_rows(*trained_run(work, *run), settings)
+    path, sha256 = run
+    check_checkpoint(path, sha256)
+    saved = load_checkpoint(path)
+    cfg = TrainConfig(**settings_from_record(saved["config"]))
+    model = cast(SwinTransformer, build_model(cfg, num_classes(cfg.dataset), None))
+    load_states(path, saved, model=model)
+    return transfer_rows(cfg, model.eval(), settings)
 
 
 def run_transfer(
-    results_dir: Path,
-    work: Path,
-    settings: MoveSettings = MoveSettings(),
-    command: str | None = None,
-    jobs: int = 1,
-    threads: int | None = None,
-    replace: bool = False,
+    plan: TransferPlan, settings: MoveSettings = MoveSettings(), command: str | None = None
 ) -> dict[str, Any]:
-    """Move every run of the main grid of the ablation published in ``results_dir`` (checkpoints
-    in ``work``), in the plan's variant; its extra (controlled-variant) cells are not moved.
-    ``jobs`` runs are moved at a time, each process with ``threads`` torch threads (by default
-    torch's with one process, 1 with several).
-
-    Everything is checked before any run is moved: the published results, every checkpoint
-    against the content hash the ablation published for it, and an existing ``transfer.json``
-    (one computed with other settings is kept unless ``replace``). ``transfer.json`` records the
-    hashes of the runs it came from, so the ablation can keep it, or refuse, when it publishes.
-    """
-    check_setting("jobs", jobs, TransferPlan)
-    check_setting("threads", threads, TransferPlan)
-    threads = threads_per_worker(jobs, threads)
+    """Move every run of the main grid of the ablation ``plan`` names (its controlled-variant
+    cells are not moved), ``plan.jobs`` runs at a time, and publish ``transfer.json`` into its
+    folder. Everything is checked before any run is moved: the published results, every
+    checkpoint against the hash the ablation published, and an existing ``transfer.json`` (one
+    with other settings is kept unless ``plan.replace``). It records the hashes of the runs it
+    came from, so that the ablation can keep it, or refuse, when it publishes again."""
+    results_dir, work = Path(plan.results_dir) / plan.name, Path(plan.work_dir) / plan.name
+    jobs, replace = plan.jobs, plan.replace
+    threads = threads_per_worker(jobs, plan.threads)
     start = time.perf_counter()
     published = _published(results_dir)
-    plan = published["plan"]
-    variant = plan.get("variant", "swin")
+    ablation = published["plan"]
+    variant = ablation.get("variant", "swin")
     if variant_overrides(variant).get("torus"):
         raise ValueError(
             f"the ablation's variant {variant!r} is a torus, whose runs cannot move to another "
             "size (SwinTransformer.set_input_size); move an ablation of another variant"
         )
     sources = run_sources(published)
-    runs = [
-        (dataset, pos, seed, variant, sources[run_key(dataset, pos, seed, variant)])
-        for seed in plan["seeds"]
-        for dataset in plan["datasets"]
-        for pos in plan["pos"]
+    keys = [
+        run_key(dataset, pos, seed, variant)
+        for seed in ablation["seeds"]
+        for dataset in ablation["datasets"]
+        for pos in ablation["pos"]
     ]
-    for dataset, pos, seed, variant, source in runs:
-        key = run_key(dataset, pos, seed, variant)
-        if source["checkpoint_sha256"] is None:
-            raise ValueError(
-                f"{results_dir / 'results.json'} records no checkpoint hashes (published before "
-                f"they were recorded): publish the ablation again with this code (its command is "
-                f"in the header), then run this again"
-            )
-        check_checkpoint(work / key / CHECKPOINT, source["checkpoint_sha256"])
+    runs = [(work / key / CHECKPOINT, sources[key]["checkpoint_sha256"]) for key in keys]
+    for path, sha256 in runs:  # all of them before any is moved
+        check_checkpoint(path, sha256)
     recorded = {
         **dataclasses.asdict(settings),
         "sizes": list(settings.sizes),
@@ -290,13 +236,12 @@ def run_transfer(
         "images": "drawn at each size by the task's generator (companion.data, size, rendering)",
     }
     _check_previous(results_dir, recorded, replace)
-    task = functools.partial(_moved_run, work, threads, settings)
-    items = [(d, p, s, v, source["checkpoint_sha256"]) for d, p, s, v, source in runs]
+    task = functools.partial(_moved_run, threads, settings)
     hint = "nothing was written; run the same command again to start over"
-    per_run = run_all(task, items, jobs, hint, describe=lambda r: run_key(*r[:4]))
+    per_run = run_all(task, runs, jobs, hint, describe=lambda r: r[0].parent.name)
     rows = [row for run_rows in per_run for row in run_rows]
     header = {**provenance(command), "wall_s": time.perf_counter() - start, "jobs": jobs}
-    results = {"header": header, "plan": plan, "settings": recorded, "rows": rows}
+    results = {"header": header, "plan": ablation, "settings": recorded, "rows": rows}
     results["summary"] = transfer_summary(rows)
     results["sources"] = sources
     results = seal(results)  # the rows as this run computed them (load_transfer checks it)
@@ -368,22 +313,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        plan = TransferPlan(
-            **{f.name: getattr(args, f.name) for f in dataclasses.fields(TransferPlan)}
-        )
-        settings = MoveSettings(
-            **{f.name: getattr(args, f.name) for f in dataclasses.fields(MoveSettings)}
-        )
+        plan = TransferPlan(**{f: getattr(args, f) for f in TransferPlan.__dataclass_fields__})
+        settings = MoveSettings(**{f: getattr(args, f) for f in MoveSettings.__dataclass_fields__})
     except (ValueError, TypeError) as exc:
         parser.error(str(exc))
     folder = Path(plan.results_dir) / plan.name
     command = shlex.join(["python", "-m", "companion.commands.resolution_experiment", *argv])
 
     def work() -> None:
-        results = run_transfer(
-            folder, Path(plan.work_dir) / plan.name, settings, command, plan.jobs, plan.threads,
-            plan.replace,
-        )  # fmt: skip
+        results = run_transfer(plan, settings, command)
         print(transfer_table(results["summary"]))
         print(f"wrote {folder / DERIVED[0]} in {results['header']['wall_s']:.0f} s")
 

@@ -1,11 +1,10 @@
-"""The codes whose 32-px cell split in a published far-relation transfer ablation: step 2 of
-``results/run_cpu_transfer_far.sh`` trains seeds 5-9 of exactly these (a split cell is read as a
-count, which needs ten seeds)::
+"""The codes whose 32-px cell split in a published far-relation transfer ablation, on one line
+(nothing when no cell split): step 2 of ``results/run_cpu_transfer_far.sh`` trains seeds 5-9 of
+exactly these, as a split cell is read as a count over ten seeds::
 
     python -m companion.experiments.runs.split_codes results/cpu-transfer-far
 
-prints them on one line, separated by spaces (nothing when no cell split). "Solved" is the
-folder's own ``predictions.md`` rule (its ``solved.threshold`` on the test split).
+"Solved" is the folder's own ``predictions.md`` rule (its ``solved.threshold`` on the test split).
 """
 
 from __future__ import annotations
