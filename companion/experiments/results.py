@@ -202,7 +202,9 @@ def _check_test_sets(results: dict[str, Any], path: Path) -> None:
             if hashlib.sha256(labels.encode()).hexdigest() != kept["labels_sha256"]:
                 raise ResultsError(f"{path}: the {dataset} {split} labels do not match "
                                    "their labels_sha256 (the labels were changed)")  # fmt: skip
-            constant = max(map(labels.count, set(labels)), default=0) / max(len(labels), 1)
+            if not labels:  # no images, no constant answer: refused, never read as one of 0
+                raise ResultsError(f"{path}: the {dataset} {split} test set has no labels")
+            constant = max(map(labels.count, set(labels))) / len(labels)
             if (kept["n"], kept["constant_answer"]) != (len(labels), constant):
                 raise ResultsError(f"{path}: the {dataset} {split} test set's n or constant "
                                    "answer is not its labels' (it was changed)")  # fmt: skip
