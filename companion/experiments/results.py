@@ -30,8 +30,8 @@ from companion.experiments.integrity import (
 )
 from companion.experiments.related import refuse_other_trees
 from companion.position import Position
+from companion.train.provenance import PACKAGE_DIR
 
-PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the companion package
 RESULTS_DIR = "results"  # where results/<name>/ goes
 WORK_DIR = "runs/ablation"  # the runs' checkpoints and records (not committed)
 #: What is computed from a results folder's runs, in that folder (the resolution experiment's):
@@ -255,14 +255,10 @@ def load_curves(
     """Every run's per-epoch records: of ``variant``'s runs keyed by ``(dataset, pos, seed)``, or
     with ``variant=None`` of every run keyed by ``(dataset, pos, variant, seed)``."""
     results, saved = check_results(folder)
-    curves: dict[tuple, list[dict]] = {}
-    for run in results["runs"]:
-        v, where = _variant(run), (run["dataset"], run["pos"])
-        if variant is None:
-            curves[(*where, v, run["seed"])] = saved[_run_key(run)]
-        elif v == variant:
-            curves[(*where, run["seed"])] = saved[_run_key(run)]
-    return curves
+    cells = {_run_key(r): (r["dataset"], r["pos"], _variant(r), r["seed"]) for r in results["runs"]}
+    if variant is None:
+        return {cell: saved[key] for key, cell in cells.items()}
+    return {(d, p, s): saved[key] for key, (d, p, v, s) in cells.items() if v == variant}
 
 
 def bias_file(dataset: str, pos: str, variant: str = "swin") -> str:
