@@ -23,13 +23,7 @@ from typing import Any
 
 from companion._io import atomic_write_text
 from companion.experiments.evaluation import unpack_bits
-from companion.experiments.integrity import (
-    ResultsError,
-    folder_lock,
-    read_manifest,
-    verified_json,
-    whole_folders,
-)
+from companion.experiments.integrity import ResultsError, folder_lock, read_manifest, verified_json
 from companion.experiments.resolution_transfer import condition_name
 from companion.experiments.results import find_results
 from companion.swin_configs import CONFIGS
@@ -141,11 +135,10 @@ def published_folders(root: str | Path) -> list[Path]:
     return sorted(p for p in found if p.relative_to(root).parts[0] != "pilots")
 
 
-@whole_folders
 def record_rows(root: str | Path) -> list[dict[str, Any]]:
-    """Every published run under ``root`` as rows, each folder read once, whole and verified
-    against its ``SHA256SUMS``; runs in their record's order. ``experiment`` is the folder's path
-    under ``root``."""
+    """Every published run under ``root`` as rows, each file verified against its folder's
+    ``SHA256SUMS``; runs in their record's order. ``experiment`` is the folder's path under
+    ``root``."""
     rows: list[dict[str, Any]] = []
     for folder in published_folders(root):
         listed, name = read_manifest(folder), folder.relative_to(root).as_posix()
