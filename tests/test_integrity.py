@@ -209,3 +209,15 @@ def test_a_label_edit_with_its_hashes_refreshed_is_refused_by_the_runs_sealed_la
     write_manifest(folder)
     with pytest.raises(ResultsError, match="n or constant answer"):
         load_results(folder)
+
+
+def test_an_empty_test_set_is_refused_not_read_as_a_constant_answer_of_0(folder):
+    def empty(results: dict) -> None:  # no labels, every hash and count made to match
+        kept = results["test_sets"]["grid-cell"]["test"]
+        kept.update(labels="", labels_sha256=hashlib.sha256(b"").hexdigest(), n=0)
+        kept["constant_answer"] = 0.0
+
+    edit_json(folder / RESULTS, empty)
+    write_manifest(folder)
+    with pytest.raises(ResultsError, match="the grid-cell test test set has no labels"):
+        load_results(folder)

@@ -11,7 +11,7 @@ import pytest
 
 from companion.experiments import chapter5
 from companion.experiments.evaluation import unpack_bits
-from companion.experiments.integrity import ResultsError, lock_file
+from companion.experiments.integrity import ResultsError
 from companion.experiments.records import (
     COLUMNS,
     TABLE,
@@ -151,7 +151,7 @@ def test_the_folders_themselves_are_left_untouched_by_a_rebuild(tmp_path):
     main(["--results-dir", str(copy)])
     after = {p: p.read_bytes() for p in Path(copy).rglob("*") if p.is_file()}
     assert {p: after[p] for p in before} == before
-    lock = lock_file(copy / TABLE)  # held while the two files are written (git ignores it)
+    lock = copy / f".{TABLE}.lock"  # held while the two files are written (git ignores it)
     assert set(after) - set(before) == {copy / TABLE, copy / TABLE_HASH, lock}
 
 

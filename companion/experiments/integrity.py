@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, NamedTuple, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import torch
 
@@ -113,9 +113,9 @@ def _parse_manifest(data: bytes | None, folder: Path) -> dict[str, str]:
 
 
 def read_manifest(folder: str | os.PathLike[str]) -> dict[str, str]:
-    """``folder``'s ``SHA256SUMS`` as ``{relative path: sha256}``, from the verified reading of
-    the whole folder (:func:`verified_bytes`)."""
-    return dict(_snapshot(folder).listed)
+    """``folder``'s ``SHA256SUMS`` as ``{relative path: sha256}``: the hashes of the verified
+    reading of the whole folder (:func:`verified_bytes`), which are the listed ones."""
+    return {name: hashlib.sha256(data).hexdigest() for name, data in _snapshot(folder).items()}
 
 
 def manifest_differences(folder: str | os.PathLike[str]) -> list[str]:
@@ -142,35 +142,27 @@ def _differences(listed: dict[str, str], found: dict[str, str]) -> list[str]:
 # --------------------------------------------------------------------------- one whole reading
 
 
-class Snapshot(NamedTuple):
-    """One reading of a published folder, checked whole: ``files`` (every file but the hash
-    list, by relative path) are exactly the ones ``listed`` (its ``SHA256SUMS``) names."""
-
-    files: dict[str, bytes]
-    listed: dict[str, str]
-
-
 def _read_once(folder: Path) -> tuple[bytes | None, dict[str, bytes]]:
     """``(SHA256SUMS's bytes or None, {relative path: bytes})``: one reading of ``folder``."""
     files = dict(_walk(folder))
     return files.pop(MANIFEST, None), files
 
 
-def read_folder(folder: str | os.PathLike[str]) -> Snapshot:
-    """Every file of ``folder``, read in one pass and checked against its ``SHA256SUMS``; read
-    again under the publish lock when it does not check out (module docstring)."""
+def read_folder(folder: str | os.PathLike[str]) -> dict[str, bytes]:
+    """Every file of ``folder`` but the hash list, by relative path, read in one pass: exactly
+    the files its ``SHA256SUMS`` lists, with their hashes; read again under the publish lock
+    when it does not check out (module docstring)."""
     folder = Path(folder)
     if not folder.is_dir():
         raise ResultsError(f"{folder} is missing: no such results folder")
 
-    def reading() -> Snapshot:
+    def reading() -> dict[str, bytes]:
         manifest, files = _read_once(folder)
-        listed = _parse_manifest(manifest, folder)
         found = {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
-        differences = _differences(listed, found)
+        differences = _differences(_parse_manifest(manifest, folder), found)
         if differences:
             raise ResultsError(str(folder / differences[0]))
-        return Snapshot(files, listed)
+        return files
 
     try:
         return reading()
@@ -182,7 +174,7 @@ def read_folder(folder: str | os.PathLike[str]) -> Snapshot:
 
 #: Inside a :func:`whole_folders` call: its readings by folder, and the publish locks it holds
 #: shared until it returns.
-_PINNED: ContextVar[tuple[dict[str, Snapshot], ExitStack] | None] = ContextVar(
+_PINNED: ContextVar[tuple[dict[str, dict[str, bytes]], ExitStack] | None] = ContextVar(
     "whole_folders", default=None
 )
 P = ParamSpec("P")
@@ -210,7 +202,7 @@ def whole_folders(function: Callable[P, R]) -> Callable[P, R]:
     return reading_whole_folders
 
 
-def _snapshot(folder: str | os.PathLike[str]) -> Snapshot:
+def _snapshot(folder: str | os.PathLike[str]) -> dict[str, bytes]:
     pinned = _PINNED.get()
     if pinned is None:
         return read_folder(folder)
@@ -225,11 +217,11 @@ def _snapshot(folder: str | os.PathLike[str]) -> Snapshot:
 def verified_bytes(folder: str | os.PathLike[str], name: str) -> bytes:
     """The bytes of ``folder/name``, from a reading of the whole folder checked against its
     ``SHA256SUMS`` (:func:`read_folder`)."""
-    snapshot = _snapshot(folder)
-    if name not in snapshot.listed:
+    files = _snapshot(folder)
+    if name not in files:
         raise ResultsError(f"{Path(folder) / name} is not listed in {Path(folder) / MANIFEST}: "
                            f"not published")  # fmt: skip
-    return snapshot.files[name]
+    return files[name]
 
 
 def verified_json(folder: str | os.PathLike[str], name: str) -> Any:
@@ -257,24 +249,20 @@ def _decoded(folder: str | os.PathLike[str], name: str, decode: Callable[[bytes]
 # --------------------------------------------------------------------------- the publish lock
 
 
-def lock_file(folder: str | os.PathLike[str]) -> Path:
-    """The lock of ``folder``'s publishes: ``.<name>.lock`` beside it (the folder is swapped)."""
-    return Path(folder).with_name(f".{Path(folder).name}.lock")
-
-
 #: The lock files each thread of this process holds exclusively, with the thread's id.
 _HELD: set[tuple[str, int]] = set()
 
 
 @contextmanager
 def folder_lock(folder: str | os.PathLike[str], shared: bool = False) -> Iterator[None]:
-    """Hold ``folder``'s publish lock (``flock``): exclusive for a publisher, shared for a reader,
-    which then sees no swap; either says on stderr when it waits for a publish. A reader does not
-    create the lock (a folder nobody published through needs none); a lock this thread holds
-    already is not taken again (it would wait on itself)."""
+    """Hold ``folder``'s publish lock (``flock`` on ``.<name>.lock`` beside it, as the folder is
+    swapped): exclusive for a publisher, shared for a reader, which then sees no swap; either
+    says on stderr when it waits for a publish. A reader does not create the lock (a folder
+    nobody published through needs none); a lock this thread holds already is not taken again
+    (it would wait on itself)."""
     import fcntl  # POSIX only, as os.fwalk, which every reading of a folder goes through
 
-    path = lock_file(folder)
+    path = Path(folder).with_name(f".{Path(folder).name}.lock")
     mine = (str(path), threading.get_ident())
     if mine in _HELD or (shared and not path.is_file()):
         yield

@@ -30,8 +30,8 @@ from companion.experiments.integrity import (
 )
 from companion.experiments.related import refuse_other_trees
 from companion.position import Position
+from companion.train.provenance import PACKAGE_DIR
 
-PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the companion package
 RESULTS_DIR = "results"  # where results/<name>/ goes
 WORK_DIR = "runs/ablation"  # the runs' checkpoints and records (not committed)
 #: What is computed from a results folder's runs, in that folder (the resolution experiment's):
@@ -202,7 +202,9 @@ def _check_test_sets(results: dict[str, Any], path: Path) -> None:
             if hashlib.sha256(labels.encode()).hexdigest() != kept["labels_sha256"]:
                 raise ResultsError(f"{path}: the {dataset} {split} labels do not match "
                                    "their labels_sha256 (the labels were changed)")  # fmt: skip
-            constant = max(map(labels.count, set(labels)), default=0) / max(len(labels), 1)
+            if not labels:  # no images, no constant answer: refused, never read as one of 0
+                raise ResultsError(f"{path}: the {dataset} {split} test set has no labels")
+            constant = max(map(labels.count, set(labels))) / len(labels)
             if (kept["n"], kept["constant_answer"]) != (len(labels), constant):
                 raise ResultsError(f"{path}: the {dataset} {split} test set's n or constant "
                                    "answer is not its labels' (it was changed)")  # fmt: skip
@@ -253,14 +255,10 @@ def load_curves(
     """Every run's per-epoch records: of ``variant``'s runs keyed by ``(dataset, pos, seed)``, or
     with ``variant=None`` of every run keyed by ``(dataset, pos, variant, seed)``."""
     results, saved = check_results(folder)
-    curves: dict[tuple, list[dict]] = {}
-    for run in results["runs"]:
-        v, where = _variant(run), (run["dataset"], run["pos"])
-        if variant is None:
-            curves[(*where, v, run["seed"])] = saved[_run_key(run)]
-        elif v == variant:
-            curves[(*where, run["seed"])] = saved[_run_key(run)]
-    return curves
+    cells = {_run_key(r): (r["dataset"], r["pos"], _variant(r), r["seed"]) for r in results["runs"]}
+    if variant is None:
+        return {cell: saved[key] for key, cell in cells.items()}
+    return {(d, p, s): saved[key] for key, (d, p, v, s) in cells.items() if v == variant}
 
 
 def bias_file(dataset: str, pos: str, variant: str = "swin") -> str:
