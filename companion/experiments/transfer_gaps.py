@@ -5,11 +5,9 @@ the same rendering) as a *difference*, not a ratio: moved accuracy − reference
 points (100 × accuracy). The ratio ("the share of the reference's lift kept") has no scale where
 the reference learnt little; a difference always has one.
 
-Every gap here is paired: seed ``s`` of one side against seed ``s`` of the other, on the same test
-images, in every replicate of the two-stage bootstrap
-(:func:`companion.experiments.bootstrap.gap_interval`). A moved cell's test images are its
-reference's (drawn by the task's generator from the same data seed at the same size and
-rendering), so their labels, and the constant answer, come from the reference.
+Every gap here is paired by seed and test image (:mod:`companion.experiments.bootstrap`). A moved
+cell's test images are its reference's (drawn by the task's generator from the same data seed at
+the same size and rendering), so their labels, and the constant answer, come from the reference.
 
 A cell is ``{"dataset", "pos", "rendering", "condition", "metric"}`` (``metric`` ``"acc"``: as
 moved, ``"acc_finetuned"``: after the short fine-tune), at the plan's size. Intervals are
