@@ -35,6 +35,7 @@ from companion.experiments.far_transfer import BLIND, DATASET, FarTransfer
 from companion.experiments.far_transfer import far_glance as far_glance
 from companion.experiments.far_transfer import load_blind_far_transfer as load_blind_far_transfer
 from companion.experiments.far_transfer import load_far_transfer as load_far_transfer
+from companion.experiments.paper import markdown_table
 from companion.experiments.pilots import find_pilot_twins as find_pilot_twins
 from companion.experiments.pilots import twins_table as twins_table
 from companion.experiments.predictions import in_points, meets, p_text
@@ -85,23 +86,17 @@ def verdict_line(far: FarTransfer, seeds: str = "on all seeds") -> str:
 def far_transfer_predictions_table(far: FarTransfer) -> str:
     """Markdown: id | prediction | expected | measured | held, for every prediction: gaps in
     points with their 95 % interval, "not readable" where held is ``None``."""
-    lines = ["| id | prediction | expected | measured | held |", "|---|---|---|---|---|"]
-    for p in far.plan["predictions"]:
-        cells = [p["id"], p["text"], _expected(p), *_measured(far, p)]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    rows = [(p["id"], p["text"], _expected(p), *_measured(far, p)) for p in far.plan["predictions"]]
+    return markdown_table(["id", "prediction", "expected", "measured", "held"], rows, align="lllll")
 
 
 def blind_predictions_table(far: FarTransfer, blind: FarTransfer) -> str:
-    """Markdown: every prediction read on all seeds (the pilots' included) and on the blind
-    seeds (:func:`load_blind_far_transfer`), each with its outcome, by the same rules and
-    thresholds."""
-    lines = [f"| id | expected | all seeds | held | {BLIND} blind seeds | held |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
-    for p in far.plan["predictions"]:
-        cells = [p["id"], _expected(p), *_measured(far, p), *_measured(blind, p)]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    """Markdown: every prediction read on all seeds (the pilots' included) and on the blind seeds
+    (:func:`load_blind_far_transfer`), each with its outcome, by the same rules and thresholds."""
+    head = ["id", "expected", "all seeds", "held", f"{BLIND} blind seeds", "held"]
+    rows = [(p["id"], _expected(p), *_measured(far, p), *_measured(blind, p))
+            for p in far.plan["predictions"]]  # fmt: skip
+    return markdown_table(head, rows, align="l" * len(head))
 
 
 def _measured(far: FarTransfer, prediction: Mapping[str, Any]) -> tuple[str, str]:

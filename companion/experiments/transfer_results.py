@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from companion.experiments.paper import markdown_table
 from companion.experiments.results import cell_label, mean_std, summarize
 
 
@@ -35,18 +36,11 @@ def transfer_summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 def transfer_table(summary: Sequence[dict[str, Any]]) -> str:
     """``transfer_summary`` as Markdown: one line per dataset x pos x rendering x size x
     condition."""
-    lines = [
-        "| dataset | pos | rendering | size | condition | accuracy | after fine-tune |",
-        "|---" * 7 + "|",
-    ]
     cells: dict[tuple, dict[str, str]] = {}
     for s in summary:
         key = (s["dataset"], cell_label(s["pos"], s["variant"]), s["rendering"], s["size"],
                s["condition"])  # fmt: skip
         cells.setdefault(key, {})[s["metric"]] = f"{mean_std(s)} (n={s['n']})"
-    for (dataset, pos, rendering, size, condition), v in cells.items():
-        after = v.get("acc_finetuned", "")
-        lines.append(
-            f"| {dataset} | {pos} | {rendering} | {size} | {condition} | {v['acc']} | {after} |"
-        )
-    return "\n".join(lines)
+    head = ["dataset", "pos", "rendering", "size", "condition", "accuracy", "after fine-tune"]
+    rows = [(*key, v["acc"], v.get("acc_finetuned", "")) for key, v in cells.items()]
+    return markdown_table(head, rows, align="l" * len(head))
