@@ -48,14 +48,10 @@ from companion.experiments.transfer_gaps import kind_gap, points
 MOST = "in most seeds"
 #: A gap of the exploratory family: ``(kind, cells, seeds)``, or None where none is read.
 Gap = tuple[str, list[dict[str, str]], list[int]] | None
-
-
-def _outcome(held: bool | None) -> str:
-    return "not readable" if held is None else "held" if held else "failed"
-
-
-def _verdict(held: bool | None) -> str:
-    return "not readable" if held is None else "yes" if held else "**no**"
+#: Whether a planned reading held (``None``: not readable), in the seed-by-seed readings and in the
+#: predictions' tables.
+OUTCOME = {True: "held", False: "failed", None: "not readable"}
+VERDICT = {True: "yes", False: "**no**", None: "not readable"}
 
 
 def learned_line(far: FarTransfer) -> str:
@@ -101,7 +97,7 @@ def blind_predictions_table(far: FarTransfer, blind: FarTransfer) -> str:
 
 def _measured(far: FarTransfer, prediction: Mapping[str, Any]) -> tuple[str, str]:
     measured, held = check_far_transfer_prediction(far, prediction)
-    return measured, _verdict(held)
+    return measured, VERDICT[held]
 
 
 def _read_seeds(far: FarTransfer, pos: str) -> tuple[list[int], str]:
@@ -226,18 +222,18 @@ def far_split_readings(far: FarTransfer) -> str:
         moved_split = _moved_split(far, cells)
         if not split and not moved_split:
             continue
+        held = check_far_transfer_prediction(far, p)[1]
+        if held is None:  # a moved-gap whose reference did not learn: not readable
+            continue
         seeds = sorted(set.intersection(*(set(far.seeds(pos)[1]) for pos in codes)))
-        if p["kind"] == "moved-gap":  # read only where the reference learned, on its seeds
+        if p["kind"] == "moved-gap":  # read only on the reference's seeds that learned
             learned, every = far.seeds(cells[0]["pos"], cells[0]["rendering"])
-            if len(learned) < far.plan["learned"]["seeds"]:
-                continue
             dropped = [s for s in seeds if s in every and s not in learned]
             seeds = [s for s in seeds if s in learned]
         else:
             dropped = []
         solved = {pos: far.seeds(pos)[0] for pos in codes}
-        held = check_far_transfer_prediction(far, p)[1]
-        lines = [f"{p['id']}  {p['text']}", f"  planned reading: {_outcome(held)}"]
+        lines = [f"{p['id']}  {p['text']}", f"  planned reading: {OUTCOME[held]}"]
         if dropped:
             named = ", ".join(map(str, dropped))
             lines.append(f"  not readable on seed {named}: the reference did not learn there")
