@@ -415,7 +415,9 @@ def test_one_seed_has_no_spread_and_no_interval():
     assert row["std"] is None
     table = results_table([row], {"relation": 0.25})
     assert "| 50.0 |" in table and "±" not in table and "over 1 seed" in table
-    transfer = [{**row, "size": 48, "condition": "grid", "metric": "acc"}]
+    transfer = [
+        {**row, "size": 48, "rendering": "scaled", "condition": "window-kept", "metric": "acc"}
+    ]
     assert "0.500 (n=1)" in transfer_table(transfer)
 
 

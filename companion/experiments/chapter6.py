@@ -2,19 +2,17 @@
 beside the references trained at 48 px; one :class:`FarTransfer`, :func:`load_far_transfer`),
 read by the rules its predictions fixed before the run.
 
-The planned comparisons (kinds in ``predictions.TRANSFER_KINDS``; a moved cell is ``{"dataset",
-"pos", "rendering", "condition", "metric"}``, ``"window-grown"`` read as the code's own grown
-condition, :func:`~companion.experiments.resolution_transfer.grown_condition`):
+The planned comparisons (kinds in ``predictions.TRANSFER_KINDS``; a moved cell as
+:mod:`~companion.experiments.transfer_gaps` reads it, ``"window-grown"`` read as the code's own
+grown condition, :func:`~companion.experiments.resolution_transfer.grown_condition`):
 
 * ``count``: the 32-px ``cell`` solved (test accuracy >= ``solved.threshold``) in ``expect =
   [low, high]`` seeds; ``moved-count``: the same of a moved ``cell``;
-* ``lift-change``: a moved ``cell``'s lift over the constant answer minus the same seeds' lift at
-  32 px, each on its own images (:func:`~companion.experiments.bootstrap.lift_gap_interval`);
-* ``moved-gap``: moved ``cell`` - its reference, paired by seed and image; not readable (held
+* ``lift-change``, ``moved-gap`` and ``code-gap``: the gaps of
+  :func:`~companion.experiments.transfer_gaps.kind_gap`; a ``moved-gap`` is not readable (held
   ``None``) where fewer than ``learned.seeds`` of the reference's seeds reach
-  ``learned.threshold``;
-* ``code-gap``: moved ``a`` - moved ``b`` in one rendering; ``window-gain`` is that reading of one
-  code under two conditions (window grown - kept), checked to be so.
+  ``learned.threshold``; ``window-gain`` is the code-gap of one code under two conditions
+  (window grown - kept), checked to be so.
 
 Gaps ``expect`` ``"above X"``/``"below X"``/``"within X"`` (fractions) and print in points, on
 the seeds both sides have (the measured text says so where they differ).
@@ -37,9 +35,10 @@ from companion.experiments.far_transfer import BLIND, DATASET, FarTransfer
 from companion.experiments.far_transfer import far_glance as far_glance
 from companion.experiments.far_transfer import load_blind_far_transfer as load_blind_far_transfer
 from companion.experiments.far_transfer import load_far_transfer as load_far_transfer
+from companion.experiments.paper import markdown_table
 from companion.experiments.pilots import find_pilot_twins as find_pilot_twins
 from companion.experiments.pilots import twins_table as twins_table
-from companion.experiments.predictions import meets, p_text, threshold_of
+from companion.experiments.predictions import in_points, meets, p_text
 from companion.experiments.resolution_transfer import WINDOW_GROWN, WINDOW_KEPT, grown_condition
 from companion.experiments.stats import binomial_interval, holm_bounds
 from companion.experiments.transfer_gaps import kind_gap, points
@@ -49,14 +48,10 @@ from companion.experiments.transfer_gaps import kind_gap, points
 MOST = "in most seeds"
 #: A gap of the exploratory family: ``(kind, cells, seeds)``, or None where none is read.
 Gap = tuple[str, list[dict[str, str]], list[int]] | None
-
-
-def _outcome(held: bool | None) -> str:
-    return "not readable" if held is None else "held" if held else "failed"
-
-
-def _verdict(held: bool | None) -> str:
-    return "not readable" if held is None else "yes" if held else "**no**"
+#: Whether a planned reading held (``None``: not readable), in the seed-by-seed readings and in the
+#: predictions' tables.
+OUTCOME = {True: "held", False: "failed", None: "not readable"}
+VERDICT = {True: "yes", False: "**no**", None: "not readable"}
 
 
 def learned_line(far: FarTransfer) -> str:
@@ -87,28 +82,22 @@ def verdict_line(far: FarTransfer, seeds: str = "on all seeds") -> str:
 def far_transfer_predictions_table(far: FarTransfer) -> str:
     """Markdown: id | prediction | expected | measured | held, for every prediction: gaps in
     points with their 95 % interval, "not readable" where held is ``None``."""
-    lines = ["| id | prediction | expected | measured | held |", "|---|---|---|---|---|"]
-    for p in far.plan["predictions"]:
-        cells = [p["id"], p["text"], _expected(p), *_measured(far, p)]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    rows = [(p["id"], p["text"], _expected(p), *_measured(far, p)) for p in far.plan["predictions"]]
+    return markdown_table(["id", "prediction", "expected", "measured", "held"], rows, align="lllll")
 
 
 def blind_predictions_table(far: FarTransfer, blind: FarTransfer) -> str:
-    """Markdown: every prediction read on all seeds (the pilots' included) and on the blind
-    seeds (:func:`load_blind_far_transfer`), each with its outcome, by the same rules and
-    thresholds."""
-    lines = [f"| id | expected | all seeds | held | {BLIND} blind seeds | held |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
-    for p in far.plan["predictions"]:
-        cells = [p["id"], _expected(p), *_measured(far, p), *_measured(blind, p)]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    """Markdown: every prediction read on all seeds (the pilots' included) and on the blind seeds
+    (:func:`load_blind_far_transfer`), each with its outcome, by the same rules and thresholds."""
+    head = ["id", "expected", "all seeds", "held", f"{BLIND} blind seeds", "held"]
+    rows = [(p["id"], _expected(p), *_measured(far, p), *_measured(blind, p))
+            for p in far.plan["predictions"]]  # fmt: skip
+    return markdown_table(head, rows, align="l" * len(head))
 
 
 def _measured(far: FarTransfer, prediction: Mapping[str, Any]) -> tuple[str, str]:
     measured, held = check_far_transfer_prediction(far, prediction)
-    return measured, _verdict(held)
+    return measured, VERDICT[held]
 
 
 def _read_seeds(far: FarTransfer, pos: str) -> tuple[list[int], str]:
@@ -122,10 +111,8 @@ def _read_seeds(far: FarTransfer, pos: str) -> tuple[list[int], str]:
 def _family(
     far: FarTransfer, renderings: Sequence[str], against: str
 ) -> list[tuple[str, str, list[Gap]]]:
-    """``(rendering, code, gaps)`` of the family, as moved, on the seeds :func:`_read_seeds`
-    gives: the lift change (lift over the constant answer − the same seeds' at 32 px) with the
-    window kept, with it grown, grown − kept, and (grown) the code − ``against`` on the seeds both
-    are read on (None for ``against`` itself and for ``none``)."""
+    """``(rendering, code, gaps)``: the family's four gaps of each code (the module docstring), on
+    the seeds :func:`_read_seeds` gives; the last None for ``against`` itself and for ``none``."""
     found = []
     for rendering in renderings:
         for pos in far.codes:
@@ -146,8 +133,7 @@ def _family(
 def exploratory_family(
     far: FarTransfer, renderings: Sequence[str] = ("scaled", "world"), against: str = "rel"
 ) -> str:
-    """Markdown, one table per rendering: per code, the gaps :func:`_family` lists, in points with
-    95 % intervals; ``*``: a p-value Holm-adjusted over every gap of every table below 0.05."""
+    """Markdown, one table per rendering of :func:`_family`'s gaps, read as its note says."""
     entries = _family(far, renderings, against)
     read = [[None if g is None else (kind_gap(far, *g)[0], bool(_moved_split(far, g[1], g[2])))
              for g in gaps] for *_, gaps in entries]  # fmt: skip
@@ -236,18 +222,18 @@ def far_split_readings(far: FarTransfer) -> str:
         moved_split = _moved_split(far, cells)
         if not split and not moved_split:
             continue
+        held = check_far_transfer_prediction(far, p)[1]
+        if held is None:  # a moved-gap whose reference did not learn: not readable
+            continue
         seeds = sorted(set.intersection(*(set(far.seeds(pos)[1]) for pos in codes)))
-        if p["kind"] == "moved-gap":  # read only where the reference learned, on its seeds
+        if p["kind"] == "moved-gap":  # read only on the reference's seeds that learned
             learned, every = far.seeds(cells[0]["pos"], cells[0]["rendering"])
-            if len(learned) < far.plan["learned"]["seeds"]:
-                continue
             dropped = [s for s in seeds if s in every and s not in learned]
             seeds = [s for s in seeds if s in learned]
         else:
             dropped = []
         solved = {pos: far.seeds(pos)[0] for pos in codes}
-        held = check_far_transfer_prediction(far, p)[1]
-        lines = [f"{p['id']}  {p['text']}", f"  planned reading: {_outcome(held)}"]
+        lines = [f"{p['id']}  {p['text']}", f"  planned reading: {OUTCOME[held]}"]
         if dropped:
             named = ", ".join(map(str, dropped))
             lines.append(f"  not readable on seed {named}: the reference did not learn there")
@@ -259,12 +245,11 @@ def far_split_readings(far: FarTransfer) -> str:
             blocks.append("\n".join(lines))
             continue
         kept = [s for s in seeds if all(s in solved[pos] for pos in codes)]
-        interval = kind_gap(far, p["kind"], cells, kept)[0]
         where = "every code solved" + " and the reference learned" * (p["kind"] == "moved-gap")
         lines.append(
             f"  exploratory, on the {len(kept)} seeds where {where}: "
-            f"{100 * interval.estimate:+.1f} [{100 * interval.low:+.1f}, "
-            f"{100 * interval.high:+.1f}] (seeds chosen after the run: no verdict)"
+            f"{points(kind_gap(far, p['kind'], cells, kept)[0])} (seeds chosen after the run: no "
+            "verdict)"
         )
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
@@ -356,6 +341,4 @@ def check_far_transfer_prediction(
 def _expected(prediction: Mapping[str, Any]) -> str:
     """``"2-4 seeds"``, or a gap's expectation in points (``"above 5 points"``)."""
     expect = prediction["expect"]
-    if isinstance(expect, str):
-        return f"{expect.split()[0]} {100 * threshold_of(expect):g} points"
-    return "{}-{} seeds".format(*expect)
+    return in_points(expect) if isinstance(expect, str) else "{}-{} seeds".format(*expect)

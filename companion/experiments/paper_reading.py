@@ -26,11 +26,11 @@ from companion.experiments import paper
 READABLE_GAP = 1.0
 
 
-def mark_gap(gap: float, readable: float = READABLE_GAP) -> str:
-    """``+1.2`` for a gap of at least ``readable`` points (rounded to the tables' 0.1), ``(+0.3)``
-    for a smaller one."""
+def mark_gap(gap: float) -> str:
+    """``+1.2`` for a gap of at least :data:`READABLE_GAP` points (rounded to the tables' 0.1),
+    ``(+0.3)`` for a smaller one."""
     text = f"{gap:+.1f}"
-    return text if abs(round(gap, 1)) >= readable else f"({text})"
+    return text if abs(round(gap, 1)) >= READABLE_GAP else f"({text})"
 
 
 def _note(source: str, per: str = "cell") -> str:

@@ -5,11 +5,9 @@ the same rendering) as a *difference*, not a ratio: moved accuracy − reference
 points (100 × accuracy). The ratio ("the share of the reference's lift kept") has no scale where
 the reference learnt little; a difference always has one.
 
-Every gap here is paired: seed ``s`` of one side against seed ``s`` of the other, on the same test
-images, in every replicate of the two-stage bootstrap
-(:func:`companion.experiments.bootstrap.gap_interval`). A moved cell's test images are its
-reference's (drawn by the task's generator from the same data seed at the same size and
-rendering), so their labels, and the constant answer, come from the reference.
+Every gap here is paired by seed and test image (:mod:`companion.experiments.bootstrap`). A moved
+cell's test images are its reference's (drawn by the task's generator from the same data seed at
+the same size and rendering), so their labels, and the constant answer, come from the reference.
 
 A cell is ``{"dataset", "pos", "rendering", "condition", "metric"}`` (``metric`` ``"acc"``: as
 moved, ``"acc_finetuned"``: after the short fine-tune), at the plan's size. Intervals are
@@ -19,7 +17,6 @@ fractions of accuracy; :func:`points` prints them in points.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import Any
 
 import numpy as np
 
@@ -30,19 +27,6 @@ from companion.experiments.predictions import correct_by_seed, test_labels
 
 #: A moved model's accuracy as moved, and after the short fine-tune.
 METRICS = ("acc", "acc_finetuned")
-
-
-def _labels(references: Mapping[str, dict[str, Any]], cell: Mapping[str, str]) -> np.ndarray:
-    """The ``(images,)`` labels of the test images a moved ``cell`` (its ``dataset`` drawn in its
-    ``rendering``) was tested on: its reference's."""
-    dataset, rendering = cell["dataset"], cell["rendering"]
-    if rendering not in references:
-        raise ValueError(f"references hold no reference in the {rendering!r} rendering; they "
-                         f"hold {sorted(references)}")  # fmt: skip
-    if dataset not in references[rendering]["test_sets"]:
-        raise ValueError(f"the {rendering!r} reference has no {dataset!r} test set to read the "
-                         f"moved models' labels from")  # fmt: skip
-    return test_labels(references[rendering], dataset, "test")
 
 
 def _moved(far: FarTransfer, cell: Mapping[str, str], images: int) -> dict[int, np.ndarray]:
@@ -79,13 +63,22 @@ def kind_gap(
     * ``moved-gap`` (``[cell]``): moved accuracy − its reference's;
     * ``code-gap``/``window-gain`` (``[a, b]``): moved ``a`` − moved ``b``, two cells that share
       dataset and rendering (the same test images)."""
-    cell, labels = cells[0], _labels(far.references, cells[0])
+    cell = cells[0]
+    dataset, rendering = cell["dataset"], cell["rendering"]
+    if rendering not in far.references:
+        raise ValueError(f"references hold no reference in the {rendering!r} rendering; they "
+                         f"hold {sorted(far.references)}")  # fmt: skip
+    reference = far.references[rendering]  # the moved cell's test images are its reference's
+    if dataset not in reference["test_sets"]:
+        raise ValueError(f"the {rendering!r} reference has no {dataset!r} test set to read the "
+                         f"moved models' labels from")  # fmt: skip
+    labels = test_labels(reference, dataset, "test")
     moved = _moved(far, cell, len(labels))
-    name = f"{cell['dataset']}:{cell['pos']}"
+    name = f"{dataset}:{cell['pos']}"
     if kind == "lift-change":
         other: Mapping[int, np.ndarray] = correct_by_seed(far.before, name, "test")
     elif kind == "moved-gap":
-        other = correct_by_seed(far.references[cell["rendering"]], name, "test")
+        other = correct_by_seed(reference, name, "test")
     else:
         for key in ("dataset", "rendering"):
             if cells[0][key] != cells[1][key]:
@@ -97,9 +90,7 @@ def kind_gap(
     read = sorted(both if seeds is None else both & set(seeds))
     a, b = np.stack([moved[s] for s in read]), np.stack([other[s] for s in read])
     if kind == "lift-change":
-        return lift_gap_interval(
-            b, test_labels(far.before, cell["dataset"], "test"), a, labels
-        ), note
+        return lift_gap_interval(b, test_labels(far.before, dataset, "test"), a, labels), note
     return gap_interval(a, b), note
 
 

@@ -9,28 +9,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from companion.experiments.resolution_transfer import condition_name
+from companion.experiments.paper import markdown_table
 from companion.experiments.results import cell_label, mean_std, summarize
 
 
 def transfer_summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Mean and std over seeds per dataset x pos x rendering x size x condition (as moved, and
     fine-tuned), by ``companion.experiments.results.summarize`` with ``(pos, size, condition,
-    rendering)`` in the place of ``pos`` (a row without a rendering, from a record written before
-    there were two, is ``"scaled"``)."""
+    rendering)`` in the place of ``pos``."""
     out = []
     for metric in ("acc", "acc_finetuned"):
         records = [
-            {
-                "dataset": r["dataset"],
-                "variant": r.get("variant", "swin"),
-                "seed": r["seed"],
-                "pos": (r["pos"], r["size"], r["condition"], r.get("rendering", "scaled")),
-                "final": {metric: r[metric]},
-            }
+            {"dataset": r["dataset"], "variant": r["variant"], "seed": r["seed"],
+             "pos": (r["pos"], r["size"], r["condition"], r["rendering"]),
+             "final": {metric: r[metric]}}
             for r in rows
             if metric in r
-        ]
+        ]  # fmt: skip
         for s in summarize(records, metric=metric):
             pos, size, condition, rendering = s["pos"]
             out.append({**s, "pos": pos, "size": size, "condition": condition,
@@ -41,19 +36,11 @@ def transfer_summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 def transfer_table(summary: Sequence[dict[str, Any]]) -> str:
     """``transfer_summary`` as Markdown: one line per dataset x pos x rendering x size x
     condition."""
-    lines = [
-        "| dataset | pos | rendering | size | condition | accuracy | after fine-tune |",
-        "|---" * 7 + "|",
-    ]
     cells: dict[tuple, dict[str, str]] = {}
     for s in summary:
-        condition = condition_name(s["condition"])  # an older record's summary named as today
-        pos, rendering = cell_label(s["pos"], s["variant"]), s.get("rendering", "scaled")
-        key = (s["dataset"], pos, rendering, s["size"], condition)
+        key = (s["dataset"], cell_label(s["pos"], s["variant"]), s["rendering"], s["size"],
+               s["condition"])  # fmt: skip
         cells.setdefault(key, {})[s["metric"]] = f"{mean_std(s)} (n={s['n']})"
-    for (dataset, pos, rendering, size, condition), v in cells.items():
-        after = v.get("acc_finetuned", "")
-        lines.append(
-            f"| {dataset} | {pos} | {rendering} | {size} | {condition} | {v['acc']} | {after} |"
-        )
-    return "\n".join(lines)
+    head = ["dataset", "pos", "rendering", "size", "condition", "accuracy", "after fine-tune"]
+    rows = [(*key, v["acc"], v.get("acc_finetuned", "")) for key, v in cells.items()]
+    return markdown_table(head, rows, align="l" * len(head))
