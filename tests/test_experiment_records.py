@@ -18,9 +18,10 @@ import pytest
 import torch
 
 from companion.experiments.integrity import write_manifest
-from companion.experiments.results import load_bias_tables, load_results, results_table, summarize
+from companion.experiments.results import load_bias_tables, load_results, summarize
 from companion.experiments.runs import ablation, publish, resolution_experiment
 from companion.experiments.runs.ablation import AblationPlan, StaleRunError, run_ablation
+from companion.experiments.runs.publish import results_table
 from companion.experiments.runs.resolution_experiment import (
     MoveSettings,
     TransferPlan,

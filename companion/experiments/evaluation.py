@@ -1,13 +1,11 @@
 """A finished run measured on every test split of its task, image by image.
 
-Reading an experiment honestly needs more than the trainer's one ``test_acc``: every split the
-task has (far-relation's ``near`` and ``test``, the held-out task's ``seen`` and ``unseen``), the
-constant answer's accuracy on the same images, and which images each run got right, so that an
-interval can include the test set's own sampling error (a bootstrap over test images,
-:mod:`companion.experiments.bootstrap`), not only the seeds'. A run's record keeps, per split,
-``{"n", "accuracy", "correct", "labels_sha256"}`` (``correct``: one bit per image, packed as hex);
-the split's labels are the same for every run of a task, so the results file keeps them once
-(:func:`labels_record`).
+Every split the task has (far-relation's ``near`` and ``test``, the held-out task's ``seen`` and
+``unseen``), the constant answer's accuracy on the same images, and which images each run got
+right, so that an interval can include the test set's own sampling error (a bootstrap over test
+images, :mod:`companion.experiments.bootstrap`), not only the seeds'. A run's record keeps, per
+split, ``{"n", "accuracy", "correct", "labels_sha256"}`` (``correct``: one bit per image, packed as
+hex); the results file keeps the split's labels once (:func:`labels_record`).
 """
 
 from __future__ import annotations

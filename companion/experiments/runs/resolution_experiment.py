@@ -3,13 +3,12 @@
     python -m companion.commands.ablation --name cpu-transfer --config tiny-cpu --seeds 0 1 2 ...
     python -m companion.commands.resolution_experiment --name cpu-transfer --sizes 48 --jobs 2
 
-Each run's checkpoint (checked against the hash the ablation published) is moved to every size
-under every condition of :mod:`companion.experiments.resolution_transfer` and measured on its
-task drawn at that size in each rendering (``"scaled"``: the same scenes with more pixels;
-``"world"``: a larger canvas, objects as at 32 px), as moved and after a short fine-tune.
-``transfer.json`` (one row per run x rendering x size x condition, the hashes of the runs moved)
-and ``transfer.md`` (mean ± std over seeds) join the ablation's folder. The references, trained
-at the larger size itself, are ordinary ablations (``results/run_cpu_transfer.sh``).
+Each run of the ablation's main grid (its checkpoint checked against the published hash) is moved
+to every size under each condition of :mod:`companion.experiments.resolution_transfer`, and
+measured on its task drawn at that size in each rendering, as moved and after a short fine-tune.
+``transfer.json`` (one row per run x rendering x size x condition, and the hashes of the runs it
+came from, so that the ablation can keep it or refuse when it publishes again) and ``transfer.md``
+join the ablation's folder. The references, trained at the larger size, are ordinary ablations.
 """
 
 from __future__ import annotations
@@ -147,10 +146,9 @@ def finetune_config(cfg: TrainConfig, settings: MoveSettings) -> TrainConfig:
 def transfer_rows(
     cfg: TrainConfig, model: SwinTransformer, settings: MoveSettings = MoveSettings()
 ) -> list[dict[str, Any]]:
-    """One row per rendering x size x condition: test accuracy as moved and after the fine-tune,
-    on the run's task drawn at that size in that rendering (the run's own data seed and split
-    sizes), with which test images it got right (``correct``, ``correct_finetuned``: hex bits,
-    ``companion.experiments.evaluation.pack_bits``)."""
+    """One row per rendering x size x condition: test accuracy and which images were right
+    (``correct``, packed bits), as moved and after the fine-tune (``_finetuned``), on the run's
+    task (its data seed and split sizes) drawn at that size in that rendering."""
 
     def data(split: str, size: int, rendering: str) -> ImageClassificationData:
         n = cfg.test_size if split == "test" else cfg.train_size
@@ -185,8 +183,7 @@ def transfer_rows(
 def _moved_run(
     threads: int | None, settings: MoveSettings, run: tuple[Path, str]
 ) -> list[dict[str, Any]]:
-    """:func:`transfer_rows` of the ablation run whose checkpoint is ``run = (path, sha256)``,
-    checked again (a process pool's task)."""
+    """:func:`transfer_rows` of the run whose checkpoint is ``(path, sha256)`` (a pool's task)."""
     if threads:
         torch.set_num_threads(threads)
     path, sha256 = run
@@ -201,12 +198,9 @@ def _moved_run(
 def run_transfer(
     plan: TransferPlan, settings: MoveSettings = MoveSettings(), command: str | None = None
 ) -> dict[str, Any]:
-    """Move every run of the main grid of the ablation ``plan`` names (its controlled-variant
-    cells are not moved), ``plan.jobs`` runs at a time, and publish ``transfer.json`` into its
-    folder. Everything is checked before any run is moved: the published results, every
-    checkpoint against the hash the ablation published, and an existing ``transfer.json`` (one
-    with other settings is kept unless ``plan.replace``). It records the hashes of the runs it
-    came from, so that the ablation can keep it, or refuse, when it publishes again."""
+    """Move every run of the ablation's main grid, ``plan.jobs`` at a time, and publish
+    ``transfer.json``. Checked before any run is moved: the published results, every checkpoint
+    against its published hash, an existing ``transfer.json`` (kept unless ``plan.replace``)."""
     results_dir, work = Path(plan.results_dir) / plan.name, Path(plan.work_dir) / plan.name
     jobs, replace = plan.jobs, plan.replace
     threads = threads_per_worker(jobs, plan.threads)
