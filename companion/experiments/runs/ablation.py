@@ -54,7 +54,6 @@ from companion.train.config import (
     add_arguments,
     add_config_arguments,
     config_from_args,
-    data_size,
     recorded_settings,
 )
 from companion.train.provenance import hardware, provenance, source_digest
@@ -157,9 +156,7 @@ def _run_one(
         "epochs": history,
         "checkpoint_sha256": file_sha256(out / CHECKPOINT),
         # every test split, image by image (for bootstrap intervals over the test images)
-        "splits": split_results(
-            result.model, dataset, cfg.test_size, cfg.data_seed, data_size(cfg), cfg.rendering
-        ),
+        "splits": split_results(result.model, cfg),
     }
     record["bias_sha256"] = _save_tables(result.model, out)
     record = seal(json.loads(json.dumps(record)))  # hashed as a reuse reads it back
@@ -280,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except (ValueError, TypeError) as exc:
         parser.error(str(exc))
-    command = shlex.join(["python", "-m", "companion.commands.ablation", *argv])
+    command = shlex.join([*parser.prog.split(), *argv])
 
     def work() -> None:
         results = run_ablation(plan, command=command)
@@ -290,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"wrote {plan.folder} in {header['wall_s']:.0f} s ({header['compute_s']:.0f} s of runs)"
         )
 
-    return run_reporting_errors("python -m companion.commands.ablation", work, args.debug)
+    return run_reporting_errors(parser.prog, work, args.debug)
 
 
 if __name__ == "__main__":

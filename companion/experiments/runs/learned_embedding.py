@@ -61,10 +61,6 @@ TRAIN_SETTINGS: dict[str, Any] = {
     k: v for k, v in RUN_SETTINGS.items() if k not in ("config", "pos")
 }
 
-#: What a stopped run says: it trains in a temporary folder, so nothing of it is left.
-INTERRUPTED = ("interrupted: nothing was saved (the run trains in a temporary folder); run the "
-               "same command again to train it from the start")  # fmt: skip
-
 
 def vit_factory(num_classes: int, pos: Position) -> nn.Module:
     """``companion.train``'s model factory: the ViT of :data:`MODEL_SETTINGS` (its position
@@ -174,19 +170,21 @@ def main(argv: list[str] | None = None, vit: bool = False) -> int:
     args = parser.parse_args(argv)
     if vit and args.seed < 0:
         parser.error(f"--seed must be a non-negative integer, got {args.seed}")
-    command = shlex.join(["python", "-m", prog.split()[-1], *argv])
+    command = shlex.join([*prog.split(), *argv])
 
     options = {}
     if vit:
-        settings = {**TRAIN_SETTINGS, "seed": args.seed}
-        options = dict(vit=True, allow_dirty=args.allow_dirty, settings=settings,
-                       predictions=args.predictions)  # fmt: skip
+        options = dict(vit=True, allow_dirty=args.allow_dirty, predictions=args.predictions,
+                       settings={**TRAIN_SETTINGS, "seed": args.seed})  # fmt: skip
 
     def work() -> None:
         try:  # checks --out (and the tree) before training
             record = train_and_save(Path(args.out), command, **options)
         except KeyboardInterrupt:  # the trainer's own message names a temporary folder, gone now
-            raise KeyboardInterrupt(INTERRUPTED) from None
+            raise KeyboardInterrupt(
+                "interrupted: nothing was saved (the run trains in a temporary folder); run the "
+                "same command again to train it from the start"
+            ) from None
         print(f"final test acc {record['final_test_acc']:.3f}, wall {record['wall_s']} s")
 
     return run_reporting_errors(prog, work, args.debug)

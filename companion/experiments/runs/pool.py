@@ -51,17 +51,14 @@ def run_all(
     :class:`Interrupted`, a dead worker :class:`WorkerDied` naming its item (``describe``), each
     saying how many finished, then ``resume_hint``."""
     done: dict[int, Any] = {}
-    if jobs == 1:
-        try:
-            for index, item in enumerate(items):
-                done[index] = task(item)
-        except KeyboardInterrupt:
-            raise Interrupted(_stopped(len(done), len(items), resume_hint)) from None
-        return list(done.values())
     workers: list[tuple[BaseProcess, Connection]] = []
     running: dict[int, Any] = {}  # worker -> the index of the run it is on (None: idle)
     waiting = list(enumerate(items))[::-1]  # popped from the end: in order
     try:
+        if jobs == 1:
+            for index, item in enumerate(items):
+                done[index] = task(item)
+            return list(done.values())
         with _held(signal.SIGINT, signal.SIGTERM):  # raised once the workers can be stopped
             workers = _start_workers(task, min(jobs, len(items)))
         for w, (_, conn) in enumerate(workers):
@@ -82,7 +79,8 @@ def run_all(
                     raise WorkerDied(_died(process, what, len(done), len(items), resume_hint))
         return [done[index] for index in range(len(items))]
     except KeyboardInterrupt:
-        raise Interrupted(_stopped(len(done), len(items), resume_hint)) from None
+        stopped = f"interrupted: {len(done)} of {len(items)} runs had finished; {resume_hint}"
+        raise Interrupted(stopped) from None
     finally:
         for process, conn in workers:  # at once: running runs stop, waiting ones never start
             process.terminate()  # SIGTERM, which a run in a worker answers by stopping
@@ -189,10 +187,6 @@ def _launcher() -> str | None:
         os.chmod(path, 0o700)
         _LAUNCHER.append(path)
     return _LAUNCHER[0]
-
-
-def _stopped(finished: int, total: int, hint: str) -> str:
-    return f"interrupted: {finished} of {total} runs had finished; {hint}"
 
 
 def _how(exitcode: int | None) -> str:

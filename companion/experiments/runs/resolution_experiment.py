@@ -311,17 +311,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = MoveSettings(**{f: getattr(args, f) for f in MoveSettings.__dataclass_fields__})
     except (ValueError, TypeError) as exc:
         parser.error(str(exc))
-    folder = Path(plan.results_dir) / plan.name
-    command = shlex.join(["python", "-m", "companion.commands.resolution_experiment", *argv])
+    command = shlex.join([*parser.prog.split(), *argv])
 
     def work() -> None:
         results = run_transfer(plan, settings, command)
         print(transfer_table(results["summary"]))
+        folder = Path(plan.results_dir) / plan.name
         print(f"wrote {folder / DERIVED[0]} in {results['header']['wall_s']:.0f} s")
 
-    return run_reporting_errors(
-        "python -m companion.commands.resolution_experiment", work, args.debug
-    )
+    return run_reporting_errors(parser.prog, work, args.debug)
 
 
 if __name__ == "__main__":
