@@ -10,12 +10,12 @@ from companion.experiments.results import (
     load_bias_tables,
     load_curves,
     load_results,
-    results_table,
     run_key,
     summarize,
 )
 from companion.experiments.runs import ablation
 from companion.experiments.runs.ablation import bias_tables, main, run_ablation
+from companion.experiments.runs.publish import results_table
 from companion.figures.training import (
     bias_grid,
     plot_ablation_curves,

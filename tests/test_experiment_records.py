@@ -18,11 +18,11 @@ import pytest
 import torch
 
 from companion.experiments.integrity import write_manifest
-from companion.experiments.results import load_bias_tables, load_results, results_table, summarize
+from companion.experiments.results import load_bias_tables, load_results, summarize
 from companion.experiments.runs import ablation, publish, resolution_experiment
 from companion.experiments.runs.ablation import AblationPlan, StaleRunError, run_ablation
+from companion.experiments.runs.publish import results_table
 from companion.experiments.runs.resolution_experiment import (
-    MoveSettings,
     TransferPlan,
     run_transfer,
 )
@@ -33,12 +33,12 @@ from companion.train import checkpoint as checkpoint_module
 from companion.train.cli import run_reporting_errors
 
 ROOT = Path(__file__).resolve().parents[1]
-MOVE = MoveSettings(sizes=(48,), finetune_steps=1, finetune_batch_size=8)
+MOVE = dict(sizes=(48,), finetune_steps=1, finetune_batch_size=8)
 
 
 def moved_in(folder: Path, **kw) -> TransferPlan:
     """The resolution experiment of the ablation ``mini`` in ``folder`` (results/, work/)."""
-    return TransferPlan("mini", str(folder / "results"), str(folder / "work"), **kw)
+    return TransferPlan("mini", str(folder / "results"), str(folder / "work"), **{**MOVE, **kw})
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +57,7 @@ def plan_in(tiny_plan):
 def moved_once(tmp_path_factory, plan_in):
     tmp = tmp_path_factory.mktemp("records")
     run_ablation(plan_in(tmp))
-    run_transfer(moved_in(tmp), MOVE)
+    run_transfer(moved_in(tmp))
     return tmp
 
 
@@ -112,14 +112,13 @@ def test_checkpoints_trained_again_since_publishing_are_refused(folder):
     saved["model"] = {k: v + 1 for k, v in saved["model"].items()}  # other weights, valid file
     checkpoint_module.save_checkpoint(ckpt, saved)
     with pytest.raises(ValueError, match="not the checkpoint the published results were"):
-        run_transfer(moved_in(folder), MOVE)
+        run_transfer(moved_in(folder))
 
 
 def test_transfer_json_is_not_overwritten_by_a_run_with_other_sizes(folder):
-    other = replace(MOVE, sizes=(64,))
     with pytest.raises(ValueError, match=r"other settings \(sizes: saved \[48\], now \[64\]\)"):
-        run_transfer(moved_in(folder), other)
-    run_transfer(moved_in(folder, replace=True), other)
+        run_transfer(moved_in(folder, sizes=(64,)))
+    run_transfer(moved_in(folder, replace=True, sizes=(64,)))
     transfer = json.loads((folder / "results" / "mini" / "transfer.json").read_text())
     assert transfer["settings"]["sizes"] == [64]
 
@@ -163,7 +162,7 @@ def test_a_folder_changed_since_it_was_published_is_not_published_over(folder, p
     with pytest.raises(ValueError, match=r"was changed since it was published \(results\.md"):
         run_ablation(plan_in(folder))  # every run reused: it would re-hash the edit
     with pytest.raises(ValueError, match=r"results\.md was changed"):  # read whole: refused first
-        run_transfer(moved_in(folder, replace=True), MOVE)
+        run_transfer(moved_in(folder, replace=True))
     assert "an edit" in predictions.read_text()  # refused, and left for the user to restore
 
 
@@ -284,7 +283,7 @@ def test_the_experiment_publishes_only_from_the_runs_still_published(folder, mon
 
     monkeypatch.setattr(resolution_experiment, "_published", published)
     with pytest.raises(ValueError, match="was published again while its runs were moved"):
-        run_transfer(moved_in(folder, replace=True), MOVE)
+        run_transfer(moved_in(folder, replace=True))
     assert transfer.read_bytes() == before
 
 
@@ -303,7 +302,7 @@ def test_the_experiment_checks_replace_again_when_it_publishes(folder, monkeypat
 
     monkeypatch.setattr(resolution_experiment, "run_all", meanwhile)
     with pytest.raises(ValueError, match="holds an experiment with other settings"):
-        run_transfer(moved_in(folder), MOVE)
+        run_transfer(moved_in(folder))
 
 
 # --------------------------------------------------------------------------- sealed records
@@ -405,7 +404,7 @@ def test_repeated_grid_values_are_refused(tmp_path, kw, flag, tiny_plan):
 
 def test_repeated_sizes_are_refused():
     with pytest.raises(ValueError, match="sizes must not repeat a value"):
-        MoveSettings(sizes=(48, 48))
+        TransferPlan("mini", sizes=(48, 48))
 
 
 def test_one_seed_has_no_spread_and_no_interval():

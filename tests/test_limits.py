@@ -7,7 +7,7 @@ import torch
 from companion import _checks
 from companion.data import make_dataset
 from companion.experiments.runs.ablation import build_parser as ablation_parser
-from companion.experiments.runs.resolution_experiment import MoveSettings
+from companion.experiments.runs.resolution_experiment import TransferPlan
 from companion.experiments.runs.resolution_experiment import build_parser as transfer_parser
 from companion.experiments.runs.split_codes import main as split_codes
 from companion.train import TrainConfig, limits, main, train_steps
@@ -62,12 +62,12 @@ def test_measuring_a_step_changes_neither_the_random_state_nor_the_mode(stand_in
 
 def test_a_range_with_an_open_end_is_named_whole():
     with pytest.raises(ValueError, match=r"finetune_lr must be a finite number in \(0.0, 1.0\]"):
-        MoveSettings(finetune_lr=2.0)
+        TransferPlan("mini", finetune_lr=2.0)
 
 
 def test_help_shows_the_defaults_that_apply_as_they_are_typed():
     sizes = transfer_parser()._option_string_actions["--sizes"]
-    assert sizes.help.endswith(f"(default: {' '.join(map(str, MoveSettings().sizes))})")
+    assert sizes.help.endswith(f"(default: {' '.join(map(str, TransferPlan('mini').sizes))})")
     threads = ablation_parser()._option_string_actions["--threads"].help
     assert "torch's with --jobs 1, else 1" in threads
 

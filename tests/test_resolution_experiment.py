@@ -15,7 +15,6 @@ from companion.experiments.resolution_transfer import (
 from companion.experiments.results import find_results, load_results, load_transfer
 from companion.experiments.runs.ablation import AblationPlan, run_ablation
 from companion.experiments.runs.resolution_experiment import (
-    MoveSettings,
     TransferPlan,
     main,
     run_transfer,
@@ -79,8 +78,9 @@ def test_two_processes_move_the_runs_as_one_does(finished, tmp_path):
 
     folder = tmp_path / "mini"
     shutil.copytree(finished, folder)
-    plan = TransferPlan("mini", str(tmp_path), str(finished.parent.parent / "runs"), threads=1)
-    one = run_transfer(plan, MoveSettings(finetune_steps=2))["rows"]
+    runs = str(finished.parent.parent / "runs")
+    plan = TransferPlan("mini", str(tmp_path), runs, threads=1, finetune_steps=2)
+    one = run_transfer(plan)["rows"]
     two = json.loads((finished / "transfer.json").read_text())["rows"]
     strip = [{k: v for k, v in r.items() if k != "finetune_s"} for r in json.loads(json.dumps(one))]
     assert strip == [{k: v for k, v in r.items() if k != "finetune_s"} for r in two]

@@ -14,7 +14,7 @@ from companion.experiments.resolution_transfer import (
     moved_model,
     transfer_conditions,
 )
-from companion.experiments.runs.resolution_experiment import MoveSettings, finetune_config
+from companion.experiments.runs.resolution_experiment import TransferPlan, finetune_config
 from companion.swin import swin_from_config
 from companion.swin_configs import POS_CHOICES
 from companion.train import TrainConfig, param_groups, train_steps
@@ -102,7 +102,9 @@ def test_the_fine_tune_through_the_trainers_loop_gives_the_old_loops_weights(bat
     a, b = moved, copy.deepcopy(moved)
     torch.manual_seed(1)  # stochastic depth draws from the global generator: the same for both
     _the_fine_tune_loop_it_replaced(a, data, 3, 1e-3, batch_size, seed=5)
-    settings = MoveSettings(finetune_steps=3, finetune_lr=1e-3, finetune_batch_size=batch_size)
+    settings = TransferPlan(
+        "mini", finetune_steps=3, finetune_lr=1e-3, finetune_batch_size=batch_size
+    )
     torch.manual_seed(1)
     train_steps(b, data, finetune_config(TrainConfig(seed=5), settings), 3)
     assert all(

@@ -1,13 +1,11 @@
 """A finished run measured on every test split of its task, image by image.
 
-Reading an experiment honestly needs more than the trainer's one ``test_acc``: every split the
-task has (far-relation's ``near`` and ``test``, the held-out task's ``seen`` and ``unseen``), the
-constant answer's accuracy on the same images, and which images each run got right, so that an
-interval can include the test set's own sampling error (a bootstrap over test images,
-:mod:`companion.experiments.bootstrap`), not only the seeds'. A run's record keeps, per split,
-``{"n", "accuracy", "correct", "labels_sha256"}`` (``correct``: one bit per image, packed as hex);
-the split's labels are the same for every run of a task, so the results file keeps them once
-(:func:`labels_record`).
+Every split the task has (far-relation's ``near`` and ``test``, the held-out task's ``seen`` and
+``unseen``), the constant answer's accuracy on the same images, and which images each run got
+right, so that an interval can include the test set's own sampling error (a bootstrap over test
+images, :mod:`companion.experiments.bootstrap`), not only the seeds'. A run's record keeps, per
+split, ``{"n", "accuracy", "correct", "labels_sha256"}`` (``correct``: one bit per image, packed as
+hex); the results file keeps the split's labels once (:func:`labels_record`).
 """
 
 from __future__ import annotations
@@ -23,6 +21,7 @@ from torch import Tensor, nn
 from companion.data import dataset_splits, make_dataset
 from companion.data.dataset import ImageClassificationData
 from companion.data.tasks import IMAGE_SIZE
+from companion.train.config import TrainConfig, data_size
 
 
 def evaluation_splits(dataset: str) -> tuple[str, ...]:
@@ -88,18 +87,13 @@ def hits(model: nn.Module, data: ImageClassificationData, batch_size: int = 256)
     return torch.cat(found)
 
 
-def split_results(
-    model: nn.Module,
-    dataset: str,
-    test_size: int | None,
-    data_seed: int,
-    size: int = IMAGE_SIZE,
-    rendering: str = "scaled",
-) -> dict[str, dict[str, Any]]:
-    """``{split: {"n", "accuracy", "correct", "labels_sha256"}}`` for every test split."""
+def split_results(model: nn.Module, cfg: TrainConfig) -> dict[str, dict[str, Any]]:
+    """``{split: {"n", "accuracy", "correct", "labels_sha256"}}`` for every test split of the run
+    ``cfg``'s task, drawn as it was trained."""
     found = {}
-    for split in evaluation_splits(dataset):
-        data = load_split(dataset, split, test_size, data_seed, size, rendering)
+    for split in evaluation_splits(cfg.dataset):
+        drawn = (cfg.test_size, cfg.data_seed, data_size(cfg), cfg.rendering)
+        data = load_split(cfg.dataset, split, *drawn)
         right = hits(model, data, batch_size=500)
         found[split] = {
             "n": len(data),

@@ -8,9 +8,8 @@
   while a continuous bias or a rotary embedding just computes its coordinates for the larger
   window.
 
-Records written before these names (``results/cpu-transfer``) call the conditions ``"grid"``,
-``"window"``, ``"window-bicubic"`` and ``"window-geometric"``; records are never edited, so
-:func:`condition_name` maps them where the record table is built.
+Records are never edited: :func:`condition_name` maps the names of older ones where the record
+table is built.
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ MAX_SIZE = 512  # renders and attention grow with the square of the size; far ab
 WINDOW_KEPT = "window-kept"
 #: The condition that grows the window with the image (``-bicubic``/``-geometric`` for a table).
 WINDOW_GROWN = "window-grown"
-#: Condition names in records written before the names above -> today's names.
+#: Condition names in records written before the names above (``results/cpu-transfer``).
 RECORDED_NAMES: dict[str, str] = {
     "grid": WINDOW_KEPT,
     "window": WINDOW_GROWN,

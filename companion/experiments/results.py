@@ -90,29 +90,6 @@ def summarize(runs: Sequence[dict[str, Any]], metric: str = "test_acc") -> list[
     return rows
 
 
-def results_table(summary: Sequence[dict[str, Any]], chance: dict[str, float]) -> str:
-    """Markdown: one row per cell (``pos``, then ``pos:variant`` for the controlled variants),
-    one column per dataset, cells ``mean ± std`` in percent."""
-    datasets = list(dict.fromkeys(r["dataset"] for r in summary))
-    cell = {(r["dataset"], cell_label(r["pos"], _variant(r))): r for r in summary}
-    labels = sorted(dict.fromkeys(name for _, name in cell), key=lambda c: ":" in c)
-    ns = sorted({r["n"] for r in summary})
-    head = "| pos | " + " | ".join(f"{d} (chance {100 * chance[d]:.1f})" for d in datasets) + " |"
-    lines = [head, "|---" * (len(datasets) + 1) + "|"]
-    for label in labels:
-        rows = [cell.get((d, label)) for d in datasets]
-        cells = ["" if r is None else mean_std(r, 100, ".1f") for r in rows]
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    lines.append("")
-    n = "/".join(str(k) for k in ns)
-    seeds = "seed" if ns == [1] else "seeds"
-    note = "; `pos:variant` rows are controlled variants (companion.swin.VARIANTS)"
-    extra = note if any(":" in c for c in labels) else ""
-    spread = "" if ns == [1] else " ± sample std"
-    lines.append(f"*Final test accuracy (%), mean{spread} over {n} {seeds}{extra}.*")
-    return "\n".join(lines) + "\n"
-
-
 def mean_std(row: dict[str, Any], scale: float = 1.0, spec: str = ".3f") -> str:
     """``"mean ± std"`` of a summary row, scaled; just the mean for one seed (``std`` ``None``)."""
     mean = format(scale * row["mean"], spec)

@@ -3,15 +3,12 @@
     python -m companion.commands.ablation --name my-ablation --config tiny-cpu --seeds 0 1 2 \
         --epochs 12
 
-Each grid point (:mod:`~companion.experiments.runs.ablation_plan`) is one
-:func:`companion.train.train` run in ``<work-dir>/<name>/<key>/``; when it finishes, its sealed
-record ``<key>.json`` (settings, code hash, hardware, every epoch, every test split image by
-image) and its bias tables ``<key>.bias.pt`` are written beside it. Only when *every* run has
-finished is ``results/<name>/`` published, all at once (:mod:`~companion.experiments.runs.publish`),
-so a failed or interrupted ablation never replaces or mixes into published results. Stopping
-and starting again is safe: a finished run is reused, and an interrupted one resumed from its
-checkpoint, only when its recorded settings and code hash equal the requested ones; otherwise
-the ablation refuses, saying how to start afresh (``--fresh``, or a new ``--name``).
+Each run of the plan (:mod:`~companion.experiments.runs.ablation_plan`) trains in
+``<work-dir>/<name>/<key>/`` and, when it finishes, writes its sealed record ``<key>.json``
+(settings, code hash, hardware, every epoch, every test split image by image) and its bias tables
+``<key>.bias.pt``. ``results/<name>/`` is published only when every run has finished
+(:mod:`~companion.experiments.runs.publish`). Stopping and starting again is safe: a finished run
+is reused, an interrupted one resumed, only when its settings and code hash equal the request's.
 """
 
 from __future__ import annotations
@@ -37,7 +34,7 @@ from companion.attention import WindowAttention
 from companion.data import num_classes
 from companion.experiments.evaluation import split_results
 from companion.experiments.integrity import seal
-from companion.experiments.results import results_table, run_key
+from companion.experiments.results import run_key
 from companion.experiments.runs.ablation_plan import GRID, AblationPlan, StaleRunError, check_grid
 from companion.experiments.runs.pool import run_all, threads_per_worker
 from companion.experiments.runs.publish import (
@@ -45,6 +42,7 @@ from companion.experiments.runs.publish import (
     publish_ablation,
     restore_interrupted_swap,
     results_record,
+    results_table,
     tables_intact,
 )
 from companion.position import Position
@@ -56,7 +54,6 @@ from companion.train.config import (
     add_arguments,
     add_config_arguments,
     config_from_args,
-    data_size,
     recorded_settings,
 )
 from companion.train.provenance import hardware, provenance, source_digest
@@ -126,8 +123,7 @@ def _read_record(plan: AblationPlan, path: Path) -> dict[str, Any]:
 def _run_one(
     plan: AblationPlan, factory: ModelFactory | None, point: tuple[str, Position, str, int]
 ) -> dict[str, Any]:
-    """Train the run ``(dataset, pos, variant, seed)``, or reuse it when its record matches the
-    request exactly (a process pool's task)."""
+    """Train the run ``(dataset, pos, variant, seed)``, or reuse it (a process pool's task)."""
     dataset, pos, variant, seed = point
     cfg = plan.config(dataset, pos, seed, variant)
     out = Path(cfg.out)
@@ -160,9 +156,7 @@ def _run_one(
         "epochs": history,
         "checkpoint_sha256": file_sha256(out / CHECKPOINT),
         # every test split, image by image (for bootstrap intervals over the test images)
-        "splits": split_results(
-            result.model, dataset, cfg.test_size, cfg.data_seed, data_size(cfg), cfg.rendering
-        ),
+        "splits": split_results(result.model, cfg),
     }
     record["bias_sha256"] = _save_tables(result.model, out)
     record = seal(json.loads(json.dumps(record)))  # hashed as a reuse reads it back
@@ -182,8 +176,7 @@ def _save_tables(model: nn.Module, out: Path) -> str | None:
 
 
 def _restore_tables(record: dict[str, Any], cfg: TrainConfig, factory: ModelFactory | None) -> None:
-    """Write a reused run's missing or damaged ``.bias.pt`` again from its checkpoint (whose
-    hash ``_read_record`` has checked): the same tables, without training again."""
+    """Write a reused run's missing or damaged ``.bias.pt`` again from its checked checkpoint."""
     out = Path(cfg.out)
     print(f"{out}.bias.pt is missing or damaged: writing it again from {out / CHECKPOINT}")
     model = build_model(cfg, num_classes(cfg.dataset), factory)
@@ -198,10 +191,8 @@ def _restore_tables(record: dict[str, Any], cfg: TrainConfig, factory: ModelFact
 def run_ablation(
     plan: AblationPlan, factory: ModelFactory | None = None, command: str | None = None
 ) -> dict[str, Any]:
-    """Run (or reuse) every grid point of ``plan`` (``plan.jobs`` at a time), then publish.
-
-    ``factory`` (see :func:`companion.train.train`) must be picklable when ``jobs > 1``.
-    """
+    """Run (or reuse) every run of ``plan``, ``plan.jobs`` at a time (``factory``, see
+    :func:`companion.train.train`, picklable then), then publish."""
     check_writable_folder(plan.folder, "--results-dir/--name")  # before any training
     check_writable_folder(plan.work, "--work-dir/--name")
     restore_interrupted_swap(plan.folder)
@@ -286,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except (ValueError, TypeError) as exc:
         parser.error(str(exc))
-    command = shlex.join(["python", "-m", "companion.commands.ablation", *argv])
+    command = shlex.join([*parser.prog.split(), *argv])
 
     def work() -> None:
         results = run_ablation(plan, command=command)
@@ -296,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"wrote {plan.folder} in {header['wall_s']:.0f} s ({header['compute_s']:.0f} s of runs)"
         )
 
-    return run_reporting_errors("python -m companion.commands.ablation", work, args.debug)
+    return run_reporting_errors(parser.prog, work, args.debug)
 
 
 if __name__ == "__main__":

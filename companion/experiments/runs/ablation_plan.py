@@ -31,10 +31,9 @@ class StaleRunError(ValueError):
 
 @dataclass(frozen=True)
 class AblationPlan:
-    """What to run: the grid ``datasets x pos x seeds`` (the model of ``base.variant``, the Swin
-    itself by default), plus each ``extra`` cell ``(dataset, pos, variant)`` for every seed of
-    ``extra_seeds``, each run with ``base``'s other settings. Frozen and checked when built:
-    every cell's run configuration is built once here (``TrainConfig`` checks itself)."""
+    """The grid ``datasets x pos x seeds`` (the model of ``base.variant``), plus each ``extra``
+    cell ``(dataset, pos, variant)`` for every seed of ``extra_seeds``, each run with ``base``'s
+    other settings. Frozen and checked when built, every cell's configuration with it."""
 
     name: str = setting(MISSING, "results/<name>/ receives the results", kind="process")
     datasets: tuple[str, ...] = _GRID_DEFAULT["dataset"]

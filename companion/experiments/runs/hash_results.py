@@ -2,14 +2,11 @@
 
     python -m companion.experiments.runs.hash_results results/cpu-ablation [FOLDER ...]
 
-An ablation folder (``results.json``) is checked as the readers check it, without a hash list:
-every run with its curve against the ``record_sha256`` the run sealed, the summary against the
-runs, a ``transfer.json`` against the runs it names. Only then is its header marked
-``"hashed": "after the run"`` and its ``SHA256SUMS`` written; from then on it loads verified.
-Another results folder (one ``provenance.json``, as ``results/learned-abs``) is marked in that
-record and hashed. A folder already hashed is checked against its ``SHA256SUMS`` and left as it
-is; one that says it was hashed but has lost its hash list is never hashed again (whatever
-changed since could not be told apart).
+An ablation folder is checked as the readers check it, without a hash list (every run and curve
+against its ``record_sha256``, the summary against the runs, a ``transfer.json`` against the runs
+it names); only then is its header marked ``"hashed": "after the run"`` and its ``SHA256SUMS``
+written. Another folder (one ``provenance.json``) is marked in that record and hashed. A hashed
+folder is checked and left as it is; one marked hashed without its hash list is never hashed again.
 """
 
 from __future__ import annotations

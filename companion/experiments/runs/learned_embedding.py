@@ -1,8 +1,5 @@
 """Train the learned absolute position embeddings chapter 1 reads, and save them.
 
-Each is run once from a clean commit (the record keeps the commit, the hardware and the wall
-time)::
-
     nice -n 5 python -m companion.commands.learned_embedding --out results/learned-abs
     nice -n 5 python -m companion.experiments.runs.learned_vit --out results/learned-vit
     python -m companion.experiments.runs.learned_vit --seed 2 \
@@ -10,12 +7,12 @@ time)::
         --out results/learned-vit-seeds/seed-2
 
 The Swin's run trains the tiny-cpu Swin with ``pos="abs"`` on ``grid-cell`` with chapter 5's
-settings; the ViT's trains ``companion.vit.VisionTransformer`` (4-px patches of 32-px images: an
-``8 x 8`` grid) with the same training settings, so that the two embeddings differ by the
-architecture only, refuses a tree with uncommitted changes unless told to record them, and
-records the sha256 of its predictions, committed before the run. Each saves its embedding laid
-out as ``(1, h, w, D)``, ``provenance.json`` and ``SHA256SUMS`` (``companion.experiments.chapter1``
-reads them verified); the training itself happens in a temporary folder.
+settings; the ViT's trains ``companion.vit.VisionTransformer`` (an ``8 x 8`` grid of 4-px
+patches) with the same training settings, so that the two embeddings differ by the architecture
+only; it refuses a tree with uncommitted changes unless told to record them, and records the
+sha256 of its predictions, committed before the run. Each saves its embedding as ``(1, h, w, D)``,
+``provenance.json`` (commit, hardware, wall time) and ``SHA256SUMS``, training in a temporary
+folder.
 """
 
 from __future__ import annotations
@@ -64,10 +61,6 @@ TRAIN_SETTINGS: dict[str, Any] = {
     k: v for k, v in RUN_SETTINGS.items() if k not in ("config", "pos")
 }
 
-#: What a stopped run says: it trains in a temporary folder, so nothing of it is left.
-INTERRUPTED = ("interrupted: nothing was saved (the run trains in a temporary folder); run the "
-               "same command again to train it from the start")  # fmt: skip
-
 
 def vit_factory(num_classes: int, pos: Position) -> nn.Module:
     """``companion.train``'s model factory: the ViT of :data:`MODEL_SETTINGS` (its position
@@ -83,10 +76,9 @@ def train_and_save(
     settings: dict[str, Any] | None = None,
     predictions: Path | None = None,
 ) -> dict[str, Any]:
-    """Train the Swin (or, with ``vit``, the ViT; ``settings``: the run's unless a test shortens
-    them or ``--seed`` changes the seed), then save and hash its folder; returns the record.
-    ``predictions`` (by default ``out_dir/predictions.md``): the ViT's predictions. ``out_dir``
-    (and for the ViT the git tree) is checked first: a bad folder costs no training."""
+    """Train the Swin (or, with ``vit``, the ViT; ``settings``: the run's by default), then save
+    and hash ``out_dir``; returns the record. ``out_dir`` (and for the ViT the git tree) is
+    checked first: a bad folder costs no training."""
     out_dir = Path(out_dir)
     file_name = VIT_EMBEDDING_FILE if vit else EMBEDDING_FILE
     check_out(out_dir, file_name)
@@ -145,9 +137,8 @@ def train_and_save(
 
 
 def check_out(out_dir: Path, file_name: str = EMBEDDING_FILE) -> None:
-    """``out_dir`` must be a writable folder, or one that can be made, whose two files
-    (``file_name`` and ``provenance.json``), if there, are files (a one-line ``OSError`` naming
-    ``--out`` otherwise)."""
+    """Refuse (naming ``--out``) an ``out_dir`` that cannot be written, or holds a folder where
+    ``file_name`` or ``provenance.json`` goes."""
     check_writable_folder(out_dir, "--out")
     for name in (file_name, PROVENANCE_FILE):
         if (out_dir / name).is_dir():
@@ -179,19 +170,21 @@ def main(argv: list[str] | None = None, vit: bool = False) -> int:
     args = parser.parse_args(argv)
     if vit and args.seed < 0:
         parser.error(f"--seed must be a non-negative integer, got {args.seed}")
-    command = shlex.join(["python", "-m", prog.split()[-1], *argv])
+    command = shlex.join([*prog.split(), *argv])
 
     options = {}
     if vit:
-        settings = {**TRAIN_SETTINGS, "seed": args.seed}
-        options = dict(vit=True, allow_dirty=args.allow_dirty, settings=settings,
-                       predictions=args.predictions)  # fmt: skip
+        options = dict(vit=True, allow_dirty=args.allow_dirty, predictions=args.predictions,
+                       settings={**TRAIN_SETTINGS, "seed": args.seed})  # fmt: skip
 
     def work() -> None:
         try:  # checks --out (and the tree) before training
             record = train_and_save(Path(args.out), command, **options)
         except KeyboardInterrupt:  # the trainer's own message names a temporary folder, gone now
-            raise KeyboardInterrupt(INTERRUPTED) from None
+            raise KeyboardInterrupt(
+                "interrupted: nothing was saved (the run trains in a temporary folder); run the "
+                "same command again to train it from the start"
+            ) from None
         print(f"final test acc {record['final_test_acc']:.3f}, wall {record['wall_s']} s")
 
     return run_reporting_errors(prog, work, args.debug)

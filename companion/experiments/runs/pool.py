@@ -1,14 +1,11 @@
 """Runs in parallel processes that stop when told: no orphans, no queue drained first.
 
-The ablation's and the resolution experiment's ``--jobs`` hand their runs to :func:`run_all`.
-Each worker is a spawned process with a pipe of its own, handed one run at a time, so the parent
-always knows which run a worker is on. The parent alone answers Ctrl-C and SIGTERM
-(``companion.train.stop``): the workers ignore SIGINT from their first instruction
-(:func:`_launcher`), a Ctrl-C while they start is held until they can be stopped (:func:`_held`),
-and on an interrupt or an error the workers are stopped at once. A worker whose parent dies
-(even by SIGKILL) ends itself within half a second; a worker that dies is seen at once, and
-:class:`WorkerDied` names its run. What finished is kept by the caller (the ablation's records),
-so each message says how many runs did and how to go on.
+The ablation's and the resolution experiment's ``--jobs`` hand their runs to :func:`run_all`: each
+worker is a spawned process with a pipe of its own, handed one run at a time, so the parent always
+knows which run a worker is on. The parent alone answers Ctrl-C and SIGTERM; the workers ignore
+SIGINT from their first instruction (:func:`_launcher`), a Ctrl-C while they start is held
+(:func:`_held`), and on an interrupt or an error they are stopped at once. A worker whose parent
+dies (even by SIGKILL) ends itself within half a second; one that dies is seen at once.
 """
 
 from __future__ import annotations
@@ -37,9 +34,8 @@ class Interrupted(KeyboardInterrupt):
 
 
 class WorkerDied(ChildProcessError):  # noqa: N818 (it says what happened, as Interrupted does)
-    """A worker process ended while runs were going; the message names its run and how it
-    ended, says what finished and how to go on. (An ``OSError``, so that the commands report it
-    as the one line ``companion.train.cli.run_reporting_errors`` prints, with status 1.)"""
+    """A worker process ended while runs were going. (An ``OSError``: the commands report it in
+    one line, ``companion.train.cli.run_reporting_errors``, with status 1.)"""
 
 
 def run_all(
@@ -51,22 +47,18 @@ def run_all(
     describe: Callable[[Item], str] = str,
 ) -> list[Any]:
     """``[task(item) for item in items]``, ``jobs`` processes at a time (``jobs=1``: in this
-    process). ``task`` must be picklable for ``jobs > 1``. An error in a run is raised here; an
-    interrupt raises :class:`Interrupted` saying how many items finished, then ``resume_hint``;
-    a worker that dies raises :class:`WorkerDied`, which also names its item
-    (``describe(item)``)."""
+    process; ``task`` picklable otherwise). A run's error is raised here; an interrupt raises
+    :class:`Interrupted`, a dead worker :class:`WorkerDied` naming its item (``describe``), each
+    saying how many finished, then ``resume_hint``."""
     done: dict[int, Any] = {}
-    if jobs == 1:
-        try:
-            for index, item in enumerate(items):
-                done[index] = task(item)
-        except KeyboardInterrupt:
-            raise Interrupted(_stopped(len(done), len(items), resume_hint)) from None
-        return list(done.values())
     workers: list[tuple[BaseProcess, Connection]] = []
     running: dict[int, Any] = {}  # worker -> the index of the run it is on (None: idle)
     waiting = list(enumerate(items))[::-1]  # popped from the end: in order
     try:
+        if jobs == 1:
+            for index, item in enumerate(items):
+                done[index] = task(item)
+            return list(done.values())
         with _held(signal.SIGINT, signal.SIGTERM):  # raised once the workers can be stopped
             workers = _start_workers(task, min(jobs, len(items)))
         for w, (_, conn) in enumerate(workers):
@@ -83,11 +75,12 @@ def run_all(
                     running[w] = _hand(conn, waiting)
                 elif conn in ready or process.sentinel in ready:  # it ended
                     process.join()
-                    found = (running[w], items, describe, len(done), resume_hint)
-                    raise WorkerDied(_died(process, *found))
+                    what = None if running[w] is None else describe(items[running[w]])
+                    raise WorkerDied(_died(process, what, len(done), len(items), resume_hint))
         return [done[index] for index in range(len(items))]
     except KeyboardInterrupt:
-        raise Interrupted(_stopped(len(done), len(items), resume_hint)) from None
+        stopped = f"interrupted: {len(done)} of {len(items)} runs had finished; {resume_hint}"
+        raise Interrupted(stopped) from None
     finally:
         for process, conn in workers:  # at once: running runs stop, waiting ones never start
             process.terminate()  # SIGTERM, which a run in a worker answers by stopping
@@ -120,21 +113,15 @@ def _hand(conn: Connection, waiting: list[tuple[int, Any]]) -> int | None:
     return index
 
 
-def _died(
-    process: BaseProcess,
-    index: int | None,
-    items: Sequence[Any],
-    describe: Callable[[Any], str],
-    done: int,
-    hint: str,
-) -> str:
-    """What :class:`WorkerDied` says: which run died how, how many finished, how to go on."""
-    how, total = f"{_how(process.exitcode)}, pid {process.pid}", len(items)
-    if index is None:  # it had finished its runs and waited for another
-        what = f"a worker process died before reporting its run ({how})"
-        return f"{what}; {done} of {total} runs had finished, {total - done} had not; {hint}"
-    what = f"the worker running {describe(items[index])} died ({how})"
-    return f"{what}; {done} of {total} runs had finished; {hint}"
+def _died(process: BaseProcess, what: str | None, done: int, total: int, hint: str) -> str:
+    """What :class:`WorkerDied` says: which run (``what``; ``None``: the worker was idle) died
+    how, how many finished, how to go on."""
+    how = f"{_how(process.exitcode)}, pid {process.pid}"
+    if what is None:
+        who, left = "a worker process died before reporting its run", f", {total - done} had not"
+    else:
+        who, left = f"the worker running {what} died", ""
+    return f"{who} ({how}); {done} of {total} runs had finished{left}; {hint}"
 
 
 @contextmanager
@@ -163,8 +150,7 @@ def _held(*signals: signal.Signals) -> Iterator[None]:
 
 
 def _start_workers(task: Callable[[Any], Any], jobs: int) -> list[tuple[BaseProcess, Connection]]:
-    """``jobs`` spawned workers running :func:`_work`, each with its end of a pipe, launched (on
-    POSIX) with Ctrl-C ignored from their first instruction (:func:`_launcher`)."""
+    """``jobs`` spawned workers running :func:`_work`, each with its end of a pipe."""
     context, launcher = get_context("spawn"), _launcher()
     previous = spawn.get_executable()
     if launcher is not None:
@@ -201,10 +187,6 @@ def _launcher() -> str | None:
         os.chmod(path, 0o700)
         _LAUNCHER.append(path)
     return _LAUNCHER[0]
-
-
-def _stopped(finished: int, total: int, hint: str) -> str:
-    return f"interrupted: {finished} of {total} runs had finished; {hint}"
 
 
 def _how(exitcode: int | None) -> str:

@@ -1,13 +1,6 @@
-"""Publishing a results folder as one unit, and the ablation's publish.
-
-A folder is built in a staging folder and swapped in whole, never half-written or missing, never
-with fewer files than the folder it replaces unless that is asked for, hashed (``SHA256SUMS``,
-:mod:`companion.experiments.integrity`), one publisher at a time; the results derived from its
-runs (``results.DERIVED``: the resolution experiment's) are kept only while they match those
-runs by content hash. The ablation's folder is written from the runs' own records (never from
-the command line), only when every run has finished, and never over runs trained with other
-settings unless ``--replace``: the same settings publish again as before, idempotently.
-"""
+"""Publishing a results folder as one unit: staged, hashed (``SHA256SUMS``), swapped in whole, one
+publisher at a time; and the ablation's folder, written from its runs' own records once every run
+has finished."""
 
 from __future__ import annotations
 
@@ -17,7 +10,7 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -38,8 +31,9 @@ from companion.experiments.related import RESULT_SETTINGS
 from companion.experiments.results import (
     DERIVED,
     bias_file,
+    cell_label,
     load_results,
-    results_table,
+    mean_std,
     run_key,
     run_sources,
     summarize,
@@ -48,17 +42,15 @@ from companion.experiments.runs.ablation_plan import GRID, AblationPlan
 from companion.train.checkpoint import settings_differences
 from companion.train.config import recorded_settings
 
-#: Files of a results folder written before its runs (the predictions), carried over unchanged
-#: by every publish.
+#: Files written before the runs (the predictions), carried over unchanged by every publish.
 KEPT = ("predictions.md",)
 
 
 @contextmanager
 def publish_lock(folder: Path) -> Iterator[Path]:
-    """Hold the OS lock that serialises every publish to ``folder`` (``integrity.folder_lock``,
-    beside the folder, which is swapped; readers a swap overtook take it shared), and yield a
-    staging folder of this process's own. Staging folders a killed publisher left are removed
-    (under the lock nobody is using one), and so is this one if the publish fails."""
+    """Hold the lock that serialises every publish to ``folder`` (``integrity.folder_lock``;
+    readers a swap overtook take it shared) and yield a staging folder of this process's own,
+    removed afterwards, as are those a killed publisher left (under the lock nobody uses them)."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     with folder_lock(folder):
         staging = folder.with_name(f".{folder.name}.staging-{os.getpid()}")
@@ -89,8 +81,7 @@ def finish_staging(
     staging: Path, folder: Path, dropped: Iterable[str] = (), replace: bool = False
 ) -> None:
     """Hash ``staging``, refuse it if a file of ``folder`` (but ``dropped``; any, to ``replace``
-    it) would be lost, swap it in and rebuild the record table of its results tree. (A damaged
-    file never reaches ``staging``: the ablation checks each bias table against its run's hash.)"""
+    it) would be lost, swap it in and rebuild the record table of its results tree."""
     before = file_hashes(folder) if folder.is_dir() and not replace else {}
     lost = sorted(set(before) - set(file_hashes(staging)) - set(dropped))
     if lost:
@@ -156,8 +147,7 @@ def restore_interrupted_swap(folder: Path) -> None:
 
 def tables_intact(record: dict[str, Any], tables: Path) -> bool:
     """Whether ``tables`` (a run's ``.bias.pt``) is the file its run sealed (``bias_sha256``;
-    ``None``: the model has no tables). A reused record ran this code (its code hash is
-    checked), so it names the hash."""
+    ``None``: the model has no tables)."""
     expected = record["bias_sha256"]
     return expected is None or (tables.is_file() and file_sha256(tables) == expected)
 
@@ -224,12 +214,35 @@ def results_record(
     }
 
 
+def results_table(summary: Sequence[dict[str, Any]], chance: dict[str, float]) -> str:
+    """Markdown: one row per cell (``pos``, then ``pos:variant`` for the controlled variants),
+    one column per dataset, cells ``mean ± std`` in percent."""
+    datasets = list(dict.fromkeys(r["dataset"] for r in summary))
+    cell = {(r["dataset"], cell_label(r["pos"], r.get("variant", "swin"))): r for r in summary}
+    labels = sorted(dict.fromkeys(name for _, name in cell), key=lambda c: ":" in c)
+    ns = sorted({r["n"] for r in summary})
+    head = "| pos | " + " | ".join(f"{d} (chance {100 * chance[d]:.1f})" for d in datasets) + " |"
+    lines = [head, "|---" * (len(datasets) + 1) + "|"]
+    for label in labels:
+        rows = [cell.get((d, label)) for d in datasets]
+        cells = ["" if r is None else mean_std(r, 100, ".1f") for r in rows]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines.append("")
+    n = "/".join(str(k) for k in ns)
+    seeds = "seed" if ns == [1] else "seeds"
+    note = "; `pos:variant` rows are controlled variants (companion.swin.VARIANTS)"
+    extra = note if any(":" in c for c in labels) else ""
+    spread = "" if ns == [1] else " ± sample std"
+    lines.append(f"*Final test accuracy (%), mean{spread} over {n} {seeds}{extra}.*")
+    return "\n".join(lines) + "\n"
+
+
 def publish_ablation(
     plan: AblationPlan, results: dict[str, Any], records: list[dict[str, Any]]
 ) -> None:
-    """Write ``results/<name>/`` (``results.json``, ``results.md``, ``curves/<key>.json``, the
-    first seed's ``bias/`` tables, the predictions written before the run) in a staging folder
-    and swap it in, carrying over derived results computed from exactly these runs."""
+    """Publish ``results/<name>/``: ``results.json``, ``results.md``, ``curves/<key>.json``, the
+    first seed's ``bias/`` tables, the predictions and derived results computed from exactly
+    these runs."""
     folder = plan.folder
     with publish_lock(folder) as staging:
         check_publishable(plan, records, results["plan"]["train"])

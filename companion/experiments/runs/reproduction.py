@@ -2,14 +2,10 @@
 
     python -m companion.experiments.runs.reproduction OLD_FOLDER NEW_FOLDER
 
-Two folders written by :mod:`companion.experiments.runs.ablation` reproduce each other when they
-hold the same runs and every run has the same per-image test bits, final metrics, best test
-accuracy and per-epoch curve, and every saved bias table is equal, element for element. Timings
-(epoch times, speeds, wall times), headers, code digests and content hashes are not compared:
-they say when and how a run was made, not what it learned. Both folders are read verified
-(``companion.experiments.results``): a folder whose files or runs were changed after they were
-published is refused, not compared. (An earlier folder is at hand with, e.g.,
-``git archive COMMIT results/cpu-ablation | tar -x -C /tmp/old``.)
+Two folders reproduce each other when they hold the same runs with the same per-image test bits,
+final metrics, best test accuracy and per-epoch curve, and equal bias tables. Timings, headers,
+code digests and content hashes say when and how a run was made, not what it learned: they are
+not compared. Both folders are read verified: a changed one is refused, not compared.
 """
 
 from __future__ import annotations

@@ -3,13 +3,12 @@
     python -m companion.commands.ablation --name cpu-transfer --config tiny-cpu --seeds 0 1 2 ...
     python -m companion.commands.resolution_experiment --name cpu-transfer --sizes 48 --jobs 2
 
-Each run's checkpoint (checked against the hash the ablation published) is moved to every size
-under every condition of :mod:`companion.experiments.resolution_transfer` and measured on its
-task drawn at that size in each rendering (``"scaled"``: the same scenes with more pixels;
-``"world"``: a larger canvas, objects as at 32 px), as moved and after a short fine-tune.
-``transfer.json`` (one row per run x rendering x size x condition, the hashes of the runs moved)
-and ``transfer.md`` (mean ± std over seeds) join the ablation's folder. The references, trained
-at the larger size itself, are ordinary ablations (``results/run_cpu_transfer.sh``).
+Each run of the ablation's main grid (its checkpoint checked against the published hash) is moved
+to every size under each condition of :mod:`companion.experiments.resolution_transfer`, and
+measured on its task drawn at that size in each rendering, as moved and after a short fine-tune.
+``transfer.json`` (one row per run x rendering x size x condition, and the hashes of the runs it
+came from, so that the ablation can keep it or refuse when it publishes again) and ``transfer.md``
+join the ablation's folder. The references, trained at the larger size, are ordinary ablations.
 """
 
 from __future__ import annotations
@@ -83,11 +82,25 @@ def check_checkpoint(path: Path, sha256: str) -> None:
 
 
 @dataclasses.dataclass(frozen=True)
-class MoveSettings:
-    """What every trained run goes through: the sizes it is moved to, and the short fine-tune
+class TransferPlan:
+    """Which published ablation to move, with how many processes, and what every run goes
+    through (the ``result`` settings, recorded): the sizes it is moved to, and the short fine-tune
     after each move (``finetune_steps=0``: none): ``companion.train.train_steps`` with the run's
     own settings but for these, plain cross-entropy, no gradient clip and a constant rate."""
 
+    name: str = setting(dataclasses.MISSING, "the ablation's name: results/<name>/", kind="process")
+    results_dir: str = setting(RESULTS_DIR, "where results/<name>/ is", kind="process")
+    work_dir: str = setting(WORK_DIR, "the ablation's checkpoints (its --work-dir)", kind="process")
+    jobs: int = setting(
+        1, "runs moved in parallel (processes)", kind="process", low=1, high=MAX_PROCESSES
+    )
+    threads: int | None = setting(
+        None, "torch threads per process (default: torch's; 1 when jobs > 1)", kind="process",
+        low=1, high=MAX_PROCESSES,
+    )  # fmt: skip
+    replace: bool = setting(
+        False, "overwrite a transfer.json computed with other settings", kind="process"
+    )
     sizes: tuple[int, ...] = setting(
         EVAL_SIZES, "image sizes (px) every run is moved to", kind="result", low=1, high=MAX_SIZE
     )
@@ -106,36 +119,22 @@ class MoveSettings:
     )
 
     def __post_init__(self) -> None:
+        if not self.name or "/" in self.name or self.name.startswith("."):
+            raise ValueError(f"name must be a plain folder name, got {self.name!r}")
         object.__setattr__(self, "sizes", tuple(self.sizes))
         object.__setattr__(self, "renderings", tuple(self.renderings))
         check_fields(self)  # a size or rendering at most once, and at least one
 
-
-@dataclasses.dataclass(frozen=True)
-class TransferPlan:
-    """Which published ablation to move, and how many processes do it."""
-
-    name: str = setting(dataclasses.MISSING, "the ablation's name: results/<name>/", kind="process")
-    results_dir: str = setting(RESULTS_DIR, "where results/<name>/ is", kind="process")
-    work_dir: str = setting(WORK_DIR, "the ablation's checkpoints (its --work-dir)", kind="process")
-    jobs: int = setting(
-        1, "runs moved in parallel (processes)", kind="process", low=1, high=MAX_PROCESSES
-    )
-    threads: int | None = setting(
-        None, "torch threads per process (default: torch's; 1 when jobs > 1)", kind="process",
-        low=1, high=MAX_PROCESSES,
-    )  # fmt: skip
-    replace: bool = setting(
-        False, "overwrite a transfer.json computed with other settings", kind="process"
-    )
-
-    def __post_init__(self) -> None:
-        if not self.name or "/" in self.name or self.name.startswith("."):
-            raise ValueError(f"name must be a plain folder name, got {self.name!r}")
-        check_fields(self)
+    def recorded(self) -> dict[str, Any]:
+        """The ``result`` settings, as ``transfer.json`` records them."""
+        fields = dataclasses.fields(self)
+        found = {f.name: getattr(self, f.name) for f in fields if f.metadata["kind"] == "result"}
+        drawn = "drawn at each size by the task's generator (companion.data, size, rendering)"
+        return {**found, "sizes": list(self.sizes), "renderings": list(self.renderings),
+                "images": drawn}  # fmt: skip
 
 
-def finetune_config(cfg: TrainConfig, settings: MoveSettings) -> TrainConfig:
+def finetune_config(cfg: TrainConfig, settings: TransferPlan) -> TrainConfig:
     """The run's own settings (weight decay, seed, ...) with the fine-tune's rate and batch, plain
     cross-entropy and no gradient clip."""
     return dataclasses.replace(
@@ -145,12 +144,11 @@ def finetune_config(cfg: TrainConfig, settings: MoveSettings) -> TrainConfig:
 
 
 def transfer_rows(
-    cfg: TrainConfig, model: SwinTransformer, settings: MoveSettings = MoveSettings()
+    cfg: TrainConfig, model: SwinTransformer, settings: TransferPlan
 ) -> list[dict[str, Any]]:
-    """One row per rendering x size x condition: test accuracy as moved and after the fine-tune,
-    on the run's task drawn at that size in that rendering (the run's own data seed and split
-    sizes), with which test images it got right (``correct``, ``correct_finetuned``: hex bits,
-    ``companion.experiments.evaluation.pack_bits``)."""
+    """One row per rendering x size x condition: test accuracy and which images were right
+    (``correct``, packed bits), as moved and after the fine-tune (``_finetuned``), on the run's
+    task (its data seed and split sizes) drawn at that size in that rendering."""
 
     def data(split: str, size: int, rendering: str) -> ImageClassificationData:
         n = cfg.test_size if split == "test" else cfg.train_size
@@ -182,11 +180,9 @@ def transfer_rows(
     return [{**run, **r} for r in rows]
 
 
-def _moved_run(
-    threads: int | None, settings: MoveSettings, run: tuple[Path, str]
-) -> list[dict[str, Any]]:
-    """:func:`transfer_rows` of the ablation run whose checkpoint is ``run = (path, sha256)``,
-    checked again (a process pool's task)."""
+def _moved_run(plan: TransferPlan, run: tuple[Path, str]) -> list[dict[str, Any]]:
+    """:func:`transfer_rows` of the run whose checkpoint is ``(path, sha256)`` (a pool's task)."""
+    threads = threads_per_worker(plan.jobs, plan.threads)
     if threads:
         torch.set_num_threads(threads)
     path, sha256 = run
@@ -195,21 +191,15 @@ def _moved_run(
     cfg = TrainConfig(**settings_from_record(saved["config"]))
     model = cast(SwinTransformer, build_model(cfg, num_classes(cfg.dataset), None))
     load_states(path, saved, model=model)
-    return transfer_rows(cfg, model.eval(), settings)
+    return transfer_rows(cfg, model.eval(), plan)
 
 
-def run_transfer(
-    plan: TransferPlan, settings: MoveSettings = MoveSettings(), command: str | None = None
-) -> dict[str, Any]:
-    """Move every run of the main grid of the ablation ``plan`` names (its controlled-variant
-    cells are not moved), ``plan.jobs`` runs at a time, and publish ``transfer.json`` into its
-    folder. Everything is checked before any run is moved: the published results, every
-    checkpoint against the hash the ablation published, and an existing ``transfer.json`` (one
-    with other settings is kept unless ``plan.replace``). It records the hashes of the runs it
-    came from, so that the ablation can keep it, or refuse, when it publishes again."""
+def run_transfer(plan: TransferPlan, command: str | None = None) -> dict[str, Any]:
+    """Move every run of the ablation's main grid, ``plan.jobs`` at a time, and publish
+    ``transfer.json``. Checked before any run is moved: the published results, every checkpoint
+    against its published hash, an existing ``transfer.json`` (kept unless ``plan.replace``)."""
     results_dir, work = Path(plan.results_dir) / plan.name, Path(plan.work_dir) / plan.name
     jobs, replace = plan.jobs, plan.replace
-    threads = threads_per_worker(jobs, plan.threads)
     start = time.perf_counter()
     published = _published(results_dir)
     ablation = published["plan"]
@@ -229,14 +219,9 @@ def run_transfer(
     runs = [(work / key / CHECKPOINT, sources[key]["checkpoint_sha256"]) for key in keys]
     for path, sha256 in runs:  # all of them before any is moved
         check_checkpoint(path, sha256)
-    recorded = {
-        **dataclasses.asdict(settings),
-        "sizes": list(settings.sizes),
-        "renderings": list(settings.renderings),
-        "images": "drawn at each size by the task's generator (companion.data, size, rendering)",
-    }
+    recorded = plan.recorded()
     _check_previous(results_dir, recorded, replace)
-    task = functools.partial(_moved_run, threads, settings)
+    task = functools.partial(_moved_run, plan)
     hint = "nothing was written; run the same command again to start over"
     per_run = run_all(task, runs, jobs, hint, describe=lambda r: r[0].parent.name)
     rows = [row for run_rows in per_run for row in run_rows]
@@ -303,7 +288,6 @@ def build_parser() -> argparse.ArgumentParser:
         description="Move every run of a published ablation to larger images (chapter 6).",
     )
     add_arguments(p, TransferPlan, dataclasses.fields(TransferPlan))
-    add_arguments(p, MoveSettings, dataclasses.fields(MoveSettings))
     add_debug_flag(p)
     return p
 
@@ -314,20 +298,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         plan = TransferPlan(**{f: getattr(args, f) for f in TransferPlan.__dataclass_fields__})
-        settings = MoveSettings(**{f: getattr(args, f) for f in MoveSettings.__dataclass_fields__})
     except (ValueError, TypeError) as exc:
         parser.error(str(exc))
-    folder = Path(plan.results_dir) / plan.name
-    command = shlex.join(["python", "-m", "companion.commands.resolution_experiment", *argv])
+    command = shlex.join([*parser.prog.split(), *argv])
 
     def work() -> None:
-        results = run_transfer(plan, settings, command)
+        results = run_transfer(plan, command)
         print(transfer_table(results["summary"]))
+        folder = Path(plan.results_dir) / plan.name
         print(f"wrote {folder / DERIVED[0]} in {results['header']['wall_s']:.0f} s")
 
-    return run_reporting_errors(
-        "python -m companion.commands.resolution_experiment", work, args.debug
-    )
+    return run_reporting_errors(parser.prog, work, args.debug)
 
 
 if __name__ == "__main__":
