@@ -144,6 +144,33 @@ def test_a_folder_edited_after_it_was_published_is_refused_not_compared(
     assert len(err) == 1 and message in err[0] and "reproduces" not in err[0]
 
 
+def test_a_folder_from_before_hashing_is_read_checked_and_a_tampered_one_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = write_folder(tmp_path / "old")  # as published before folders were hashed:
+    (old / "SHA256SUMS").unlink()  # no hash list, no "hashed" mark in its header
+    new = write_folder(tmp_path / "new", seconds=3.0)
+    assert differences(old, new) == []  # the recipe in results/README.md: no hashing step
+    assert main([str(old), str(new)]) == 0
+    assert "reproduces" in capsys.readouterr().out
+    path, kept = old / "results.json", (old / "results.json").read_text()
+    for tamper, message in [
+        (lambda r: r["summary"][0].update(mean=0.9), "summary is not the one its runs give"),
+        (lambda r: r["runs"][0]["splits"]["test"].update(correct="0b"), "record_sha256"),
+        (lambda r: r["header"].update(hashed="after the run"), "SHA256SUMS is missing"),
+    ]:
+        results = json.loads(kept)
+        tamper(results)
+        path.write_text(json.dumps(results))
+        with pytest.raises(ResultsError, match=message):  # checked without a hash list
+            differences(old, new)
+    path.write_text(kept)
+    curve = old / "curves" / "grid-cell__rel__seed0.json"
+    curve.write_text(curve.read_text().replace('"test_acc": 0.5', '"test_acc": 0.75'))
+    with pytest.raises(ResultsError, match="record_sha256"):  # a curve is checked too
+        differences(old, new)
+
+
 def test_a_missing_folder_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([str(tmp_path / "nowhere"), str(write_folder(tmp_path / "new"))]) == 1
     err = capsys.readouterr().err.strip().splitlines()

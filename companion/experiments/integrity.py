@@ -1,8 +1,8 @@
 """A results folder read only as its runs wrote it: every file checked before it is used.
 
 A published folder carries ``SHA256SUMS`` (``sha256sum -c SHA256SUMS`` checks it from a shell):
-the sha256 of every file in it, written by the publish (or once afterwards by
-``runs.hash_results``, which marks the header so). The readers go through :func:`verified_bytes`,
+the sha256 of every file in it, written by the publish (or once afterwards for the folders from
+before it: ``"hashed": "after the run"``). The readers go through :func:`verified_bytes`,
 which reads the folder **whole** (:func:`read_folder`): every file listed is there and has its
 hash, and a file not listed is refused too, so a folder reads as verified only when all of it
 is what was published. A mismatch is one line naming the file (:class:`ResultsError`).
@@ -95,9 +95,9 @@ def _parse_manifest(data: bytes | None, folder: Path) -> dict[str, str]:
     path = folder / MANIFEST
     if data is None:
         raise ResultsError(
-            f"{path} is missing: the files of {folder} cannot be checked; if it is a folder "
-            f"published before files were hashed, hash it once with python -m "
-            f"companion.experiments.runs.hash_results {folder}"
+            f"{path} is missing: the files of {folder} cannot be checked; restore the folder "
+            f"(e.g. from version control); one published before folders were hashed is "
+            f"compared, checked without it, by python -m companion.experiments.runs.reproduction"
         )
     try:
         lines = data.decode("utf-8").splitlines()

@@ -6,11 +6,19 @@ Two folders reproduce each other when they hold the same runs with the same per-
 final metrics, best test accuracy and per-epoch curve, and equal bias tables. Timings, headers,
 code digests and content hashes say when and how a run was made, not what it learned: they are
 not compared. Both folders are read verified: a changed one is refused, not compared.
+
+A folder published before folders were hashed (no ``SHA256SUMS``, no ``"hashed"`` mark in its
+header), such as the first training taken out of an old commit with ``git archive``, is read
+without a hash list but never unchecked: every run and its curve against the ``record_sha256``
+the run sealed, the runs against the plan and the summary against the runs
+(``results.check_results``). Its bias tables, which nothing sealed, are compared as they are.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +26,7 @@ from typing import Any
 
 import torch
 
-from companion.experiments.integrity import verified_tensors
+from companion.experiments.integrity import MANIFEST, ResultsError, verified_json, verified_tensors
 from companion.experiments.results import check_results, run_key
 from companion.train.cli import add_debug_flag, run_reporting_errors
 
@@ -32,9 +40,29 @@ def _untimed(epoch: dict[str, Any] | None) -> dict[str, Any]:
     return {k: v for k, v in (epoch or {}).items() if k not in TIMING}
 
 
+def _read(folder: Path, name: str) -> Any:
+    """``folder/name`` (JSON, or tensors loaded with ``weights_only=True``) checked against the
+    folder's ``SHA256SUMS``; in a folder published before folders were hashed, read as it is and
+    checked by what reads it (module docstring)."""
+    if (folder / MANIFEST).is_file():
+        return (verified_json if name.endswith(".json") else verified_tensors)(folder, name)
+    try:
+        data = (folder / name).read_bytes()
+        if name.endswith(".json"):
+            return json.loads(data)
+        return torch.load(io.BytesIO(data), "cpu", weights_only=True)
+    except Exception as exc:  # any reason the reader gives: one line naming the file
+        raise ResultsError(f"{folder / name} cannot be read ({type(exc).__name__})") from None
+
+
 def _runs(folder: Path) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]]:
-    """Every run of ``folder`` (read verified) by run key, with its curve."""
-    results, curves = check_results(folder)
+    """Every run of ``folder`` (read checked) by run key, with its curve."""
+    results, curves = check_results(folder, read=_read)
+    if "hashed" in results.get("header", {}) and not (folder / MANIFEST).is_file():
+        raise ResultsError(  # its hash list was removed: what it guarded can no longer be told
+            f"{folder / 'results.json'} says it was hashed {results['header']['hashed']}, but "
+            f"its {MANIFEST} is missing: restore the folder (e.g. from version control)"
+        )
     runs = {
         run_key(r["dataset"], r["pos"], r["seed"], r.get("variant", "swin")): r
         for r in results["runs"]
@@ -76,7 +104,7 @@ def differences(old: str | Path, new: str | Path) -> list[str]:
     tables = [{p.name for p in (f / "bias").glob("*.pt")} for f in (old, new)]
     found += [f"bias/{n} only in one folder" for n in sorted(tables[0] ^ tables[1])]
     for name in sorted(tables[0] & tables[1]):
-        if not _equal(*(verified_tensors(f, f"bias/{name}") for f in (old, new))):
+        if not _equal(*(_read(f, f"bias/{name}") for f in (old, new))):
             found.append(f"bias/{name} differs")
     return found
 
