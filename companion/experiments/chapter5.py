@@ -47,10 +47,11 @@ from companion.experiments.predictions import (
     prediction_interval,
     solved_seeds,
     split_cells,
+    with_counts,
 )
 from companion.experiments.predictions import constant_answer as constant_answer
 from companion.experiments.predictions import load_predictions as load_predictions
-from companion.experiments.records import check_against_table
+from companion.experiments.records import TABLE, check_against_table, load_table
 from companion.experiments.results import describe_run as describe_run
 from companion.experiments.results import find_results as find_results
 from companion.experiments.results import load_bias_tables as load_bias_tables
@@ -69,10 +70,12 @@ from companion.experiments.stats import ring_null as ring_null
 @whole_folders
 def load_results(folder: str | Path) -> dict[str, Any]:
     """``folder``'s ``results.json``, verified against its ``SHA256SUMS`` and against the record
-    table: every count and per-image bits' hash the readings below use is the table's."""
+    table, each run with its counts from the table (:func:`with_counts`): every count and
+    per-image bits' hash the readings below use is the table's."""
     results = results_json(folder)
     check_against_table(folder, results)
-    return results
+    root = next(p for p in Path(folder).resolve().parents if (p / TABLE).is_file())
+    return with_counts(results, load_table(root))
 
 
 def _points(i: Interval) -> str:
