@@ -51,7 +51,7 @@ from companion.experiments.predictions import (
 )
 from companion.experiments.predictions import constant_answer as constant_answer
 from companion.experiments.predictions import load_predictions as load_predictions
-from companion.experiments.records import TABLE, check_against_table, load_table
+from companion.experiments.records import check_against_table, load_table
 from companion.experiments.results import describe_run as describe_run
 from companion.experiments.results import find_results as find_results
 from companion.experiments.results import load_bias_tables as load_bias_tables
@@ -74,8 +74,7 @@ def load_results(folder: str | Path) -> dict[str, Any]:
     per-image bits' hash the readings below use is the table's."""
     results = results_json(folder)
     check_against_table(folder, results)
-    root = next(p for p in Path(folder).resolve().parents if (p / TABLE).is_file())
-    return with_counts(results, load_table(root))
+    return with_counts(results, load_table(Path(folder).resolve().parent))
 
 
 def _points(i: Interval) -> str:

@@ -103,8 +103,7 @@ def pos_label(cell: str) -> str:
 
 
 def _runs(results: dict[str, Any], cell: str) -> list[dict[str, Any]]:
-    key = parse_cell(cell)
-    runs = [r for r in results["runs"] if (r["dataset"], r["pos"], r.get("variant", "swin")) == key]
+    runs = [r for r in results["runs"] if cell_of(r) == cell]
     if not runs:
         raise ValueError(f"cell {cell!r} has no runs in these results")
     return runs
@@ -117,22 +116,17 @@ def correct_by_seed(results: dict[str, Any], cell: str, split: str) -> dict[int,
 
 
 def with_counts(results: dict[str, Any], rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """``results`` with each run's ``"table"``: ``{split: correct / total}`` of its row among the
-    record table's ``rows`` (:func:`~companion.experiments.records.load_table`), found by its
-    cell, seed, split and per-image bits' hash. Every "solved" is counted from these
-    (:func:`solved_seeds`); only the bootstraps read the bits."""
+    """``results`` with each run's ``"table"``: ``{split: correct / total}`` of its row (by cell,
+    seed, split and per-image bits' hash; else ``None``) among the record table's ``rows``
+    (:func:`~companion.experiments.records.load_table`), from which :func:`solved_seeds` counts."""
     held = {(r["task"], r["code"], r["variant"], r["seed"], r["split"], r["bits_sha256"]):
             r["correct"] / r["total"] for r in rows}  # fmt: skip
     runs = []
     for run in results["runs"]:
         cell = (run["dataset"], run["pos"], run.get("variant", "swin"), run["seed"])
-        keys = {split: (*cell, split, hashlib.sha256(found["correct"].encode("ascii")).hexdigest())
-                for split, found in run["splits"].items()}  # fmt: skip
-        missing = [split for split, key in keys.items() if key not in held]
-        if missing:
-            raise ValueError(f"rows: no row of the record table holds run {cell}'s {missing} "
-                             "bits: rebuild it (companion.experiments.records)")  # fmt: skip
-        runs.append({**run, "table": {split: held[key] for split, key in keys.items()}})
+        found = {s: held.get((*cell, s, hashlib.sha256(bits["correct"].encode()).hexdigest()))
+                 for s, bits in run["splits"].items()}  # fmt: skip
+        runs.append({**run, "table": found})
     return {**results, "runs": runs}
 
 
@@ -149,10 +143,11 @@ def constant_answer(results: dict[str, Any], dataset: str, split: str) -> float:
 def solved_seeds(results: dict[str, Any], cell: str, rule: dict[str, Any]) -> dict[int, bool]:
     """``{seed: accuracy on rule["split"] >= rule["threshold"]}`` (the dataset's "solved" rule),
     the accuracy the record table's ``correct / total`` (:func:`with_counts`), never the bits'."""
-    runs = _runs(results, cell)
-    if any("table" not in r for r in runs):
-        raise ValueError(f"results: the runs of {cell!r} carry no counts: read them with_counts")
-    return {r["seed"]: bool(r["table"][rule["split"]] >= rule["threshold"]) for r in runs}
+    found = {r["seed"]: r.get("table", {}).get(rule["split"]) for r in _runs(results, cell)}
+    if None in found.values():
+        raise ValueError(f"results: the record table holds no count of {cell!r} on "
+                         f"{rule['split']!r} (read them with_counts)")  # fmt: skip
+    return {seed: bool(accuracy >= rule["threshold"]) for seed, accuracy in found.items()}
 
 
 def is_split_cell(results: dict[str, Any], cell: str, rule: dict[str, Any]) -> bool:
