@@ -54,12 +54,12 @@ Key = tuple[str, str | None, str, str, int]
 class FarTransfer:
     """The experiment's records, verified and merged.
 
-    ``before``: the 32-px runs (``{"runs", "test_sets"}``, the extra seeds merged in); ``rows``:
-    every move's ``transfer.json`` rows; ``references``: ``{rendering: results.json}`` trained at
-    ``plan["size"]`` px; ``plan``: the predictions' block; ``records``: each ablation and transfer
-    record as read (for :func:`~companion.experiments.results.describe_run`); ``codes``: the
-    codes trained at 32 px, in the plan's order; ``accuracy``: every run's test accuracy read from
-    the record table (:func:`accuracies` reads it), from which every "solved" is counted."""
+    ``before``: the 32-px runs (``{"runs", "test_sets"}``, the extra seeds merged in, the table's
+    counts attached); ``rows``: every move's ``transfer.json`` rows; ``references``:
+    ``{rendering: results.json}`` trained at ``plan["size"]`` px; ``plan``: the predictions'
+    block; ``records``: each ablation and transfer record as read (for :func:`describe_run`);
+    ``codes``: the codes trained at 32 px, in the plan's order; ``accuracy``: every run's test
+    accuracy read from the record table (:func:`accuracies` reads it)."""
 
     before: dict[str, Any]
     rows: list[dict[str, Any]]
