@@ -74,7 +74,7 @@ def test_solved_follows_the_record_tables_correct_over_total_not_the_bits():
     missing = with_counts(found, rows[1:])  # a run the table does not hold is refused, not counted
     bare = {**found, "runs": [{k: v for k, v in r.items() if k != "table"} for r in found["runs"]]}
     for uncounted in (missing, bare):
-        with pytest.raises(ValueError, match="the record table holds no count of 'task:rel'"):
+        with pytest.raises(ValueError, match="'task:rel' has no count from the record table"):
             solved_seeds(uncounted, "task:rel", SOLVED["task"])
 
 

@@ -69,9 +69,8 @@ from companion.experiments.stats import ring_null as ring_null
 
 @whole_folders
 def load_results(folder: str | Path) -> dict[str, Any]:
-    """``folder``'s ``results.json``, verified against its ``SHA256SUMS`` and against the record
-    table, each run with its counts from the table (:func:`with_counts`): every count and
-    per-image bits' hash the readings below use is the table's."""
+    """``folder``'s ``results.json``, verified against its ``SHA256SUMS`` and the record table,
+    whose counts it carries (:func:`with_counts`): every count and bits' hash read below is its."""
     results = results_json(folder)
     check_against_table(folder, results)
     return with_counts(results, load_table(Path(folder).resolve().parent))

@@ -145,8 +145,7 @@ def solved_seeds(results: dict[str, Any], cell: str, rule: dict[str, Any]) -> di
     the accuracy the record table's ``correct / total`` (:func:`with_counts`), never the bits'."""
     found = {r["seed"]: r.get("table", {}).get(rule["split"]) for r in _runs(results, cell)}
     if None in found.values():
-        raise ValueError(f"results: the record table holds no count of {cell!r} on "
-                         f"{rule['split']!r} (read them with_counts)")  # fmt: skip
+        raise ValueError(f"results: {cell!r} has no count from the record table (with_counts)")
     return {seed: bool(accuracy >= rule["threshold"]) for seed, accuracy in found.items()}
 
 
