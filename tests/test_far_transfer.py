@@ -13,7 +13,9 @@ import torch
 from test_far_transfer_predictions import _results as _records
 from test_far_transfer_predictions import _rows as _moves
 from test_far_transfer_predictions import reading
+from test_predictions import table_rows
 
+from companion.experiments import split_reading
 from companion.experiments.chapter6 import (
     check_far_transfer_prediction,
     exploratory_family,
@@ -22,8 +24,9 @@ from companion.experiments.chapter6 import (
     far_split_readings,
 )
 from companion.experiments.evaluation import labels_text, pack_bits
-from companion.experiments.far_transfer import FarTransfer, _accuracies, _split, load_far_transfer
+from companion.experiments.far_transfer import FarTransfer, load_far_transfer
 from companion.experiments.integrity import ResultsError, write_manifest
+from companion.experiments.predictions import correct_by_seed
 from companion.experiments.records import write_table
 from companion.experiments.results import find_results, load_results
 from companion.experiments.split_reading import split_codes
@@ -136,20 +139,23 @@ def test_a_gap_against_a_reference_is_read_seed_by_seed_only_where_it_learned():
     assert "on the 1 seeds where every code solved and the reference learned" in lines[-1]
 
 
-def test_split_codes_names_the_codes_some_of_whose_seeds_solved_and_some_did_not():
+def test_split_codes_names_the_codes_some_of_whose_seeds_solved_and_some_did_not(monkeypatch):
     results = _results({"none": 0.3, "rel": 1.0, "cpb": (1.0, 0.4, 0.95), "abs": (0.5, 0.4, 0.95)})
     results["plan"] = {"datasets": [D], "pos": ["none", "abs", "rel", "cpb"]}
+    monkeypatch.setattr(split_reading, "load_table", lambda: table_rows(results))
     assert split_codes(results, 0.9) == ["abs", "cpb"]
     assert split_codes(results, 0.99) == ["cpb"]  # 0.95 no longer solves
 
 
 def test_the_split_counted_on_the_record_table_is_the_one_the_per_image_bits_give():
-    # the load decides which cells need their extra seeds from the table's counts
-    folder = find_results("cpu-transfer-far")
-    results = load_results(folder)
+    # which cells need their extra seeds is decided from the table's counts
+    results = load_results(find_results("cpu-transfer-far"))
     for threshold in (0.9, 0.99, 0.5):
-        expected = split_codes(results, threshold)
-        assert _split(_accuracies([folder], 48), results["plan"]["pos"], threshold) == expected
+        solved = {pos: {bool(c.mean() >= threshold)
+                        for c in correct_by_seed(results, f"{D}:{pos}", "test").values()}
+                  for pos in results["plan"]["pos"]}  # fmt: skip
+        by_bits = [pos for pos, flags in solved.items() if flags == {True, False}]
+        assert split_codes(results, threshold) == by_bits
     assert split_codes(results, 0.9) == ["abs", "cpb"]
 
 

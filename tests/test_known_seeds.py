@@ -7,10 +7,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from companion.experiments.chapter5 import blind_predictions_table
+from companion.experiments.chapter5 import blind_predictions_table, load_results
 from companion.experiments.pilots import KNOWN_BEFORE, fingerprint, pilot_twins
 from companion.experiments.predictions import load_predictions
-from companion.experiments.results import load_results
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"

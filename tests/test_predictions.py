@@ -1,24 +1,32 @@
 """Predictions written before a run are read from their file and checked by their own rules."""
 
+import hashlib
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from companion.experiments import chapter5
 from companion.experiments.chapter5 import (
     predictions_list,
     predictions_table,
     split_seed_readings,
 )
-from companion.experiments.evaluation import labels_text, pack_bits
+from companion.experiments.evaluation import labels_text, pack_bits, unpack_bits
 from companion.experiments.predictions import (
     check_prediction,
     load_predictions,
     per_seed,
     prediction_interval,
+    solved_seeds,
     split_cells,
+    with_counts,
 )
+from companion.experiments.records import load_table
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 N = 400
 LABELS = np.random.default_rng(0).choice(4, N, p=[0.4, 0.2, 0.2, 0.2])
@@ -32,10 +40,51 @@ def run(pos, seed, accuracy, variant="swin", split="test"):
             "splits": {split: {"n": N, "correct": pack_bits(correct)}}}  # fmt: skip
 
 
+def table_rows(results):
+    """The record table's rows of made-up ``results``: each run's ``correct / total`` on each
+    split counted from its bits, as ``companion.experiments.records`` writes them."""
+    return [{"task": r["dataset"], "code": r["pos"], "variant": r["variant"], "seed": r["seed"],
+             "split": split, "correct": int(unpack_bits(found["correct"], found["n"]).sum()),
+             "total": found["n"],
+             "bits_sha256": hashlib.sha256(found["correct"].encode("ascii")).hexdigest()}
+            for r in results["runs"] for split, found in r["splits"].items()]  # fmt: skip
+
+
 def results(*runs):
+    """Made-up results with their counts from the record table, as a chapter loads them."""
     constant = float(np.bincount(LABELS).max() / N)
-    return {"runs": list(runs), "test_sets": {"task": {"test": {"labels": labels_text(
+    found = {"runs": list(runs), "test_sets": {"task": {"test": {"labels": labels_text(
         torch.from_numpy(LABELS)), "constant_answer": constant}}}}  # fmt: skip
+    return with_counts(found, table_rows(found))
+
+
+def test_solved_follows_the_record_tables_correct_over_total_not_the_bits():
+    found = results(*(run("rel", s, 0.99) for s in range(4)))  # by the bits, every seed solved
+    rows = table_rows(found)
+    rows[0]["correct"] = 10  # the table says seed 0 got 10 of 400 right
+    counted = with_counts(found, rows)
+    assert solved_seeds(counted, "task:rel", SOLVED["task"]) == {
+        0: False,
+        1: True,
+        2: True,
+        3: True,
+    }
+    p = {"kind": "count", "cell": "task:rel", "expect": [4, 4]}
+    assert check_prediction(counted, p, SOLVED)[0].startswith("solved 3 of 4")
+    missing = with_counts(found, rows[1:])  # a run the table does not hold is refused, not counted
+    bare = {**found, "runs": [{k: v for k, v in r.items() if k != "table"} for r in found["runs"]]}
+    for uncounted in (missing, bare):
+        with pytest.raises(ValueError, match="'task:rel' has no count from the record table"):
+            solved_seeds(uncounted, "task:rel", SOLVED["task"])
+
+
+def test_a_chapter_reads_each_runs_counts_from_the_record_table():
+    found = chapter5.load_results(RESULTS / "cpu-ablation")
+    read = {(r["dataset"], r["pos"], r["variant"], r["seed"], split): value
+            for r in found["runs"] for split, value in r["table"].items()}  # fmt: skip
+    held = {(r["task"], r["code"], r["variant"], r["seed"], r["split"]): r["correct"] / r["total"]
+            for r in load_table(RESULTS) if r["experiment"] == "cpu-ablation"}  # fmt: skip
+    assert read == held
 
 
 def test_a_count_holds_when_the_solved_seeds_fall_in_the_expected_range():

@@ -5,18 +5,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from test_predictions import table_rows
 
 from companion.experiments.chapter5 import (
     beside_their_swin,
     encoding_glance,
     gaps_lines,
     lift_lines,
+    load_results,
     split_rows,
     variant_pairs,
 )
 from companion.experiments.evaluation import labels_text, pack_bits
-from companion.experiments.predictions import is_split_cell, load_predictions
-from companion.experiments.results import find_results, load_results
+from companion.experiments.predictions import is_split_cell, load_predictions, with_counts
+from companion.experiments.results import find_results
 from companion.experiments.split_reading import accuracy_table, cells_of
 from companion.figures.training import plot_seed_dots
 
@@ -44,7 +46,8 @@ def results():
     runs += [run("abs", s, 0.98 if s < 6 else 0.3, 0.2) for s in range(10)]
     runs += [run("none", s, constant, constant) for s in range(10)]
     runs += [run("none", s, constant, constant, "pool-merge") for s in range(5)]
-    return {"runs": runs, "test_sets": {"t": {"seen": kept, "unseen": kept}}}
+    found = {"runs": runs, "test_sets": {"t": {"seen": kept, "unseen": kept}}}
+    return with_counts(found, table_rows(found))
 
 
 def test_cells_come_main_grid_first_then_variants(results):

@@ -47,10 +47,11 @@ from companion.experiments.predictions import (
     prediction_interval,
     solved_seeds,
     split_cells,
+    with_counts,
 )
 from companion.experiments.predictions import constant_answer as constant_answer
 from companion.experiments.predictions import load_predictions as load_predictions
-from companion.experiments.records import check_against_table
+from companion.experiments.records import check_against_table, load_table
 from companion.experiments.results import describe_run as describe_run
 from companion.experiments.results import find_results as find_results
 from companion.experiments.results import load_bias_tables as load_bias_tables
@@ -68,11 +69,11 @@ from companion.experiments.stats import ring_null as ring_null
 
 @whole_folders
 def load_results(folder: str | Path) -> dict[str, Any]:
-    """``folder``'s ``results.json``, verified against its ``SHA256SUMS`` and against the record
-    table: every count and per-image bits' hash the readings below use is the table's."""
+    """``folder``'s ``results.json``, verified against its ``SHA256SUMS`` and the record table,
+    whose counts it carries (:func:`with_counts`): every count and bits' hash read below is its."""
     results = results_json(folder)
     check_against_table(folder, results)
-    return results
+    return with_counts(results, load_table(Path(folder).resolve().parent))
 
 
 def _points(i: Interval) -> str:

@@ -23,8 +23,10 @@ from companion.experiments.integrity import ResultsError, whole_folders
 from companion.experiments.pilots import find_pilot_twins
 from companion.experiments.predictions import (
     PREDICTIONS,
+    is_split_cell,
     parse_far_transfer_predictions,
     test_labels,
+    with_counts,
 )
 from companion.experiments.records import check_against_table, load_table
 from companion.experiments.related import check_added_seeds, check_one_run, related_folder
@@ -52,12 +54,12 @@ Key = tuple[str, str | None, str, str, int]
 class FarTransfer:
     """The experiment's records, verified and merged.
 
-    ``before``: the 32-px runs (``{"runs", "test_sets"}``, the extra seeds merged in); ``rows``:
-    every move's ``transfer.json`` rows; ``references``: ``{rendering: results.json}`` trained at
-    ``plan["size"]`` px; ``plan``: the predictions' block; ``records``: each ablation and transfer
-    record as read (for :func:`~companion.experiments.results.describe_run`); ``codes``: the
-    codes trained at 32 px, in the plan's order; ``accuracy``: every run's test accuracy read from
-    the record table (:func:`accuracies` reads it), from which every "solved" is counted."""
+    ``before``: the 32-px runs (``{"runs", "test_sets"}``, the extra seeds merged in, the table's
+    counts attached); ``rows``: every move's ``transfer.json`` rows; ``references``:
+    ``{rendering: results.json}`` trained at ``plan["size"]`` px; ``plan``: the predictions'
+    block; ``records``: each ablation and transfer record as read (for :func:`describe_run`);
+    ``codes``: the codes trained at 32 px, in the plan's order; ``accuracy``: every run's test
+    accuracy read from the record table (:func:`accuracies` reads it)."""
 
     before: dict[str, Any]
     rows: list[dict[str, Any]]
@@ -172,12 +174,13 @@ def _entry(
 
 @whole_folders
 def _checked(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A folder's ``results.json`` and ``transfer.json``, each as the record table holds it."""
+    """A folder's ``results.json`` and ``transfer.json``, each as the record table holds it, each
+    run with its counts from the table (:func:`with_counts`)."""
     results = load_results(folder)
     moves = load_transfer(folder, results)
     check_against_table(folder, results)
     check_against_table(folder, moves, before=results)
-    return results, moves
+    return with_counts(results, load_table(folder.parent)), moves
 
 
 def _accuracies(folders: Sequence[Path], size: int) -> dict[Key, float]:
@@ -192,13 +195,6 @@ def _accuracies(folders: Sequence[Path], size: int) -> dict[Key, float]:
             key = (row["code"], rendering, row["condition"], row["metric"], row["seed"])
             found[key] = row["correct"] / row["total"]
     return found
-
-
-def _split(accuracy: Mapping[Key, float], codes: Sequence[str], threshold: float) -> list[str]:
-    """The codes some of whose 32-px seeds reach ``threshold`` and some do not."""
-    solved = {pos: [v >= threshold for k, v in accuracy.items() if k[:2] == (pos, None)]
-              for pos in codes}  # fmt: skip
-    return [pos for pos, flags in solved.items() if 0 < sum(flags) < len(flags)]
 
 
 def check_references(references: Mapping[str, dict[str, Any]], names: Mapping[str, str]) -> None:
@@ -223,8 +219,8 @@ def load_far_transfer(name: str = "cpu-transfer-far") -> FarTransfer:
     plan = parse_far_transfer_predictions(read_text(folder, PREDICTIONS), folder / PREDICTIONS)
     first, moves = _checked(folder)
     ablations, transfers, folders = [first], [moves], [folder]
-    split = _split(_accuracies(folders, plan["size"]), first["plan"]["pos"],
-                   plan["solved"]["threshold"])  # fmt: skip
+    rule = {"split": "test", "threshold": plan["solved"]["threshold"]}
+    split = [pos for pos in first["plan"]["pos"] if is_split_cell(first, f"{DATASET}:{pos}", rule)]
     if split:
         more_folder = related_folder(folder, f"{name}-more")  # in the same results tree
         folders.append(more_folder)

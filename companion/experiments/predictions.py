@@ -24,9 +24,10 @@ interval says (:func:`failed_control`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -101,14 +102,32 @@ def pos_label(cell: str) -> str:
     return cell.split(":", 1)[1]
 
 
-def correct_by_seed(results: dict[str, Any], cell: str, split: str) -> dict[int, np.ndarray]:
-    """``{seed: (images,) bool}``: which test images of ``split`` each run of ``cell`` got right."""
-    key = parse_cell(cell)
-    runs = [r for r in results["runs"] if (r["dataset"], r["pos"], r.get("variant", "swin")) == key]
+def _runs(results: dict[str, Any], cell: str) -> list[dict[str, Any]]:
+    runs = [r for r in results["runs"] if cell_of(r) == cell]
     if not runs:
         raise ValueError(f"cell {cell!r} has no runs in these results")
+    return runs
+
+
+def correct_by_seed(results: dict[str, Any], cell: str, split: str) -> dict[int, np.ndarray]:
+    """``{seed: (images,) bool}``: which test images of ``split`` each run of ``cell`` got right."""
     return {r["seed"]: unpack_bits(r["splits"][split]["correct"], r["splits"][split]["n"])
-            for r in runs}  # fmt: skip
+            for r in _runs(results, cell)}  # fmt: skip
+
+
+def with_counts(results: dict[str, Any], rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """``results`` with each run's ``"table"``: ``{split: correct / total}`` of its row (by cell,
+    seed, split and per-image bits' hash; else ``None``) among the record table's ``rows``
+    (:func:`~companion.experiments.records.load_table`), from which :func:`solved_seeds` counts."""
+    held = {(r["task"], r["code"], r["variant"], r["seed"], r["split"], r["bits_sha256"]):
+            r["correct"] / r["total"] for r in rows}  # fmt: skip
+    runs = []
+    for run in results["runs"]:
+        cell = (run["dataset"], run["pos"], run.get("variant", "swin"), run["seed"])
+        found = {s: held.get((*cell, s, hashlib.sha256(bits["correct"].encode()).hexdigest()))
+                 for s, bits in run["splits"].items()}  # fmt: skip
+        runs.append({**run, "table": found})
+    return {**results, "runs": runs}
 
 
 def test_labels(results: dict[str, Any], dataset: str, split: str) -> np.ndarray:
@@ -122,9 +141,12 @@ def constant_answer(results: dict[str, Any], dataset: str, split: str) -> float:
 
 
 def solved_seeds(results: dict[str, Any], cell: str, rule: dict[str, Any]) -> dict[int, bool]:
-    """``{seed: accuracy on rule["split"] >= rule["threshold"]}`` (the dataset's "solved" rule)."""
-    found = correct_by_seed(results, cell, rule["split"])
-    return {seed: bool(c.mean() >= rule["threshold"]) for seed, c in found.items()}
+    """``{seed: accuracy on rule["split"] >= rule["threshold"]}`` (the dataset's "solved" rule),
+    the accuracy the record table's ``correct / total`` (:func:`with_counts`), never the bits'."""
+    found = {r["seed"]: r.get("table", {}).get(rule["split"]) for r in _runs(results, cell)}
+    if None in found.values():
+        raise ValueError(f"results: {cell!r} has no count from the record table (with_counts)")
+    return {seed: bool(accuracy >= rule["threshold"]) for seed, accuracy in found.items()}
 
 
 def is_split_cell(results: dict[str, Any], cell: str, rule: dict[str, Any]) -> bool:
