@@ -6,6 +6,7 @@ by this module's name; ``run_all`` runs in a child process, so a regression fail
 instead of hanging the tests."""
 
 import json
+import multiprocessing
 import os
 import re
 import signal
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from companion.experiments.runs import pool
 from companion.experiments.runs.pool import _held, _launcher, run_all, threads_per_worker
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,6 +86,48 @@ def test_an_error_in_a_run_is_raised_in_the_parent_as_before(tmp_path):
     assert outcome["seconds"] < 10
 
 
+@pytest.mark.slow
+def test_an_error_in_a_run_carries_the_workers_traceback_as_its_cause(tmp_path):
+    outcome = _run_all_in_child(tmp_path, ("f", "fail"))
+    assert outcome["cause"].startswith("RemoteTraceback(")
+    assert "in _act" in outcome["cause"] and "ValueError: f failed" in outcome["cause"]
+
+
+def test_workers_that_started_are_stopped_when_a_later_one_fails_to_start(monkeypatch):
+    started = []
+
+    class Process:  # the second start fails; the first worker must not be left running
+        pid = None
+
+        def __init__(self, **kwargs):
+            self.stopped = False
+
+        def start(self):
+            if started:
+                raise OSError("no more processes")
+            started.append(self)
+            self.pid = 1
+
+        def terminate(self):
+            self.stopped = True
+
+        def join(self):
+            pass
+
+    monkeypatch.setattr(pool, "get_context", lambda method: _Context(Process))
+    with pytest.raises(OSError, match="no more processes"):
+        pool._start_workers(_act, 3)
+    assert [p.stopped for p in started] == [True]
+
+
+class _Context:
+    def __init__(self, process):
+        self.Process = process
+
+    def Pipe(self):  # noqa: N802 (multiprocessing's name)
+        return multiprocessing.Pipe()
+
+
 def _run_all_in_child(folder: Path, *runs: tuple[str, str], describe: bool = True) -> dict:
     """What :func:`_report` says of ``run_all`` over ``runs`` (name, what it does), 2 at a time,
     in a child process that must end within 60 s."""
@@ -108,7 +152,11 @@ def _report() -> None:
         else:  # the positional call of before
             outcome = {"returned": run_all(_act, items, 2, HINT)}
     except Exception as error:
-        outcome = {"raised": type(error).__name__, "message": str(error)}
+        outcome = {
+            "raised": type(error).__name__,
+            "message": str(error),
+            "cause": repr(error.__cause__),
+        }
     print(json.dumps({**outcome, "seconds": time.monotonic() - start}))
 
 

@@ -51,7 +51,7 @@ from companion.experiments.predictions import (
 )
 from companion.experiments.predictions import constant_answer as constant_answer
 from companion.experiments.predictions import load_predictions as load_predictions
-from companion.experiments.records import check_against_table, load_table
+from companion.experiments.records import check_against_table, load_table, results_tree
 from companion.experiments.results import describe_run as describe_run
 from companion.experiments.results import find_results as find_results
 from companion.experiments.results import load_bias_tables as load_bias_tables
@@ -73,7 +73,7 @@ def load_results(folder: str | Path) -> dict[str, Any]:
     whose counts it carries (:func:`with_counts`): every count and bits' hash read below is its."""
     results = results_json(folder)
     check_against_table(folder, results)
-    return with_counts(results, load_table(Path(folder).resolve().parent))
+    return with_counts(results, load_table(results_tree(folder)))
 
 
 def _points(i: Interval) -> str:

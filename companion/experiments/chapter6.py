@@ -139,14 +139,15 @@ def exploratory_family(
              for g in gaps] for *_, gaps in entries]  # fmt: skip
     tested = [g[0] for gaps in read for g in gaps if g is not None]
     adjusted = iter(holm_bounds([i.p for i in tested], [i.floor for i in tested]))
+    starred = [[None if g is None else next(adjusted)[0] < 0.05 for g in gaps] for gaps in read]
     tables: list[str] = []
     for rendering in renderings:
         lines = [f"| `{rendering}`: code | kept: lift change | grown: lift change | grown − kept "
                  f"| grown: − `{against}` |", "|---|---|---|---|---|"]  # fmt: skip
-        for (drawn, pos, _), gaps in zip(entries, read, strict=True):
+        for (drawn, pos, _), gaps, stars in zip(entries, read, starred, strict=True):
             if drawn == rendering:
-                cells = ["—" if g is None else points(g[0]) + "\\*" * (next(adjusted)[0] < 0.05)
-                         + " †" * g[1] for g in gaps]  # fmt: skip
+                cells = ["—" if g is None else points(g[0]) + "\\*" * bool(star) + " †" * g[1]
+                         for g, star in zip(gaps, stars, strict=True)]  # fmt: skip
                 lines.append(f"| `{pos}`{_read_seeds(far, pos)[1]} | " + " | ".join(cells) + " |")
         tables.append("\n".join(lines))
     note = (

@@ -28,7 +28,7 @@ from companion.experiments.predictions import (
     test_labels,
     with_counts,
 )
-from companion.experiments.records import check_against_table, load_table
+from companion.experiments.records import check_against_table, load_table, results_tree
 from companion.experiments.related import check_added_seeds, check_one_run, related_folder
 from companion.experiments.resolution_transfer import WINDOW_GROWN, WINDOW_KEPT, grown_condition
 from companion.experiments.results import (
@@ -180,7 +180,7 @@ def _checked(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     moves = load_transfer(folder, results)
     check_against_table(folder, results)
     check_against_table(folder, moves, before=results)
-    return with_counts(results, load_table(folder.parent)), moves
+    return with_counts(results, load_table(results_tree(folder))), moves
 
 
 def _accuracies(folders: Sequence[Path], size: int) -> dict[Key, float]:
@@ -188,7 +188,7 @@ def _accuracies(folders: Sequence[Path], size: int) -> dict[Key, float]:
     moves at ``size`` px, references trained at ``size`` px): ``correct / total`` of the record
     table's rows, which the folders were just checked against."""
     names, found = {folder.name for folder in folders}, {}
-    for row in load_table(folders[0].parent):
+    for row in load_table(results_tree(folders[0])):
         wanted = row["experiment"] in names and (row["task"], row["split"]) == (DATASET, "test")
         if wanted and (row["record"] == "results" or row["size"] == size):  # no 32-px moves
             rendering = row["rendering"] if row["size"] == size else None

@@ -161,7 +161,7 @@ def read_folder(folder: str | os.PathLike[str]) -> dict[str, bytes]:
         found = {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
         differences = _differences(_parse_manifest(manifest, folder), found)
         if differences:
-            raise ResultsError(str(folder / differences[0]))
+            raise ResultsError(f"{folder}/{differences[0]}")
         return files
 
     try:

@@ -12,7 +12,8 @@ checked here (:func:`check_prediction`):
   (inside ``(-X, X)``);
 * ``lift-gap``: how much more ``cell`` scores above the constant answer on split ``second`` than
   on split ``first`` (held-out positions against seen ones), ``expect`` as for ``gap``;
-* ``count-gap``: ``cell`` solved in more seeds than ``against``, Fisher's exact ``p < 0.05``.
+* ``count-gap``: ``cell`` solved in more seeds than ``against``, Fisher's exact ``p < 0.05``
+  (``expect`` is ``"more"``).
 
 A cell is ``"dataset:pos"`` or ``"dataset:pos:variant"``; cells compared are paired on the seeds
 both have (a controlled variant runs on fewer seeds than the Swin it changes). A comparison rests

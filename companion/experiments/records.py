@@ -174,7 +174,7 @@ def write_table(root: str | Path) -> Path:
     return Path(root) / TABLE
 
 
-def _tree(folder: str | Path) -> Path | None:
+def results_tree(folder: str | Path) -> Path | None:
     """The results tree ``folder`` lies in: the nearest folder above it holding ``records.csv``."""
     return next((p for p in Path(folder).resolve().parents if (p / TABLE).is_file()), None)
 
@@ -184,7 +184,7 @@ def refresh_table(folder: str | Path) -> Path | None:
     every published run is in the table. ``None`` (nothing done) for a tree without a table,
     such as a scratch ``--results-dir``; a tree that does not verify is reported on stderr, the
     folder published all the same."""
-    root = _tree(folder)
+    root = results_tree(folder)
     if root is None:
         return None
     try:
@@ -226,7 +226,7 @@ def check_against_table(
     ``before`` beside it; or an embedding run's ``provenance.json``) whose rows are not the record
     table's rows of its folder, so that every count and every per-image bits' hash a bootstrap
     reads is the one the table holds, in the table of the folder's results tree."""
-    folder, root = Path(folder).resolve(), _tree(folder)
+    folder, root = Path(folder).resolve(), results_tree(folder)
     if root is None:
         raise ResultsError(f"no {TABLE} above {folder}: build it with `{REBUILD}`")
     name = folder.relative_to(root).as_posix()

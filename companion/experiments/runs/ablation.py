@@ -178,7 +178,9 @@ def _save_tables(model: nn.Module, out: Path) -> str | None:
 def _restore_tables(record: dict[str, Any], cfg: TrainConfig, factory: ModelFactory | None) -> None:
     """Write a reused run's missing or damaged ``.bias.pt`` again from its checked checkpoint."""
     out = Path(cfg.out)
-    print(f"{out}.bias.pt is missing or damaged: writing it again from {out / CHECKPOINT}")
+    print(
+        f"{out}.bias.pt is missing or damaged: writing it again from {out / CHECKPOINT}", flush=True
+    )
     model = build_model(cfg, num_classes(cfg.dataset), factory)
     load_states(out / CHECKPOINT, load_checkpoint(out / CHECKPOINT), model=model)
     if _save_tables(model, out) != record["bias_sha256"]:

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from multiprocessing import get_context, spawn
@@ -31,6 +32,10 @@ Item = TypeVar("Item")
 
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C or SIGTERM while runs were going; the message says what finished."""
+
+
+class RemoteTraceback(Exception):  # noqa: N818 (it is a traceback, shown as the cause)
+    """Where a run failed in its worker: the worker's traceback, as text."""
 
 
 class WorkerDied(ChildProcessError):  # noqa: N818 (it says what happened, as Interrupted does)
@@ -47,12 +52,14 @@ def run_all(
     describe: Callable[[Item], str] = str,
 ) -> list[Any]:
     """``[task(item) for item in items]``, ``jobs`` processes at a time (``jobs=1``: in this
-    process; ``task`` picklable otherwise). A run's error is raised here; an interrupt raises
-    :class:`Interrupted`, a dead worker :class:`WorkerDied` naming its item (``describe``), each
-    saying how many finished, then ``resume_hint``."""
+    process; ``task`` picklable otherwise). The first run's error to arrive is raised here, with
+    the worker's traceback as its cause, and the runs still going are stopped (what finished is
+    kept by the caller); an interrupt raises :class:`Interrupted`, a dead worker
+    :class:`WorkerDied` naming its item (``describe``), each saying how many finished, then
+    ``resume_hint``."""
     done: dict[int, Any] = {}
     workers: list[tuple[BaseProcess, Connection]] = []
-    running: dict[int, Any] = {}  # worker -> the index of the run it is on (None: idle)
+    running: dict[int, int | None] = {}  # worker -> the index of the run it is on (None: idle)
     waiting = list(enumerate(items))[::-1]  # popped from the end: in order
     try:
         if jobs == 1:
@@ -70,12 +77,16 @@ def run_all(
                 if answer is not None:
                     failed, value = answer
                     if failed:
-                        raise value
-                    done[running.pop(w)] = value
+                        error, where = value
+                        raise error from RemoteTraceback(where)
+                    held = running[w]
+                    assert held is not None  # a worker answers only a run it was handed
+                    done[held] = value
                     running[w] = _hand(conn, waiting)
                 elif conn in ready or process.sentinel in ready:  # it ended
                     process.join()
-                    what = None if running[w] is None else describe(items[running[w]])
+                    on = running[w]
+                    what = None if on is None else describe(items[on])
                     raise WorkerDied(_died(process, what, len(done), len(items), resume_hint))
         return [done[index] for index in range(len(items))]
     except KeyboardInterrupt:
@@ -83,7 +94,7 @@ def run_all(
         raise Interrupted(stopped) from None
     finally:
         for process, conn in workers:  # at once: running runs stop, waiting ones never start
-            process.terminate()  # SIGTERM, which a run in a worker answers by stopping
+            process.terminate()  # SIGTERM ends a worker, whatever run it is in
             process.join()
             conn.close()
 
@@ -105,12 +116,15 @@ def _receive(conn: Connection) -> tuple[bool, Any] | None:
 
 
 def _hand(conn: Connection, waiting: list[tuple[int, Any]]) -> int | None:
-    """Send a worker the next waiting run; its index (``None``: none left, the worker idles)."""
+    """Send a worker the next waiting run; its index (``None``: none left, or the worker's pipe
+    is gone: it died after its last answer, which the caller sees next as a dead worker)."""
     if not waiting:
         return None
-    index, item = waiting.pop()
-    conn.send(item)
-    return index
+    try:
+        conn.send(waiting[-1][1])
+    except OSError:
+        return None
+    return waiting.pop()[0]
 
 
 def _died(process: BaseProcess, what: str | None, done: int, total: int, hint: str) -> str:
@@ -160,9 +174,16 @@ def _start_workers(task: Callable[[Any], Any], jobs: int) -> list[tuple[BaseProc
         for _ in range(jobs):
             mine, theirs = context.Pipe()
             process = context.Process(target=_work, args=(task, theirs, os.getpid()), daemon=True)
+            workers.append((process, mine))
             process.start()
             theirs.close()
-            workers.append((process, mine))
+    except BaseException:  # the ones that started are stopped, not left waiting for a run
+        for started, end in workers:
+            if started.pid is not None:
+                started.terminate()
+                started.join()
+            end.close()
+        raise
     finally:
         spawn.set_executable(previous)
     return workers
@@ -203,7 +224,7 @@ def _how(exitcode: int | None) -> str:
 
 def _work(task: Callable[[Any], Any], conn: Connection, parent: int) -> None:
     """A worker: leave Ctrl-C to the parent, end when the parent is gone, and run what the
-    parent sends, answering ``(failed, result or error)`` for each."""
+    parent sends, answering ``(False, result)`` or ``(True, (error, its traceback))`` for each."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
     while True:
@@ -211,11 +232,12 @@ def _work(task: Callable[[Any], Any], conn: Connection, parent: int) -> None:
         try:
             answer = (False, task(item))
         except Exception as exc:
-            answer = (True, exc)
+            answer = (True, (exc, traceback.format_exc()))
         try:
             conn.send(answer)
         except Exception:  # pickling failed before anything was written: send the error's text
-            conn.send((True, RuntimeError(repr(answer[1]))))
+            error, where = answer[1] if answer[0] else (answer[1], traceback.format_exc())
+            conn.send((True, (RuntimeError(repr(error)), where)))
 
 
 def _watch_parent(parent: int) -> None:
