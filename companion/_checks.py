@@ -124,6 +124,13 @@ def check_bool(name: str, value: object) -> bool:
     return value
 
 
+def check_type(name: str, value: object, types: type | tuple[type, ...], allowed: str) -> None:
+    """Raise ``TypeError`` naming ``name`` unless ``value`` is one of ``types`` (``allowed``:
+    what is taken, in words)."""
+    if not isinstance(value, types):
+        raise TypeError(f"{name} must be {allowed}, got {value!r} ({type(value).__name__})")
+
+
 def check_int_in_range(name: str, value: object, low: int, high: int, context: str = "") -> int:
     """Return ``value`` if it is an int with ``low <= value <= high``, else raise naming ``name``.
 

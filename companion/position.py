@@ -44,7 +44,7 @@ from typing import Any, ClassVar, Self, overload
 
 from torch import Tensor, nn
 
-from companion._checks import check_bool, check_choice
+from companion._checks import check_bool, check_choice, check_type
 from companion.absolute import AbsolutePositionEmbedding
 
 #: The built-in codes' modules; each registers its codes when imported (``window_codes``).
@@ -268,6 +268,7 @@ class Position:
         if isinstance(pos, Position):
             position = pos
         else:
+            check_type("pos", pos, str, f"a Position or one of {list(POS_CHOICES)}")
             check_choice("pos", pos, POS_CHOICES)
             window = pos.removeprefix("abs").removeprefix("+")
             code = window_codes()[window] if window not in ("", "none") else None

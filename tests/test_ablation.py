@@ -260,6 +260,30 @@ def test_meaningless_extra_cells_are_refused_in_one_line(capsys, cell, message):
     assert message in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    "cell, message",
+    [
+        (
+            "grid-cell:rel:torus",
+            "extra: a cell must be a (dataset, pos, variant) tuple, got 'grid-cell:rel:torus' "
+            "(str)",
+        ),
+        (
+            ("grid-cell", 5, "torus"),
+            "extra cell grid-cell:5:torus: pos must be a Position or one of ['none', 'abs', "
+            "'rel', 'abs+rel', 'cpb', 'rope-axial', 'rope-mixed'], got 5 (int)",
+        ),
+    ],
+    ids=["a string cell", "a non-string pos"],
+)
+def test_an_extra_cell_of_the_wrong_type_is_one_type_error_naming_what_was_given_and_allowed(
+    tmp_path, tiny_plan, cell, message
+):
+    with pytest.raises(TypeError) as refused:
+        tiny_plan(tmp_path, extra=(cell,))
+    assert str(refused.value) == message
+
+
 def test_an_extra_cell_already_in_the_grid_is_refused(tmp_path, tiny_plan):
     base = TrainConfig(variant="torus", progress=False)
     with pytest.raises(ValueError, match="already in the plan"):

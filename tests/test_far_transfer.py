@@ -15,7 +15,6 @@ from test_far_transfer_predictions import _rows as _moves
 from test_far_transfer_predictions import reading
 from test_predictions import table_rows
 
-from companion.experiments import split_reading
 from companion.experiments.chapter6 import (
     check_far_transfer_prediction,
     exploratory_family,
@@ -29,7 +28,8 @@ from companion.experiments.integrity import ResultsError, write_manifest
 from companion.experiments.predictions import correct_by_seed
 from companion.experiments.records import write_table
 from companion.experiments.results import find_results, load_results
-from companion.experiments.split_reading import split_codes
+from companion.experiments.runs import split_codes as split_codes_command
+from companion.experiments.runs.split_codes import split_codes
 
 ROOT = Path(__file__).resolve().parents[1]
 PILOTS = ROOT / "results" / "pilots" / "out" / "transfer"
@@ -142,7 +142,7 @@ def test_a_gap_against_a_reference_is_read_seed_by_seed_only_where_it_learned():
 def test_split_codes_names_the_codes_some_of_whose_seeds_solved_and_some_did_not(monkeypatch):
     results = _results({"none": 0.3, "rel": 1.0, "cpb": (1.0, 0.4, 0.95), "abs": (0.5, 0.4, 0.95)})
     results["plan"] = {"datasets": [D], "pos": ["none", "abs", "rel", "cpb"]}
-    monkeypatch.setattr(split_reading, "load_table", lambda: table_rows(results))
+    monkeypatch.setattr(split_codes_command, "load_table", lambda: table_rows(results))
     assert split_codes(results, 0.9) == ["abs", "cpb"]
     assert split_codes(results, 0.99) == ["cpb"]  # 0.95 no longer solves
 

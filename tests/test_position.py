@@ -64,6 +64,7 @@ def test_the_table_offsets_are_part_of_the_value_not_of_the_name():
     [
         (lambda: Position.parse("sinus"), ValueError, r"pos must be one of \['none'"),
         (lambda: Position.parse("rel", "both"), ValueError, "rel_bias_offsets must be one of"),
+        (lambda: Position.parse(5), TypeError, r"pos must be a Position or one of \['none'.*got 5"),
         (lambda: Position(absolute=1), TypeError, "absolute must be True or False"),
         (lambda: Position(window="rel"), TypeError, "window must be a window code"),
         (lambda: WindowAttention(8, 2, 2, position="rel"), TypeError, "position must be"),

@@ -14,16 +14,15 @@ from pathlib import Path
 import pytest
 
 from companion.experiments.pilots import (
-    BLIND_SEEDS,
     find_pilot_twins,
     fingerprint,
-    lacking_blind_seeds,
     pilot_folders,
     pilot_twins,
     twins_table,
 )
 from companion.experiments.results import load_results
 from companion.experiments.runs import blind_codes
+from companion.experiments.runs.blind_codes import BLIND_SEEDS, lacking_blind_seeds
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"

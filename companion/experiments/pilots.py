@@ -25,8 +25,6 @@ from companion.experiments.results import (
     run_key,
 )
 
-#: The blind seeds a cell needs: the predictions' five.
-BLIND_SEEDS = 5
 #: Where chapter 6's transfer pilots are, under ``results/`` (each subfolder one pilot folder).
 TRANSFER_PILOTS = "pilots/out/transfer"
 
@@ -142,21 +140,6 @@ def find_pilot_twins(planned: Sequence[str], pilots: str = TRANSFER_PILOTS) -> l
     if not found:
         raise FileNotFoundError(f"no pilot folder (*/results.json) in {folders[0].parent / pilots}")
     return pilot_twins(folders, found)
-
-
-def lacking_blind_seeds(
-    planned: Sequence[str | Path], pilots: Sequence[str | Path], needed: int = BLIND_SEEDS
-) -> list[str]:
-    """The ``pos`` of every main-grid cell of the ``planned`` folders (together) with fewer than
-    ``needed`` seeds that are no pilot's twin, in the order the folders first name them."""
-    twins = {(t.folder, t.run) for t in pilot_twins(planned, pilots)}
-    blind: dict[tuple[str, str], int] = {}
-    for folder in map(Path, planned):
-        for run in load_results(folder)["runs"]:
-            if run.get("variant", "swin") == "swin":
-                cell = (run["dataset"], run["pos"])
-                blind[cell] = blind.get(cell, 0) + ((folder.name, _key(run)) not in twins)
-    return list(dict.fromkeys(pos for (_, pos), n in blind.items() if n < needed))
 
 
 def twins_table(twins: Sequence[PilotTwin]) -> str:

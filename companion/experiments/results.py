@@ -32,8 +32,6 @@ from companion.experiments.related import refuse_other_trees
 from companion.position import Position
 from companion.train.provenance import PACKAGE_DIR
 
-RESULTS_DIR = "results"  # where results/<name>/ goes
-WORK_DIR = "runs/ablation"  # the runs' checkpoints and records (not committed)
 #: What is computed from a results folder's runs, in that folder (the resolution experiment's):
 #: kept, rebuilt or refused together with the runs it came from.
 DERIVED = ("transfer.json", "transfer.md")

@@ -18,12 +18,9 @@ from companion.experiments.predictions import (
     cell_of,
     constant_answer,
     correct_by_seed,
-    is_split_cell,
     pos_label,
     solved_seeds,
-    with_counts,
 )
-from companion.experiments.records import load_table
 from companion.experiments.stats import binomial_interval
 
 
@@ -120,13 +117,3 @@ def split_rows(
             }
         )  # fmt: skip
     return rows
-
-
-def split_codes(results: dict[str, Any], threshold: float) -> list[str]:
-    """The ``pos`` of every main-grid cell of ``results`` (a ``results.json`` as published) some
-    of whose seeds reach ``threshold`` test accuracy and some do not, in the plan's order,
-    counted on the chapters' record table."""
-    rule, plan = {"split": "test", "threshold": threshold}, results["plan"]
-    cells = [(d, pos) for d in plan["datasets"] for pos in plan["pos"]]
-    counted = with_counts(results, load_table())
-    return list(dict.fromkeys(p for d, p in cells if is_split_cell(counted, f"{d}:{p}", rule)))

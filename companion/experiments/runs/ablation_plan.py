@@ -8,7 +8,8 @@ from dataclasses import MISSING, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from companion.experiments.results import RESULTS_DIR, WORK_DIR, run_key
+from companion._checks import check_type
+from companion.experiments.results import run_key
 from companion.position import Position
 from companion.swin_configs import canonical_variant
 from companion.train import TrainConfig
@@ -20,6 +21,8 @@ from companion.train.config import (
     setting,
 )
 
+RESULTS_DIR = "results"  # where results/<name>/ goes
+WORK_DIR = "runs/ablation"  # the runs' checkpoints and records (not committed)
 #: The grid's axes: each per-run setting that takes several values, by its flag.
 GRID = {f.name: f.metadata["grid"][0] for f in config_fields() if f.metadata["grid"]}
 _GRID_DEFAULT = {f.name: f.metadata["grid"][1] for f in config_fields() if f.metadata["grid"]}
@@ -71,7 +74,7 @@ class AblationPlan:
         object.__setattr__(self, "pos", tuple(map(Position.parse, self.pos)))
         variant = canonical_variant(self.base.variant)  # one model, one name (and one row)
         object.__setattr__(self, "base", replace(self.base, variant=variant))
-        object.__setattr__(self, "extra", tuple(check_extra_cell(tuple(c)) for c in self.extra))
+        object.__setattr__(self, "extra", tuple(map(check_extra_cell, self.extra)))
         if self.extra_seeds is not None:
             seeds = tuple(self.extra_seeds)
             object.__setattr__(self, "extra_seeds", seeds)
@@ -139,11 +142,12 @@ def check_grid(grid: Mapping[str, Sequence[Any]]) -> None:
                 raise type(exc)(f"{GRID[axis]}: {exc}") from None
 
 
-def check_extra_cell(cell: tuple[Any, ...]) -> tuple[str, Position, str]:
+def check_extra_cell(cell: Sequence[Any]) -> tuple[str, Position, str]:
     """Check an extra cell ``(dataset, pos, variant)`` (``"grid-cell:rel:torus"`` split at its
     colons): known values and a controlled variant, not ``"swin"``, whose cells are the main
     grid's. Whether the variant can change ``pos`` is the model's rule, checked when the plan
     builds the cell's configuration."""
+    check_type("extra: a cell", cell, (tuple, list), "a (dataset, pos, variant) tuple")
     if len(cell) != 3:
         got = ":".join(map(str, cell))
         raise ValueError(f"extra: a cell is dataset:pos:variant (grid-cell:rel:torus), got {got!r}")

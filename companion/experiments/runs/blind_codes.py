@@ -5,9 +5,8 @@
         results/cpu-transfer-far results/cpu-transfer-far-more
 
 prints them on one line, separated by spaces (nothing when every cell has five). A seed is blind
-when its run is no pilot's twin: its per-image results equal no run of a pilot folder under
-``--pilots`` (:func:`companion.experiments.pilots.pilot_twins`, read from the sealed records).
-The folders given are read together, as one experiment's cells.
+when its run is no pilot's twin: no pilot run under ``--pilots`` has the same
+:func:`~companion.experiments.pilots.fingerprint`. The folders are read together, verified.
 """
 
 from __future__ import annotations
@@ -16,7 +15,23 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from companion.experiments.pilots import BLIND_SEEDS, lacking_blind_seeds, pilot_folders
+from companion.experiments.pilots import fingerprint, pilot_folders
+from companion.experiments.results import load_results
+
+#: The blind seeds a cell needs: the predictions' five.
+BLIND_SEEDS = 5
+
+
+def lacking_blind_seeds(planned: Sequence[str | Path], pilots: Sequence[str | Path]) -> list[str]:
+    """The codes of ``planned`` with fewer than :data:`BLIND_SEEDS` blind seeds, in their order."""
+    known = {fingerprint(run) for folder in pilots for run in load_results(folder)["runs"]}
+    blind: dict[tuple[str, str], int] = {}
+    for folder in planned:
+        for run in load_results(folder)["runs"]:
+            if run.get("variant", "swin") == "swin":
+                cell = (run["dataset"], run["pos"])
+                blind[cell] = blind.get(cell, 0) + (fingerprint(run) not in known)
+    return list(dict.fromkeys(pos for (_, pos), n in blind.items() if n < BLIND_SEEDS))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -32,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     pilots = pilot_folders(args.pilots)
     if not pilots:
         parser.error(f"--pilots {args.pilots}: no pilot folder (*/results.json) in it")
-    print(" ".join(lacking_blind_seeds(args.folders, pilots, BLIND_SEEDS)))
+    print(" ".join(lacking_blind_seeds(args.folders, pilots)))
     return 0
 
 

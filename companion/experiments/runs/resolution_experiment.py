@@ -40,12 +40,11 @@ from companion.experiments.resolution_transfer import (
 )
 from companion.experiments.results import (
     DERIVED,
-    RESULTS_DIR,
-    WORK_DIR,
     load_results,
     run_key,
     run_sources,
 )
+from companion.experiments.runs.ablation_plan import RESULTS_DIR, WORK_DIR
 from companion.experiments.runs.pool import run_all, threads_per_worker
 from companion.experiments.runs.publish import finish_staging, publish_lock
 from companion.experiments.transfer_results import transfer_summary, transfer_table

@@ -12,11 +12,26 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from companion.experiments.predictions import PREDICTIONS, parse_far_transfer_predictions
+from companion.experiments.predictions import (
+    PREDICTIONS,
+    is_split_cell,
+    parse_far_transfer_predictions,
+    with_counts,
+)
+from companion.experiments.records import load_table
 from companion.experiments.results import load_results, read_text
-from companion.experiments.split_reading import split_codes
 from companion.train.cli import add_debug_flag, run_reporting_errors
+
+
+def split_codes(results: dict[str, Any], threshold: float) -> list[str]:
+    """The main-grid codes of ``results`` (a ``results.json`` as published) some of whose seeds
+    reach ``threshold`` test accuracy and some not, in plan order, counted on the record table."""
+    rule, plan = {"split": "test", "threshold": threshold}, results["plan"]
+    cells = [(d, pos) for d in plan["datasets"] for pos in plan["pos"]]
+    counted = with_counts(results, load_table())
+    return list(dict.fromkeys(p for d, p in cells if is_split_cell(counted, f"{d}:{p}", rule)))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -33,8 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     def work() -> None:
         text = read_text(args.folder, PREDICTIONS)
         plan = parse_far_transfer_predictions(text, args.folder / PREDICTIONS)
-        threshold = plan["solved"]["threshold"]
-        print(" ".join(split_codes(load_results(args.folder), threshold)))
+        print(" ".join(split_codes(load_results(args.folder), plan["solved"]["threshold"])))
 
     return run_reporting_errors(parser.prog, work, args.debug)  # a bad folder: one line
 
