@@ -43,7 +43,6 @@ class Interval:
 # one shape (the same draws, as the seed asks, every time).
 @lru_cache(maxsize=8)
 def _weights(seeds: int, images: int, replicates: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(replicates, seeds)`` and ``(replicates, images)`` resampling counts (read-only)."""
     rng = np.random.default_rng(seed)
     on_seeds = rng.multinomial(seeds, np.full(seeds, 1 / seeds), size=replicates).astype(float)
     on_images = rng.multinomial(images, np.full(images, 1 / images), size=replicates).astype(float)
@@ -66,7 +65,6 @@ def _replicates(correct: np.ndarray, on_seeds: np.ndarray, on_images: np.ndarray
 def _above_constant(
     correct: np.ndarray, labels: np.ndarray, name: str, on_seeds: np.ndarray, on_images: np.ndarray
 ) -> tuple[np.ndarray, float]:
-    """``(replicates,)`` and the estimate of a cell's accuracy minus the constant answer's."""
     labels = np.asarray(labels, dtype=np.int64)
     if labels.shape != (correct.shape[1],):
         raise ValueError(f"{name} must have shape ({correct.shape[1]},), got {labels.shape}")

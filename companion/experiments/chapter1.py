@@ -6,6 +6,7 @@ before the runs, checked by the rules fixed with them."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,8 +67,7 @@ def load_learned_embedding(folder: str | Path | None = None) -> tuple[Tensor, di
 
 
 def load_vit_embedding(folder: str | Path | None = None) -> tuple[Tensor, dict]:
-    """The plain ViT's embedding, its ``(1, N, D)`` laid out row-major as ``(1, h, w, D)``, and its
-    provenance record (``results/learned-vit``)."""
+    """The plain ViT's ``(1, N, D)`` embedding as ``(1, h, w, D)`` and its record (learned-vit)."""
     return _load_embedding(VIT_RESULT_NAME, VIT_EMBEDDING_FILE, folder)
 
 
@@ -81,8 +81,7 @@ class SimilarityOutcome:
 
 
 def similarity_predictions(folder: str | Path | None = None) -> dict[str, Any]:
-    """The verified ``json`` block of ``learned-vit/predictions.md``: draws, seed, alpha and the
-    predictions (id, text, statistic, alternative, expect)."""
+    """The verified ``json`` block of ``learned-vit/predictions.md``."""
     return load_predictions(_find(VIT_RESULT_NAME, folder, PREDICTIONS), kinds=("similarity",))
 
 
@@ -96,17 +95,15 @@ EXPECTATIONS: dict[str, tuple[Callable[[float, float, bool], bool], str]] = {
 }
 
 
+_EXPECT = re.compile(rf"({'|'.join(EXPECTATIONS)}) (-?\d+(?:\.\d+)?)")
+
+
 def _expectation(expect: str) -> tuple[str, str]:
-    word, _, number = expect.rpartition(" ")
-    try:
-        float(number)
-    except ValueError:
-        word = ""
-    if word not in EXPECTATIONS:
-        raise ValueError(
-            f"expect must be 'above X', 'below X', 'within X' or 'not above X', got {expect!r}"
-        )
-    return word, number
+    found = _EXPECT.fullmatch(expect)
+    if found is None:
+        allowed = "'above X', 'below X', 'within X' or 'not above X'"
+        raise ValueError(f"expect must be {allowed}, got {expect!r}")
+    return found[1], found[2]
 
 
 def prediction_held(prediction: dict[str, Any], test: PermutationTest, alpha: float) -> bool:
@@ -143,8 +140,7 @@ def similarity_outcomes_markdown(outcomes: Sequence[SimilarityOutcome], alpha: f
 
 
 def load_vit_seeds(folder: str | Path | None = None) -> tuple[dict[str, Any], dict[int, Any]]:
-    """The over-seeds rule (``learned-vit-seeds/predictions.md``) and ``{seed: (embedding,
-    record)}`` for its seeds, each verified and run under that rule's sha256."""
+    """The over-seeds rule and ``{seed: (embedding, record)}``, each run under the rule's sha256."""
     place = _find("learned-vit-seeds", folder, PREDICTIONS)
     rule = parse_predictions((place / PREDICTIONS).read_text(encoding="utf-8"), place, ())
     digest = file_sha256(place / PREDICTIONS)

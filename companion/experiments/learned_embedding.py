@@ -35,13 +35,12 @@ def _not_a(name: str, value: object, expected: str) -> ValueError:
     return ValueError(f"{name} must be {expected}, got {got}")
 
 
-def _cells(grid_size: int | Grid) -> tuple[Tensor, Tensor]:
-    """The ``(N,)`` rows and columns of the grid's cells, row-major."""
+def _cells(grid_size: int | Grid) -> Tensor:
+    """``(2, N)``: the row and the column of each cell, row-major."""
     return flatten_coordinates(grid_coordinates(to_pair("grid_size", grid_size)))
 
 
 def _alike(key: Tensor) -> Tensor:
-    """``(N, N)`` bool: distinct cells with the same ``key``."""
     return (key[:, None] == key[None]) & ~torch.eye(len(key), dtype=torch.bool)
 
 
@@ -189,8 +188,7 @@ POSITION_STATISTICS: dict[str, Callable[[Tensor, Grid], float]] = {
 
 @dataclass(frozen=True)
 class PermutationTest:
-    """A layout statistic of one embedding, its ``(B,)`` values on random layouts of the same
-    vectors and :func:`permutation_p_value` for ``alternative``."""
+    """A layout statistic, its ``(B,)`` values on random layouts of the same vectors, and p."""
 
     statistic: str
     observed: float
@@ -227,8 +225,7 @@ def permutation_test(
     seed: int = 0,
     alternative: Alternative = "two-sided",
 ) -> PermutationTest:
-    """``statistic`` (:data:`POSITION_STATISTICS`) of the ``(N, D)`` ``table`` on its grid
-    against ``draws`` shuffles fixed by ``seed``."""
+    """``statistic`` of the ``(N, D)`` ``table`` on its grid against ``draws`` seeded shuffles."""
     grid = to_pair("grid_size", grid_size)
     measure = POSITION_STATISTICS[check_choice("statistic", statistic, list(POSITION_STATISTICS))]
     check_choice("alternative", alternative, ALTERNATIVES)

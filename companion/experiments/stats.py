@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from scipy import stats
 
-from companion._checks import check_positive_int
+from companion._checks import check_positive_int, to_pair
 
 
 def _check_share(name: str, value: float) -> None:
@@ -24,9 +24,10 @@ def _check_share(name: str, value: float) -> None:
         raise ValueError(f"{name} must be a number in (0, 1), got {value!r}")
 
 
-def _check_count(name: str, k: int, n: int) -> None:
+def _check_count(k_name: str, k: int, n_name: str, n: int) -> None:
+    check_positive_int(n_name, n)
     if not 0 <= k <= n:
-        raise ValueError(f"{name} must be an integer in [0, {n}], got {k!r}")
+        raise ValueError(f"{k_name} must be an integer in [0, {n_name}={n}], got {k!r}")
 
 
 def t_quantile(p: float, df: int) -> float:
@@ -95,20 +96,16 @@ def holm_bounds(p_values: Sequence[float], floors: Sequence[float]) -> list[tupl
 
 def binomial_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
     """Exact (Clopper-Pearson) interval for a rate seen as ``k`` successes in ``n`` trials."""
-    check_positive_int("n", n)
-    _check_count("k", k, n)
+    _check_count("k", k, "n", n)
     _check_share("confidence", confidence)
     interval = stats.binomtest(k, n).proportion_ci(confidence, method="exact")
     return float(interval.low), float(interval.high)
 
 
 def fisher_exact(k1: int, n1: int, k2: int, n2: int) -> float:
-    """Two-sided p-value of Fisher's exact test that ``k1`` of ``n1`` and ``k2`` of ``n2`` solved
-    seeds come from one rate."""
-    check_positive_int("n1", n1)
-    check_positive_int("n2", n2)
-    _check_count("k1", k1, n1)
-    _check_count("k2", k2, n2)
+    """Fisher's exact two-sided p that ``k1`` of ``n1`` and ``k2`` of ``n2`` share one rate."""
+    _check_count("k1", k1, "n1", n1)
+    _check_count("k2", k2, "n2", n2)
     return float(stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]]).pvalue)
 
 
@@ -122,9 +119,7 @@ def ring_null(
     offsets there; the line gives ``p``, the count expected and ``P(>= k)`` over random tables."""
     n = len(offsets)
     check_positive_int("len(offsets)", n)
-    wh, ww = window_size
-    check_positive_int("window_size[0]", wh)
-    check_positive_int("window_size[1]", ww)
+    wh, ww = to_pair("window_size", window_size)
 
     def at_distance(offset: Sequence[int]) -> bool:
         return max(abs(int(d)) for d in offset) in set(distances)
