@@ -1,8 +1,6 @@
-"""Chapter 1's reader: the learned absolute embeddings trained on ``grid-cell`` (``8 x 8`` patch
-grid, ``D = 32``), a plain ViT's (``results/learned-vit``, other seeds in
-``results/learned-vit-seeds``) and the small Swin's ``pos="abs"`` (``results/learned-abs``), each
-verified against its folder's ``SHA256SUMS`` and the record table; and the predictions committed
-before the runs, checked by the rules fixed with them."""
+"""Chapter 1's reader: the learned absolute embeddings trained on ``grid-cell`` (a plain ViT's in
+``results/learned-vit`` and ``learned-vit-seeds``, the small Swin's in ``learned-abs``), verified,
+and the predictions committed before the runs, checked by the rules fixed with them."""
 
 from __future__ import annotations
 
