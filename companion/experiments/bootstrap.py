@@ -1,15 +1,13 @@
 """Intervals that include the test set's own sampling error: a two-stage bootstrap.
 
 Every run of a cell is tested on the *same* test images, so a t interval over seeds leaves out
-how much the accuracy would move on another draw of test images. Here each bootstrap replicate
-draws the seeds with replacement *and* the test images with replacement, and a paired gap uses
-the same seeds and the same images on both sides. A replicate's statistic is a mean of 0/1
-outcomes, so no interval can leave the attainable range ([0, 1] for an accuracy, [-1, 1] for a
-gap).
+how much the accuracy would move on another draw of them. Each replicate draws the seeds *and*
+the test images with replacement, the same ones on both sides of a paired gap; its statistic is
+a mean of 0/1 outcomes, so no interval leaves [0, 1] (an accuracy) or [-1, 1] (a gap).
 
-Inputs are ``correct``: ``(seeds, images)`` bool arrays, rows in the same seed order in every
-cell compared, and ``labels``: ``(images,)`` for the constant answer's accuracy, which is
-recomputed on each replicate's images (the most frequent label's share among them).
+``correct``: ``(seeds, images)`` bools, rows in one seed order in every cell compared;
+``labels``: ``(images,)``, for the constant answer (the most frequent label's share among each
+replicate's images).
 """
 
 from __future__ import annotations
@@ -27,10 +25,9 @@ REPLICATES = 4000
 
 @dataclass(frozen=True)
 class Interval:
-    """A statistic, its 95 % percentile interval and a two-sided bootstrap p-value for "the
-    statistic is 0": the share of replicates on the far side of 0, doubled, at least ``floor``,
-    ``1 / (B + 1)`` for ``B`` replicates. A ``p`` at the floor means that no replicate fell on the
-    far side: a bound (``p < floor``), not a measured number (``stats.format_p`` prints it so)."""
+    """A statistic, its 95 % percentile interval and the two-sided bootstrap p for "it is 0": the
+    share of replicates on the far side of 0, doubled, at least ``floor = 1 / (B + 1)``; a ``p`` at
+    the floor (no replicate on the far side) is a bound, ``p < floor``."""
 
     estimate: float
     low: float
@@ -42,12 +39,10 @@ class Interval:
         return f"{self.estimate:+.3f} [{self.low:+.3f}, {self.high:+.3f}]"
 
 
+# Cached: drawing the counts is most of an interval's cost, and a chapter reads dozens of cells of
+# one shape (the same draws, as the seed asks, every time).
 @lru_cache(maxsize=8)
 def _weights(seeds: int, images: int, replicates: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(replicates, seeds)`` and ``(replicates, images)`` resampling counts (read-only).
-
-    Kept for the next interval of the same shape: drawing them is most of an interval's cost, and
-    a chapter reads dozens of cells of one shape (the same draws, as the seed asks, every time)."""
     rng = np.random.default_rng(seed)
     on_seeds = rng.multinomial(seeds, np.full(seeds, 1 / seeds), size=replicates).astype(float)
     on_images = rng.multinomial(images, np.full(images, 1 / images), size=replicates).astype(float)
@@ -63,7 +58,6 @@ def _check(correct: np.ndarray, name: str) -> np.ndarray:
 
 
 def _replicates(correct: np.ndarray, on_seeds: np.ndarray, on_images: np.ndarray) -> np.ndarray:
-    """``(replicates,)``: the mean accuracy of each replicate's seeds on its images."""
     per_seed = correct @ on_images.T / on_images[0].sum()  # (seeds, replicates)
     return (on_seeds * per_seed.T).sum(1) / on_seeds[0].sum()
 
@@ -71,8 +65,6 @@ def _replicates(correct: np.ndarray, on_seeds: np.ndarray, on_images: np.ndarray
 def _above_constant(
     correct: np.ndarray, labels: np.ndarray, name: str, on_seeds: np.ndarray, on_images: np.ndarray
 ) -> tuple[np.ndarray, float]:
-    """``(replicates,)`` and the estimate of a cell's accuracy minus the constant answer's, the
-    most frequent label's share among each replicate's images."""
     labels = np.asarray(labels, dtype=np.int64)
     if labels.shape != (correct.shape[1],):
         raise ValueError(f"{name} must have shape ({correct.shape[1]},), got {labels.shape}")
@@ -95,9 +87,8 @@ def gap_interval(
     replicates: int = REPLICATES,
     seed: int = 0,
 ) -> Interval:
-    """Mean accuracy of cell ``a`` minus cell ``b`` (paired: same seeds, same images), or minus
-    the constant answer on the same images when ``b`` is None (then ``labels`` is needed).
-    With ``b`` None and ``labels`` None: the mean accuracy of ``a`` itself."""
+    """Mean accuracy of ``a`` minus ``b`` (same seeds, same images), minus the constant answer
+    of ``labels`` (``b`` None), or of ``a`` itself (both None)."""
     check_int_in_range("replicates", replicates, 100, 1_000_000)
     a = _check(a, "a")
     on_seeds, on_images = _weights(a.shape[0], a.shape[1], replicates, seed)
@@ -108,9 +99,7 @@ def gap_interval(
     if b is not None:
         b = _check(b, "b")
         if b.shape != a.shape:
-            raise ValueError(
-                f"b must have a's shape {a.shape} (the same seeds and images), got {b.shape}"
-            )
+            raise ValueError(f"b must have a's shape {a.shape} (same seeds, images), got {b.shape}")
         values, estimate = values - _replicates(b, on_seeds, on_images), estimate - b.mean()
     return _interval(estimate, values)
 
@@ -123,24 +112,16 @@ def lift_gap_interval(
     replicates: int = REPLICATES,
     seed: int = 0,
 ) -> Interval:
-    """How much more a cell scores above the constant answer on a second test set than on a
-    first (e.g. held-out positions against seen ones): ``(acc2 - const2) - (acc1 - const1)``.
-    The seeds are resampled together (paired), the two sets' images independently."""
+    """``(acc2 - const2) - (acc1 - const1)``: how much more a cell scores above the constant
+    answer on a second test set than on a first, seeds paired, the sets' images independent."""
     check_int_in_range("replicates", replicates, 100, 1_000_000)
     first, second = _check(a_first, "a_first"), _check(a_second, "a_second")
     if first.shape[0] != second.shape[0]:
-        raise ValueError(
-            f"a_first and a_second must hold the same seeds, got {first.shape[0]} and "
-            f"{second.shape[0]} rows"
-        )
-    seeds = first.shape[0]
-    on_seeds, _ = _weights(seeds, first.shape[1], replicates, seed)
-    lifts = []
+        rows = f"{first.shape[0]} and {second.shape[0]} rows"
+        raise ValueError(f"a_first and a_second must hold the same seeds, got {rows}")
+    on_seeds, on_first = _weights(first.shape[0], first.shape[1], replicates, seed)
     # The second set's images get their own draws (stream seed + 1), independent of the first's.
-    for offset, (correct, labels, name) in enumerate(
-        ((first, labels_first, "labels_first"), (second, labels_second, "labels_second"))
-    ):
-        _, on_images = _weights(seeds, correct.shape[1], replicates, seed + offset)
-        lifts.append(_above_constant(correct, labels, name, on_seeds, on_images))
-    (v1, e1), (v2, e2) = lifts
+    _, on_second = _weights(first.shape[0], second.shape[1], replicates, seed + 1)
+    v1, e1 = _above_constant(first, labels_first, "labels_first", on_seeds, on_first)
+    v2, e2 = _above_constant(second, labels_second, "labels_second", on_seeds, on_second)
     return _interval(e2 - e1, v2 - v1)

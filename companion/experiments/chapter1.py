@@ -1,12 +1,10 @@
-"""Chapter 1's reader: the learned absolute embeddings the book trained on ``grid-cell`` (``8 x 8``
-patch grid, ``D = 32``), a plain ViT's (``results/learned-vit``, and at other seeds
-``results/learned-vit-seeds``) and the small Swin's ``pos="abs"`` (``results/learned-abs``), each
-verified against its folder's ``SHA256SUMS`` and, in a results tree with a record table, against
-the table's row; and the predictions committed before the runs, checked by the rules fixed with
-them."""
+"""Chapter 1's reader: the learned absolute embeddings trained on ``grid-cell`` (a plain ViT's in
+``results/learned-vit`` and ``learned-vit-seeds``, the small Swin's in ``learned-abs``), verified,
+and the predictions committed before the runs, checked by the rules fixed with them."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +18,6 @@ from companion.experiments.integrity import (
     read_manifest,
     verified_json,
     verified_tensors,
-    whole_folders,
 )
 from companion.experiments.learned_embedding import PermutationTest, permutation_test
 from companion.experiments.paper import markdown_table
@@ -37,8 +34,7 @@ VIT_RESULT_NAME = "learned-vit"
 
 
 def _find(name: str, folder: str | Path | None, *files: str) -> Path:
-    """``folder``, or ``results/<name>`` where the chapters find their results
-    (``companion.experiments.results.result_places``): the first that holds all of ``files``."""
+    """``folder``, or the first ``results/<name>`` of ``result_places`` holding all ``files``."""
     places = [Path(folder)] if folder is not None else [p / name for p in result_places()]
     for place in places:
         if all((place / f).is_file() for f in files):
@@ -49,7 +45,6 @@ def _find(name: str, folder: str | Path | None, *files: str) -> Path:
     )
 
 
-@whole_folders
 def _load_embedding(
     name: str, embedding_file: str, folder: str | Path | None
 ) -> tuple[Tensor, dict]:
@@ -65,19 +60,13 @@ def _load_embedding(
 
 
 def load_learned_embedding(folder: str | Path | None = None) -> tuple[Tensor, dict]:
-    """The small Swin's saved ``(1, h, w, D)`` embedding and its provenance record, verified;
-    without ``folder``, ``results/learned-abs`` where the chapters find their results."""
+    """The small Swin's ``(1, h, w, D)`` embedding and its record (``results/learned-abs``)."""
     return _load_embedding("learned-abs", EMBEDDING_FILE, folder)
 
 
 def load_vit_embedding(folder: str | Path | None = None) -> tuple[Tensor, dict]:
-    """The plain ViT's saved embedding, ``(1, h, w, D)`` (its ``(1, N, D)`` parameter with the
-    ``N = h * w`` rows laid out on the grid, row-major), and its provenance record, verified;
-    without ``folder``, ``results/learned-vit``."""
+    """The plain ViT's ``(1, N, D)`` embedding as ``(1, h, w, D)`` and its record (learned-vit)."""
     return _load_embedding(VIT_RESULT_NAME, VIT_EMBEDDING_FILE, folder)
-
-
-# --------------------------------------------------------------------------- predictions
 
 
 @dataclass(frozen=True)
@@ -90,39 +79,29 @@ class SimilarityOutcome:
 
 
 def similarity_predictions(folder: str | Path | None = None) -> dict[str, Any]:
-    """The ``json`` block of the ViT folder's ``predictions.md`` (checked against its
-    ``SHA256SUMS``): ``{"draws", "seed", "alpha", "predictions": [...]}``, each prediction
-    ``{"id", "text", "kind": "similarity", "statistic", "alternative", "expect"}``."""
+    """The verified ``json`` block of ``learned-vit/predictions.md``."""
     return load_predictions(_find(VIT_RESULT_NAME, folder, PREDICTIONS), kinds=("similarity",))
 
 
-#: What a prediction's ``expect``, ``"<word> X"``, may say: whether a test meets it (from its
-#: observed value, ``X`` and whether ``p <= alpha``), and how the outcomes' table prints it.
+#: What a prediction's ``expect``, ``"<word> X"``, asks of a test (its observed value, ``X`` and
+#: whether ``p <= alpha``), and how the outcomes' table prints it.
 EXPECTATIONS: dict[str, tuple[Callable[[float, float, bool], bool], str]] = {
-    # the pattern is there, at least (at most) X
-    "above": (lambda observed, x, significant: observed >= x and significant, "≥ {x}, p ≤ {a}"),
-    "below": (lambda observed, x, significant: observed <= x and significant, "≤ {x}, p ≤ {a}"),
-    # a pattern predicted absent
-    "within": (lambda observed, x, significant: abs(observed) < x and not significant,
-               "within ±{x}, p > {a}"),
-    # a pattern of one sign predicted absent: the "above X" of that pattern fails
-    "not above": (lambda observed, x, significant: not (observed >= x and significant),
-                  "not (≥ {x} with p ≤ {a})"),
-}  # fmt: skip
+    "above": (lambda seen, x, sig: seen >= x and sig, "≥ {x}, p ≤ {a}"),
+    "below": (lambda seen, x, sig: seen <= x and sig, "≤ {x}, p ≤ {a}"),
+    "within": (lambda seen, x, sig: abs(seen) < x and not sig, "within ±{x}, p > {a}"),
+    "not above": (lambda seen, x, sig: not (seen >= x and sig), "not (≥ {x} with p ≤ {a})"),
+}
+
+
+_EXPECT = re.compile(rf"({'|'.join(EXPECTATIONS)}) (-?\d+(?:\.\d+)?)")
 
 
 def _expectation(expect: str) -> tuple[str, str]:
-    """``"above 0.3"`` -> ``("above", "0.3")``, checked against :data:`EXPECTATIONS`."""
-    word, _, number = expect.rpartition(" ")
-    try:
-        float(number)
-    except ValueError:
-        word = ""
-    if word not in EXPECTATIONS:
-        raise ValueError(
-            f"expect must be 'above X', 'below X', 'within X' or 'not above X', got {expect!r}"
-        )
-    return word, number
+    found = _EXPECT.fullmatch(expect)
+    if found is None:
+        allowed = "'above X', 'below X', 'within X' or 'not above X'"
+        raise ValueError(f"expect must be {allowed}, got {expect!r}")
+    return found[1], found[2]
 
 
 def prediction_held(prediction: dict[str, Any], test: PermutationTest, alpha: float) -> bool:
@@ -134,42 +113,32 @@ def prediction_held(prediction: dict[str, Any], test: PermutationTest, alpha: fl
 def check_similarity_predictions(
     table: Tensor, grid_size: int | tuple[int, int], predictions: dict[str, Any]
 ) -> list[SimilarityOutcome]:
-    """Every prediction of ``predictions`` (:func:`similarity_predictions`) tested on ``table``
-    ``(N, D)`` with the draws, seed and alpha the predictions fixed."""
+    """Each prediction tested on ``table`` ``(N, D)`` with the draws, seed and alpha they fixed."""
+    draws, seed, alpha = predictions["draws"], predictions["seed"], predictions["alpha"]
     outcomes = []
     for p in predictions["predictions"]:
-        test = permutation_test(
-            table, grid_size, p["statistic"], predictions["draws"], predictions["seed"],
-            p["alternative"],
-        )  # fmt: skip
-        outcomes.append(SimilarityOutcome(p, test, prediction_held(p, test, predictions["alpha"])))
+        test = permutation_test(table, grid_size, p["statistic"], draws, seed, p["alternative"])
+        outcomes.append(SimilarityOutcome(p, test, prediction_held(p, test, alpha)))
     return outcomes
 
 
 def similarity_outcomes_markdown(outcomes: Sequence[SimilarityOutcome], alpha: float) -> str:
-    """A Markdown table: each prediction, what it expected, observed, the null's 2.5 % and
-    97.5 % quantiles, p, and whether it held."""
+    """A Markdown table: each prediction, expected, observed, the null's 95 % range, p, held."""
     side = {"two-sided": "two-sided", "greater": "one-sided, >", "less": "one-sided, <"}
     rows = []
     for o in outcomes:
         q, (word, number) = o.test.quantiles, _expectation(o.prediction["expect"])
         expected = EXPECTATIONS[word][1].format(x=number, a=alpha)
-        rows.append((
-            o.prediction["id"], o.prediction["text"], f"{expected} ({side[o.test.alternative]})",
-            f"{o.test.observed:+.3f}", f"{q[0.025]:+.3f} – {q[0.975]:+.3f}", o.test.p_text(""),
-            "yes" if o.held else "**no**",
-        ))  # fmt: skip
+        observed, null = f"{o.test.observed:+.3f}", f"{q[0.025]:+.3f} – {q[0.975]:+.3f}"
+        expected += f" ({side[o.test.alternative]})"
+        p, held = o.test.p_text(""), "yes" if o.held else "**no**"
+        rows.append((o.prediction["id"], o.prediction["text"], expected, observed, null, p, held))
     head = ["id", "prediction", "expected", "observed", "null 2.5 % – 97.5 %", "p", "held"]
     return markdown_table(head, rows, align="l" * len(head))
 
 
-# --------------------------------------------------------------------------- over seeds
-
-
 def load_vit_seeds(folder: str | Path | None = None) -> tuple[dict[str, Any], dict[int, Any]]:
-    """The over-seeds rule (the ``json`` block of ``learned-vit-seeds/predictions.md``) and
-    ``{seed: (embedding (1, h, w, D), provenance record)}`` for each of its seeds, each checked
-    against its folder's ``SHA256SUMS`` and against the rule's sha256 its run recorded."""
+    """The over-seeds rule and ``{seed: (embedding, record)}``, each run under the rule's sha256."""
     place = _find("learned-vit-seeds", folder, PREDICTIONS)
     rule = parse_predictions((place / PREDICTIONS).read_text(encoding="utf-8"), place, ())
     digest = file_sha256(place / PREDICTIONS)
@@ -190,14 +159,10 @@ def vit_seeds_markdown(
     rule: dict[str, Any],
     seed0: Sequence[SimilarityOutcome] | None = None,
 ) -> str:
-    """A Markdown table, one row per prediction: each seed's observed value (``✓`` held, ``✗``
-    not), seed 0 beside them (not counted), and the count over the seeds that learned (final
-    test accuracy at least the rule's ``min_test_acc``) with the rule's verdict: ``"holds"`` on
-    every seed that learned, ``"fails"`` on none, else ``"splits"``; ``"not readable"`` when
-    fewer than the rule's ``min_learned`` seeds learned.
-
-    ``outcomes``: ``{seed: check_similarity_predictions(...)}`` for the rule's seeds that
-    learned; ``accuracy``: ``{seed: final test accuracy}`` for all of them."""
+    """A Markdown table, one row per prediction: each seed's observed value (``✓`` held), seed 0
+    beside them (not counted), and the count over the seeds that learned (test accuracy at least
+    the rule's ``min_test_acc``; ``outcomes`` holds theirs) with the verdict: ``"holds"`` on every
+    one, ``"fails"`` on none, else ``"splits"``; ``"not readable"`` below ``min_learned`` seeds."""
     learned = [s for s in rule["seeds"] if accuracy[s] >= rule["min_test_acc"]]
     if sorted(outcomes) != learned:
         raise ValueError(

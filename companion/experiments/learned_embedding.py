@@ -1,10 +1,9 @@
 """The layout of a learned absolute position embedding, read against a null (chapters 1, 4).
 
-Chapter 1 draws each embedding the way the ViT paper's Figure 7 draws its own (the cosine
-similarity of each patch's embedding with every other one). Any structure read from that picture
-("neighbours look alike") is a number set against a null: the same number on the *same* vectors
-dealt out to the grid cells in a random order, which keeps every vector and destroys only the
-layout (:func:`permutation_test`; ``(k + 1) / (B + 1)``, :func:`permutation_p_value`).
+Chapter 1 draws each embedding as the ViT paper's Figure 7 does (the cosine similarity of each
+patch's embedding with every other one). Any structure read from that picture ("neighbours look
+alike") is a number set against a null: the same number on the *same* vectors dealt out to the
+grid cells in a random order, which keeps every vector and destroys only the layout.
 """
 
 from __future__ import annotations
@@ -22,8 +21,8 @@ from companion.data.tasks import CELL, PATCH
 from companion.experiments.stats import format_p
 from companion.relative import flatten_coordinates, grid_coordinates
 
-#: ``grid-cell``'s cells, in patches of the small models (8-px cells, 4-px patches: 2 x 2
-#: patches per cell). The Swin's 2 x 2 patch-merging groups are these same blocks.
+#: ``grid-cell``'s cells in patches of the small models (8-px cells, 4-px patches): 2 x 2 patches,
+#: the same blocks as the Swin's patch-merging groups.
 TASK_CELL = CELL // PATCH
 
 Alternative = Literal["two-sided", "greater", "less"]
@@ -31,51 +30,55 @@ ALTERNATIVES: tuple[Alternative, ...] = get_args(Alternative)
 Grid = tuple[int, int]
 
 
+def _not_a(name: str, value: object, expected: str) -> ValueError:
+    got = tuple(value.shape) if isinstance(value, Tensor) else type(value).__name__
+    return ValueError(f"{name} must be {expected}, got {got}")
+
+
+def _cells(grid_size: int | Grid) -> Tensor:
+    """``(2, N)``: the row and the column of each cell, row-major."""
+    return flatten_coordinates(grid_coordinates(to_pair("grid_size", grid_size)))
+
+
+def _alike(key: Tensor) -> Tensor:
+    return (key[:, None] == key[None]) & ~torch.eye(len(key), dtype=torch.bool)
+
+
 def grid_table(pos_embed: Tensor) -> tuple[Tensor, Grid]:
     """``(1, h, w, D)`` (Swin's layout) -> the ``(h*w, D)`` table and ``(h, w)``."""
     if not isinstance(pos_embed, Tensor) or pos_embed.dim() != 4 or pos_embed.shape[0] != 1:
-        got = tuple(pos_embed.shape) if isinstance(pos_embed, Tensor) else type(pos_embed).__name__
-        raise ValueError(f"pos_embed must be a (1, h, w, D) tensor, got {got}")
+        raise _not_a("pos_embed", pos_embed, "a (1, h, w, D) tensor")
     _, h, w, d = pos_embed.shape
     return pos_embed.reshape(h * w, d), (h, w)
 
 
 def neighbour_pairs(grid_size: int | Grid) -> Tensor:
     """``(N, N)`` bool: cells that touch along a row or a column (4-neighbours)."""
-    rows, cols = flatten_coordinates(grid_coordinates(to_pair("grid_size", grid_size)))
+    rows, cols = _cells(grid_size)
     return (rows[:, None] - rows[None]).abs() + (cols[:, None] - cols[None]).abs() == 1
 
 
-def _distinct_alike(key: Tensor) -> Tensor:
-    """``(N, N)`` bool: distinct cells with the same ``key`` (``(N,)``)."""
-    return (key[:, None] == key[None, :]) & ~torch.eye(len(key), dtype=torch.bool)
-
-
 def same_parity_pairs(grid_size: int | Grid) -> Tensor:
-    """``(N, N)`` bool: distinct cells with the same (row mod 2, column mod 2), i.e. the same
-    slot in their 2 x 2 patch-merging group."""
-    rows, cols = flatten_coordinates(grid_coordinates(to_pair("grid_size", grid_size)))
-    return _distinct_alike(rows % 2 * 2 + cols % 2)
+    """``(N, N)`` bool: distinct cells in the same slot of their 2 x 2 patch-merging group."""
+    rows, cols = _cells(grid_size)
+    return _alike(rows % 2 * 2 + cols % 2)
 
 
 def _same_cell_pairs(grid: Grid) -> Tensor:
-    """``(N, N)`` bool: distinct cells of the patch grid in the same ``TASK_CELL`` block (for
-    ``grid-cell``, the same label; for the Swin, the same patch-merging group)."""
-    rows, cols = flatten_coordinates(grid_coordinates(grid))
-    return _distinct_alike(rows // TASK_CELL * grid[1] + cols // TASK_CELL)
+    """Distinct cells in one ``TASK_CELL`` block (one ``grid-cell`` label, one merging group)."""
+    rows, cols = _cells(grid)
+    return _alike(rows // TASK_CELL * grid[1] + cols // TASK_CELL)
 
 
 def cosine_matrix(table: Tensor) -> Tensor:
     """``(N, D)`` -> ``(N, N)``: the cosine similarity of every row with every row."""
     if not isinstance(table, Tensor) or table.dim() != 2:
-        got = tuple(table.shape) if isinstance(table, Tensor) else type(table).__name__
-        raise ValueError(f"table must be an (N, D) tensor, got {got}")
+        raise _not_a("table", table, "an (N, D) tensor")
     unit = F.normalize(table.detach().float(), dim=1)
     return unit @ unit.T
 
 
 def _pair_gap(sim: Tensor, related: Tensor) -> float:
-    """Mean of ``sim`` over the ``related`` pairs minus its mean over all distinct pairs."""
     n = sim.shape[0]
     if related.shape != (n, n):
         raise ValueError(f"related must have shape ({n}, {n}), got {tuple(related.shape)}")
@@ -83,15 +86,13 @@ def _pair_gap(sim: Tensor, related: Tensor) -> float:
 
 
 def similarity_gap(table: Tensor, related: Tensor) -> float:
-    """Mean cosine similarity of the ``related`` pairs (``(N, N)`` bool) of ``table``'s ``(N, D)``
-    rows minus that of all pairs of distinct rows. Its expected value under the shuffle null is
-    exactly 0: a random permutation sends each related pair to a pair of distinct cells drawn
-    uniformly, whose mean is the second term."""
+    """Mean cosine similarity of the ``related`` pairs of ``table``'s rows minus that of all pairs
+    of distinct rows: exactly 0 in expectation under the shuffle null, which sends each related
+    pair to a pair of distinct cells drawn uniformly."""
     return _pair_gap(cosine_matrix(table), related)
 
 
 def _shuffles(n: int, draws: int, seed: int) -> list[Tensor]:
-    """``draws`` random orders of ``n`` cells, fixed by ``seed``."""
     check_positive_int("draws", draws)
     gen = torch.Generator().manual_seed(seed)
     return [torch.randperm(n, generator=gen) for _ in range(draws)]
@@ -106,23 +107,13 @@ def shuffled_null(table: Tensor, related: Tensor, draws: int = 1000, seed: int =
 def permutation_p_value(
     observed: float, null: Tensor, alternative: Alternative = "two-sided"
 ) -> float:
-    """The permutation p-value ``(k + 1) / (B + 1)`` of ``observed`` against ``B`` null draws.
-
-    ``k`` counts the draws at least as extreme as ``observed``:
-
-    - ``"two-sided"`` (the default, for a statistic whose direction was not fixed before it was
-      seen): ``|draw - m| >= |observed - m|``, with ``m`` the draws' mean (the statistic's
-      expected value under the null);
-    - ``"greater"``: ``draw >= observed`` (a direction fixed in advance: larger);
-    - ``"less"``: ``draw <= observed``.
-
-    Counting ``observed`` itself as one more draw makes the p-value valid and never exactly 0:
-    with 1000 draws the smallest possible is ``1/1001``.
-    """
+    """``(k + 1) / (B + 1)``, ``k`` of the ``B`` null draws at least as extreme as ``observed``:
+    ``|draw - m| >= |observed - m|`` with ``m`` the draws' mean (``"two-sided"``, for a direction
+    not fixed before the statistic was seen), ``draw >= observed`` (``"greater"``) or
+    ``draw <= observed`` (``"less"``). Counting ``observed`` as a draw keeps p valid, never 0."""
     check_choice("alternative", alternative, ALTERNATIVES)
     if not isinstance(null, Tensor) or null.dim() != 1 or null.numel() == 0:
-        got = tuple(null.shape) if isinstance(null, Tensor) else type(null).__name__
-        raise ValueError(f"null must be a non-empty 1-D tensor of draws, got {got}")
+        raise _not_a("null", null, "a non-empty 1-D tensor of draws")
     if alternative == "greater":
         k = int((null >= observed).sum())
     elif alternative == "less":
@@ -133,20 +124,14 @@ def permutation_p_value(
     return (1 + k) / (1 + null.numel())
 
 
-# --------------------------------------------------------------------------- layout statistics
-# Each takes the (N, N) cosine-similarity matrix of an (h, w) grid's embedding (rows row-major,
-# checked by permutation_test) and returns one number.
-
-
+# Each layout statistic takes the (N, N) cosine similarities of an (h, w) grid's rows (row-major).
 def _neighbour_gap(sim: Tensor, grid: Grid) -> float:
-    """:func:`similarity_gap` over :func:`neighbour_pairs` (4-neighbours alike)."""
     return _pair_gap(sim, neighbour_pairs(grid))
 
 
 def _distance_correlation(sim: Tensor, grid: Grid) -> float:
-    """Pearson correlation, over all pairs of distinct cells, between their similarity and their
-    distance on the grid (Euclidean, in patches). Negative when similarity falls with distance."""
-    rows, cols = flatten_coordinates(grid_coordinates(grid))
+    """Pearson correlation, over pairs of distinct cells, of similarity and Euclidean distance."""
+    rows, cols = _cells(grid)
     dist = torch.hypot((rows[:, None] - rows[None]).float(), (cols[:, None] - cols[None]).float())
     upper = torch.triu(torch.ones_like(sim, dtype=torch.bool), diagonal=1)
     x, y = sim[upper] - sim[upper].mean(), dist[upper] - dist[upper].mean()
@@ -154,31 +139,24 @@ def _distance_correlation(sim: Tensor, grid: Grid) -> float:
 
 
 def _nearest_neighbour_rate(sim: Tensor, grid: Grid) -> float:
-    """The fraction of cells whose most similar *other* cell is one of its 4-neighbours (chance,
-    for a random layout of an 8 x 8 grid: 3.5 neighbours out of 63 cells, 0.056)."""
+    """Share of cells whose most similar other cell is a 4-neighbour (chance on 8 x 8: 0.056)."""
     others = sim.masked_fill(torch.eye(sim.shape[0], dtype=torch.bool), float("-inf"))
     nearest = others.argmax(dim=1)
     return float(neighbour_pairs(grid)[torch.arange(sim.shape[0]), nearest].float().mean())
 
 
 def _cell_gap(sim: Tensor, grid: Grid) -> float:
-    """Among 4-neighbours: mean similarity of those inside the same ``TASK_CELL`` block minus
-    that of those on either side of a block's border (0 when the blocks leave no trace)."""
+    """Among 4-neighbours: mean similarity inside one ``TASK_CELL`` block minus across a border."""
     near, same = neighbour_pairs(grid), _same_cell_pairs(grid)
     return float(sim[near & same].mean() - sim[near & ~same].mean())
 
 
 def _axis_gap(sim: Tensor, grid: Grid) -> float:
-    """Row-and-column structure beyond the blocks: among pairs in *different* ``TASK_CELL``
-    blocks, the mean similarity of pairs that share a row or a column minus that of pairs that
-    share neither, at the same Manhattan distance ``|dr| + |dc|``.
-
-    The differences at each distance are averaged, weighted by the number of row-or-column
-    pairs there. Matching the distance matters: a pair in one row is *farther* apart (in
-    Euclidean distance) than a diagonal pair with the same ``|dr| + |dc|``, so similarity that
-    only falls with Euclidean distance gives a negative gap, not a positive one.
-    """
-    rows, cols = flatten_coordinates(grid_coordinates(grid))
+    """Among pairs in different ``TASK_CELL`` blocks: mean similarity of those sharing a row or a
+    column minus those sharing neither, at the same ``|dr| + |dc|`` (a pair in one row is farther
+    apart than a diagonal pair, so a similarity that only falls with Euclidean distance gives a
+    negative gap), averaged over the distances weighted by their row-or-column pairs."""
+    rows, cols = _cells(grid)
     dr, dc = (rows[:, None] - rows[None]).abs(), (cols[:, None] - cols[None]).abs()
     apart = ~_same_cell_pairs(grid) & ~torch.eye(sim.shape[0], dtype=torch.bool)
     axis = (dr == 0) | (dc == 0)
@@ -193,8 +171,7 @@ def _axis_gap(sim: Tensor, grid: Grid) -> float:
 
 
 def _merge_slot_gap(sim: Tensor, grid: Grid) -> float:
-    """The gap of ``|cos|`` over :func:`same_parity_pairs`: cells in the same slot of their 2 x 2
-    patch-merging group alike, up to sign (parallel *or* anti-parallel: the Swin's pattern)."""
+    """The gap of ``|cos|`` over :func:`same_parity_pairs`: alike up to sign (the Swin's code)."""
     return _pair_gap(sim.abs(), same_parity_pairs(grid))
 
 
@@ -211,8 +188,7 @@ POSITION_STATISTICS: dict[str, Callable[[Tensor, Grid], float]] = {
 
 @dataclass(frozen=True)
 class PermutationTest:
-    """A layout statistic of one embedding, its values on ``B`` random layouts of the same
-    vectors (``null``, ``(B,)``) and :func:`permutation_p_value` for ``alternative``."""
+    """A layout statistic, its ``(B,)`` values on random layouts of the same vectors, and p."""
 
     statistic: str
     observed: float
@@ -228,8 +204,7 @@ class PermutationTest:
         return {q: float(v) for q, v in zip(levels, values, strict=True)}
 
     def p_text(self, name: str = "p") -> str:
-        """``"p = 0.77"``, or ``"p < 0.001"`` at the floor ``1 / (B + 1)``: a p-value no shuffle
-        reached is bounded, not measured."""
+        """``"p = 0.77"``, or ``"p < 0.001"`` at the floor ``1 / (B + 1)`` no shuffle reached."""
         return format_p(self.p_value, 1 / (self.null.numel() + 1), name).strip()
 
     def line(self) -> str:
@@ -250,9 +225,7 @@ def permutation_test(
     seed: int = 0,
     alternative: Alternative = "two-sided",
 ) -> PermutationTest:
-    """``statistic`` (a name in :data:`POSITION_STATISTICS`) of the ``(N, D)`` embedding
-    ``table`` on its ``h x w`` grid against its shuffle null (``draws`` shuffles, fixed by
-    ``seed``)."""
+    """``statistic`` of the ``(N, D)`` ``table`` on its grid against ``draws`` seeded shuffles."""
     grid = to_pair("grid_size", grid_size)
     measure = POSITION_STATISTICS[check_choice("statistic", statistic, list(POSITION_STATISTICS))]
     check_choice("alternative", alternative, ALTERNATIVES)

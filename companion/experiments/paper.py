@@ -1,7 +1,5 @@
-"""Published numbers the book compares against, typed in once, each table with its source (Swin's
-Table 4, ViT's Table 8, Swin V2's Table 1, RoPE-ViT's Swin-T rows): the papers' reported results,
-not runs of ours, and the book labels them so.
-"""
+"""Published numbers the book compares against, typed in once with their sources (Swin's Table 4,
+ViT's Table 8, Swin V2's Table 1, RoPE-ViT's Swin-T rows): the papers' results, not runs of ours."""
 
 from __future__ import annotations
 
@@ -11,9 +9,7 @@ from collections.abc import Iterable, Sequence
 def markdown_table(
     head: Sequence[str], rows: Iterable[Sequence[object]], note: str = "", align: str = ""
 ) -> str:
-    """A Markdown table, and ``note`` (its source, how to read it) as a paragraph below.
-    ``align``: ``l`` (left) or ``r`` (right) for each column; by default the first column left
-    and the others right."""
+    """A Markdown table with ``note`` as a paragraph below; ``align``: ``l`` or ``r`` per column."""
     align = align or "l" + "r" * (len(head) - 1)
     lines = [
         "| " + " | ".join(head) + " |",
@@ -57,11 +53,10 @@ POS_TO_TABLE4_ROW: dict[str, str] = {
 def swin_table4_markdown() -> str:
     """Table 4 as a Markdown table (for display in a notebook with ``IPython.display.Markdown``)."""
     head = ["position encoding", "ImageNet top-1 / top-5", "COCO AP box / mask", "ADE20K mIoU"]
-    rows = [
-        (row, f"{m['imagenet_top1']} / {m['imagenet_top5']}",
-         f"{m['coco_ap_box']} / {m['coco_ap_mask']}", m["ade20k_miou"])
-        for row, m in SWIN_TABLE4.items()
-    ]  # fmt: skip
+    rows = []
+    for row, m in SWIN_TABLE4.items():
+        coco = f"{m['coco_ap_box']} / {m['coco_ap_mask']}"
+        rows.append((row, f"{m['imagenet_top1']} / {m['imagenet_top5']}", coco, m["ade20k_miou"]))
     return markdown_table(head, rows, f"*Source: {SWIN_TABLE4_SOURCE}.*", "llll")
 
 
@@ -70,8 +65,7 @@ ROPE_VIT_SWIN_SOURCE = (
     "naver-ai/rope-vit README, table 'Swin Transformer (300 epochs)', Swin-T rows"
 )
 
-#: pos (this book's name) -> ImageNet-1k top-1 of Swin-T trained at 224 px, tested at 224 and at
-#: 384 px (no fine-tuning), as reported by RoPE-ViT.
+#: pos -> ImageNet-1k top-1 of Swin-T trained at 224 px, tested at 224 and 384 px (no fine-tuning).
 ROPE_VIT_SWIN_T: dict[str, dict[str, float]] = {
     "rel": {"top1_224": 81.2, "top1_384": 78.9},
     "rope-axial": {"top1_224": 81.3, "top1_384": 79.2},
@@ -82,11 +76,10 @@ ROPE_VIT_SWIN_T: dict[str, dict[str, float]] = {
 def rope_vit_swin_markdown() -> str:
     """``ROPE_VIT_SWIN_T`` as a Markdown table with the drop from 224 to 384 px and the source."""
     head = ["position code", "top-1 at 224 px", "top-1 at 384 px", "change"]
-    rows = [
-        (f"`{pos}`", f"{m['top1_224']:.1f}", f"{m['top1_384']:.1f}",
-         f"{m['top1_384'] - m['top1_224']:+.1f}")
-        for pos, m in ROPE_VIT_SWIN_T.items()
-    ]  # fmt: skip
+    rows = []
+    for pos, m in ROPE_VIT_SWIN_T.items():
+        change = m["top1_384"] - m["top1_224"]
+        rows.append((f"`{pos}`", f"{m['top1_224']:.1f}", f"{m['top1_384']:.1f}", f"{change:+.1f}"))
     return markdown_table(head, rows, f"*Source: {ROPE_VIT_SWIN_SOURCE}.*")
 
 
@@ -112,11 +105,9 @@ VIT_TABLE8_COLUMNS: dict[str, str] = {
     "every layer, shared": "Every Layer-Shared",
 }
 
-#: position embedding -> where it is added -> ImageNet 5-shot linear accuracy as a fraction, as
-#: the paper prints it; ``None`` where the paper has "N/A". Rows in the paper's order: none (a bag
-#: of patches), 1-D (raster order, ViT's default), 2-D (an x and a y table of D/2 channels each,
-#: concatenated), relative (1-D relative attention: an embedding per offset p_q - p_k whose
-#: attention logits are added as a bias to the content logits).
+#: position embedding -> where it is added -> ImageNet 5-shot linear accuracy as the paper prints
+#: it (``None``: "N/A"). Rows: none (a bag of patches), 1-D (raster order, ViT's default), 2-D (an
+#: x and a y table of D/2 channels each), relative (1-D, a bias per offset p_q - p_k).
 VIT_TABLE8: dict[str, dict[str, float | None]] = {
     "none": {"default": 0.61382, "every layer": None, "every layer, shared": None},
     "1-D": {"default": 0.64206, "every layer": 0.63964, "every layer, shared": 0.64292},
@@ -141,55 +132,49 @@ SWINV2_TABLE1_SOURCE = (
 )
 #: The larger ImageNet windows of Table 1, in the paper's order.
 SWINV2_TABLE1_WINDOWS = (12, 16, 20, 24)
-#: Table 1's columns, in the paper's order. ``imagenet_w8`` is the model trained from scratch on
-#: ImageNet-1K at 256 px with window 8 (the paper's ``*``); ``imagenet_wN`` is that model tested
-#: at window N (image 32N px) without fine-tuning, ``imagenet_wN_ft`` after fine-tuning there (the
-#: paper's ``†`` cells print them as "without / with"); COCO (box AP) and ADE20K (mIoU) are
-#: fine-tunes of the same models at the window named.
+#: Table 1's columns: ``imagenet_w8``, trained on ImageNet-1K at 256 px with window 8;
+#: ``imagenet_wN``, tested at window N (32N px) without fine-tuning (``_ft``: with); COCO (box AP)
+#: and ADE20K (mIoU), fine-tunes of the same models at the window named.
 SWINV2_TABLE1_COLUMNS = (
     "imagenet_w8",
     *(f"imagenet_w{w}{ft}" for w in SWINV2_TABLE1_WINDOWS for ft in ("", "_ft")),
     *("coco_w16", "coco_w32", "ade20k_w16", "ade20k_w20", "ade20k_w32"),
 )
-#: position bias -> column -> value, rows in the paper's order. The paper also prints each CPB
-#: cell's gain over the first row in brackets; they follow from these numbers and are left out.
-#: Read (not recalled) from three independent text conversions of arXiv:2111.09883 (two Markdown
-#: renderings of Table 1 and its caption, and the LaTeX source's ``tab:lcpb``), which agree on
-#: every cell; not the paper's PDF. Check against the paper before quoting it elsewhere.
+#: position bias -> column -> value (the bracketed gains follow from these and are left out). Read
+#: from three text conversions of arXiv:2111.09883 (two Markdown renderings of Table 1 and the
+#: LaTeX ``tab:lcpb``), which agree on every cell; not the paper's PDF: check it before quoting.
 SWINV2_TABLE1: dict[str, dict[str, float]] = {
     row: dict(zip(SWINV2_TABLE1_COLUMNS, values, strict=True))
-    for row, values in (
-        ("parameterized bias table (Swin V1)", (81.7, 79.4, 82.7, 77.2, 83.0, 73.2, 83.2, 68.7,
-                                                83.2, 50.8, 50.9, 45.5, 45.8, 44.5)),
-        ("linear-spaced CPB", (81.7, 82.0, 82.9, 81.2, 83.3, 79.8, 83.6, 77.6, 83.7,
-                               50.9, 51.7, 47.0, 47.4, 47.2)),
-        ("log-spaced CPB", (81.8, 82.4, 83.2, 81.7, 83.8, 80.4, 84.0, 79.1, 84.2,
-                            51.1, 51.8, 47.0, 47.7, 47.8)),
+    for row, values in zip(
+        ("parameterized bias table (Swin V1)", "linear-spaced CPB", "log-spaced CPB"),
+        [
+            (81.7, 79.4, 82.7, 77.2, 83.0, 73.2, 83.2, 68.7, 83.2, 50.8, 50.9, 45.5, 45.8, 44.5),
+            (81.7, 82.0, 82.9, 81.2, 83.3, 79.8, 83.6, 77.6, 83.7, 50.9, 51.7, 47.0, 47.4, 47.2),
+            (81.8, 82.4, 83.2, 81.7, 83.8, 80.4, 84.0, 79.1, 84.2, 51.1, 51.8, 47.0, 47.7, 47.8),
+        ],
+        strict=True,
     )
-}  # fmt: skip
+}
 #: The book's ``pos`` -> Table 1's row with the same kind of bias (``cpb`` is log-spaced).
 POS_TO_SWINV2_ROW: dict[str, str] = {
     "rel": "parameterized bias table (Swin V1)",
     "cpb": "log-spaced CPB",
 }
-#: The source's own text (Section 4.3) quotes the log-spaced CPB at window 24 without fine-tuning
-#: as 78.9 %, while its Table 1 prints 79.1; the book reads the table and reports the mismatch.
+#: Section 4.3 quotes the log-spaced CPB at window 24 (no fine-tuning) as 78.9 %; Table 1 prints
+#: 79.1. The book reads the table and reports the mismatch.
 SWINV2_TEXT_LOG_CPB_W24 = 78.9
 
 
 def swinv2_table1_markdown() -> str:
-    """Table 1's ImageNet columns as the paper lays them out ("not fine-tuned / fine-tuned" per
-    window), then COCO and ADE20K, as a Markdown table with the source."""
+    """Table 1 as the paper lays it out ("no FT / FT" per window), with the source."""
     windows = SWINV2_TABLE1_WINDOWS
     head = ["position bias", "trained W8", *(f"W{w} (no FT / FT)" for w in windows)]
     head += ["COCO AP box W16 / W32", "ADE20K mIoU W16 / W20 / W32"]
-    rows = [
-        (row, m["imagenet_w8"], *(f"{m[f'imagenet_w{w}']} / {m[f'imagenet_w{w}_ft']}"
-                                  for w in windows),
-         f"{m['coco_w16']} / {m['coco_w32']}",
-         f"{m['ade20k_w16']} / {m['ade20k_w20']} / {m['ade20k_w32']}")
-        for row, m in SWINV2_TABLE1.items()
-    ]  # fmt: skip
+    rows = []
+    for row, m in SWINV2_TABLE1.items():
+        imagenet = [f"{m[f'imagenet_w{w}']} / {m[f'imagenet_w{w}_ft']}" for w in windows]
+        coco, ade = f"{m['coco_w16']} / {m['coco_w32']}", f"{m['ade20k_w16']} / {m['ade20k_w20']}"
+        rows.append((row, m["imagenet_w8"], *imagenet, coco, f"{ade} / {m['ade20k_w32']}"))
     read_from = "three text conversions of arXiv:2111.09883 (Table 1, and the LaTeX source's "
     read_from += "tab:lcpb), which agree; not the paper's PDF"
     return markdown_table(head, rows, f"*Source: {SWINV2_TABLE1_SOURCE}; read from {read_from}.*")

@@ -1,11 +1,6 @@
-"""How the book reads the Swin paper's Table 4 (and ViT's Table 8 and Swin V2's Table 1): the
-rules, written once, and the marked gaps.
-
-Table 4 prints one number per row, with no spread and no word on how many training runs each
-number is. The book therefore reads it by three
-rules (chapters 0, 3 and 5 use them alike; chapter 1 reads ViT's Table 8, which also prints one
-number per cell and no spread, by the same rules; so does chapter 6 with Swin V2's Table 1
-and RoPE-ViT's Swin-T rows):
+"""How the book reads a paper's table that prints one number per cell, with no spread and no word
+on how many training runs each is (Swin's Table 4 in chapters 0, 3 and 5, ViT's Table 8 in
+chapter 1, Swin V2's Table 1 and RoPE-ViT's Swin-T rows in chapter 6): by three rules.
 
 1. A gap below one point is not readable. A table without a spread cannot say how far two runs
    of one model land apart; one point is the line the book draws in advance, below which it reads
@@ -27,8 +22,7 @@ READABLE_GAP = 1.0
 
 
 def mark_gap(gap: float) -> str:
-    """``+1.2`` for a gap of at least :data:`READABLE_GAP` points (rounded to the tables' 0.1),
-    ``(+0.3)`` for a smaller one."""
+    """``+1.2`` for a gap of at least :data:`READABLE_GAP` points (at 0.1), else ``(+0.3)``."""
     text = f"{gap:+.1f}"
     return text if abs(round(gap, 1)) >= READABLE_GAP else f"({text})"
 
@@ -41,7 +35,7 @@ def _note(source: str, per: str = "cell") -> str:
 
 
 def marked_gaps_markdown(pairs: tuple[tuple[str, str], ...]) -> str:
-    """Row differences ``a - b`` of Table 4 as a Markdown table, sub-point gaps in parentheses."""
+    """Row differences ``a - b`` of Table 4 as a Markdown table, marked."""
     table, rows = paper.SWIN_TABLE4, []
     for a, b in pairs:
         for name, row in (("a", a), ("b", b)):
@@ -55,16 +49,14 @@ def marked_gaps_markdown(pairs: tuple[tuple[str, str], ...]) -> str:
 
 
 def vit_table8_gaps_markdown() -> str:
-    """Table 8's cells minus its no-embedding cell (Default/Stem), in points of accuracy, and
-    the spread (largest minus smallest) among the cells with an embedding, marked."""
+    """Table 8's cells minus its no-embedding cell and the spread of those with one, marked."""
     none = paper.VIT_TABLE8["none"]["default"]
     assert none is not None  # the paper's one cell without an embedding
     embedded = {row: cells for row, cells in paper.VIT_TABLE8.items() if row != "none"}
-    rows = [
-        (f"{row} − none", *(mark_gap(100 * (v - none)) if v is not None else "N/A"
-                            for v in cells.values()))
-        for row, cells in embedded.items()
-    ]  # fmt: skip
+    rows = []
+    for row, cells in embedded.items():
+        gaps = [mark_gap(100 * (v - none)) if v is not None else "N/A" for v in cells.values()]
+        rows.append((f"{row} − none", *gaps))
     present = [v for cells in embedded.values() for v in cells.values() if v is not None]
     note = (
         f"*Points of accuracy, each cell minus the no-embedding cell (Default/Stem), computed "
@@ -77,18 +69,15 @@ def vit_table8_gaps_markdown() -> str:
 
 
 def swinv2_table1_reading_markdown() -> str:
-    """Table 1's ImageNet columns read by the rules: each row's change from window 8 as the window
-    grows (not fine-tuned / fine-tuned), and each continuous bias minus the bias table at the
-    same window, sub-point gaps in parentheses."""
+    """Table 1's ImageNet columns: each row's change from window 8 (no FT / FT) and each
+    continuous bias minus the bias table at the same window, marked."""
     names, windows = list(paper.SWINV2_TABLE1), paper.SWINV2_TABLE1_WINDOWS
 
     def cells(a: dict[str, float], b: dict[str, float] | None) -> list[str]:
         """``a`` at each larger window minus ``b`` there, or minus ``a`` at window 8 (None)."""
-        return [
-            " / ".join(mark_gap(a[c] - (a["imagenet_w8"] if b is None else b[c]))
-                       for c in (f"imagenet_w{w}", f"imagenet_w{w}_ft"))
-            for w in windows
-        ]  # fmt: skip
+        columns = [(f"imagenet_w{w}", f"imagenet_w{w}_ft") for w in windows]
+        base = {c: a["imagenet_w8"] if b is None else b[c] for pair in columns for c in pair}
+        return [" / ".join(mark_gap(a[c] - base[c]) for c in pair) for pair in columns]
 
     rows = [(f"{row}: change from W8", *cells(paper.SWINV2_TABLE1[row], None)) for row in names]
     for a, b in [(row, names[0]) for row in names[1:]] + [(names[2], names[1])]:
@@ -98,11 +87,10 @@ def swinv2_table1_reading_markdown() -> str:
 
 
 def rope_vit_reading_markdown() -> str:
-    """RoPE-ViT's Swin-T rows read by the rules: each code's change from 224 to 384 px, and each
-    rotary code's change minus the bias table's (``rel``), sub-point gaps in parentheses."""
+    """RoPE-ViT's Swin-T rows: each code's change from 224 to 384 px and minus ``rel``'s, marked."""
     change = {pos: m["top1_384"] - m["top1_224"] for pos, m in paper.ROPE_VIT_SWIN_T.items()}
     rows = [(f"`{pos}`: change", mark_gap(c)) for pos, c in change.items()]
-    rows += [(f"`{pos}` − `rel`: change", mark_gap(c - change["rel"]))
-             for pos, c in change.items() if pos != "rel"]  # fmt: skip
+    others = {pos: c - change["rel"] for pos, c in change.items() if pos != "rel"}
+    rows += [(f"`{pos}` − `rel`: change", mark_gap(c)) for pos, c in others.items()]
     head = ["ImageNet top-1, points", "224 → 384 px"]
     return paper.markdown_table(head, rows, _note(paper.ROPE_VIT_SWIN_SOURCE) + ".*")
