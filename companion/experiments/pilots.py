@@ -1,10 +1,5 @@
-"""Which planned runs chapter 6's predictions knew: a planned run equal to a pilot's.
-
-A pilot (``results/pilots/``) ran before the predictions were written, so a planned run that
-comes out bit for bit as a pilot run did (the same :func:`fingerprint`) was known to them,
-whatever its name says: it is no blind seed. Twins are found from the sealed records (every
-folder read verified), never from names, and a twin's moves compared with its pilot's.
-"""
+"""Which planned runs chapter 6's predictions knew: a run equal bit for bit to a pilot's (which ran
+before them) is no blind seed, whatever its name says. Found from the sealed records, verified."""
 
 from __future__ import annotations
 
@@ -28,8 +23,7 @@ Moves = dict[str, dict[tuple[Any, ...], tuple[Any, ...]]]
 
 @dataclass(frozen=True)
 class PilotTwin:
-    """Planned ``folder``/``run`` equal to ``pilot``/``pilot_run``; ``moves`` of its ``of``
-    moves equal the pilot run's (both 0 where either folder has no moves)."""
+    """Planned ``folder``/``run`` equal to ``pilot``/``pilot_run``, and ``moves`` of ``of``."""
 
     folder: str
     run: str
@@ -46,30 +40,26 @@ def _key(run: dict[str, Any]) -> str:
 def fingerprint(run: dict[str, Any]) -> tuple[Any, ...]:
     """What a run learned: each split's test images and per-image bits, and the final test loss
     (a fingerprint of the weights: two runs that both give the constant answer differ there)."""
-    splits = tuple(
-        (name, s["labels_sha256"], s["correct"]) for name, s in sorted(run["splits"].items())
-    )
-    return splits, run["final"]["test_loss"]
+    splits = sorted(run["splits"].items())
+    return tuple((n, s["labels_sha256"], s["correct"]) for n, s in splits), run["final"][
+        "test_loss"
+    ]
 
 
 def _moves(folder: Path) -> Moves:
-    """``{run key: {(size, rendering, condition): bits as moved and fine-tuned}}`` (empty
-    without a ``transfer.json``)."""
+    """``{run key: {(size, rendering, condition): bits as moved and fine-tuned}}``."""
     found: Moves = {}
     if (folder / DERIVED[0]).is_file():
         for row in load_transfer(folder, load_results(folder))["rows"]:
             if row["condition"] != "trained":
                 where = (row["size"], row["rendering"], row["condition"])
-                found.setdefault(_key(row), {})[where] = (
-                    row["correct"],
-                    row.get("correct_finetuned"),
-                )
+                bits = (row["correct"], row.get("correct_finetuned"))
+                found.setdefault(_key(row), {})[where] = bits
     return found
 
 
 def pilot_twins(planned: Sequence[Path], pilots: Sequence[Path]) -> list[PilotTwin]:
-    """Every run of the ``planned`` folders equal to a run of one of the ``pilots`` folders,
-    in the folders' order and each folder's run order."""
+    """Every run of the ``planned`` folders equal to a run of one of the ``pilots`` folders."""
     seen: dict[tuple[Any, ...], tuple[Path, str]] = {}
     for folder in pilots:
         for run in load_results(folder)["runs"]:
@@ -79,12 +69,10 @@ def pilot_twins(planned: Sequence[Path], pilots: Sequence[Path]) -> list[PilotTw
         moves = _moves(folder)
         for run in load_results(folder)["runs"]:
             if fingerprint(run) in seen:
-                pilot, pilot_run = seen[fingerprint(run)]
-                mine, theirs = moves.get(_key(run), {}), _moves(pilot).get(pilot_run, {})
+                key, (pilot, pilot_run) = _key(run), seen[fingerprint(run)]
+                mine, theirs = moves.get(key, {}), _moves(pilot).get(pilot_run, {})
                 equal = sum(theirs.get(where) == bits for where, bits in mine.items())
-                twins.append(
-                    PilotTwin(folder.name, _key(run), pilot.name, pilot_run, equal, len(mine))
-                )
+                twins.append(PilotTwin(folder.name, key, pilot.name, pilot_run, equal, len(mine)))
     return twins
 
 
@@ -104,10 +92,7 @@ def find_pilot_twins(planned: Sequence[str]) -> list[PilotTwin]:
 
 def twins_table(twins: Sequence[PilotTwin]) -> str:
     """The twins as a markdown table, one row per planned run."""
-    lines = [
-        "| planned folder | run | equal to the pilot run in | moves equal |",
-        "|---|---|---|---|",
-    ]
+    lines = ["| planned folder | run | equal to the pilot run in | moves equal |", "|---" * 4 + "|"]
     for t in twins:
         moves = f"{t.moves} of {t.of}" if t.of else "—"
         # The pilot's run name is the planned one (the usual case) or given after its folder.

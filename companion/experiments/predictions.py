@@ -1,10 +1,5 @@
-"""Predictions written before a run: the one parser of their files, and chapter 5's checks of them.
-
-``results/<name>/predictions.md`` is prose for the reader plus one fenced ``json`` block: what
-"solved" means per dataset (a split and a threshold) and the predictions, of chapter 6's kinds
-(``TRANSFER_KINDS``, read by its reader) or of chapter 5's (``KINDS``, :func:`check_prediction`).
-A cell is ``"dataset:pos"`` or ``"dataset:pos:variant"``.
-"""
+"""Predictions written before a run: the one parser of their files (``predictions.md``: prose
+and one ``json`` block, "solved" rules and predictions), and chapter 5's checks of them."""
 
 from __future__ import annotations
 
@@ -101,8 +96,7 @@ def correct_by_seed(results: Results, cell: str, split: str) -> dict[int, np.nda
 
 
 def with_counts(results: Results, rows: Iterable[Entry]) -> Results:
-    """``results`` with each run's ``"table"``: ``{split: correct / total}`` of its row in the
-    record table's ``rows`` (matched by cell, seed, split and the bits' hash; else ``None``)."""
+    """``results``, each run with ``"table"``: ``{split: correct / total}`` of its row."""
     held = {(r["task"], r["code"], r["variant"], r["seed"], r["split"], r["bits_sha256"]):
             r["correct"] / r["total"] for r in rows}  # fmt: skip
     runs = []
@@ -240,8 +234,7 @@ def cells_read(prediction: Entry) -> list[str]:
 def _gap_matrices(
     results: Results, prediction: Entry, seeds: Sequence[int] | None
 ) -> tuple[list[int], list[np.ndarray], list[str]]:
-    """The seeds a gap or lift-gap is read on (those all its cells have, or ``seeds``), its
-    ``(seeds, images)`` arrays (``[a]``, ``[a, b]`` or ``[first, second]``) and their splits."""
+    """The seeds a gap is read on (its cells' common ones, or ``seeds``), its arrays and splits."""
     if prediction["kind"] == "lift-gap":
         cells, splits = [prediction["cell"]] * 2, [prediction["first"], prediction["second"]]
     else:
@@ -258,8 +251,7 @@ def _gap_matrices(
 def prediction_interval(
     results: Results, prediction: Entry, seeds: Sequence[int] | None = None
 ) -> Interval:
-    """The bootstrap interval a gap or lift-gap is read with, on its cells' common seeds (the
-    planned reading) or on ``seeds``."""
+    """The bootstrap interval of a gap or lift-gap, on its cells' common seeds or on ``seeds``."""
     dataset = parse_cell(prediction["cell"])[0]
     _, arrays, splits = _gap_matrices(results, prediction, seeds)
     labels = [test_labels(results, dataset, s) for s in splits]
@@ -284,8 +276,7 @@ def per_seed(results: Results, prediction: Entry) -> dict[int, float]:
 
 
 def split_cells(results: Results, prediction: Entry, solved: Plan) -> list[str]:
-    """The cells a gap or lift-gap reads whose seeds split into solved and unsolved (a count or
-    count-gap reads its cells as counts: never listed)."""
+    """The cells a gap or lift-gap reads whose seeds split into solved and unsolved."""
     if prediction["kind"] not in ("gap", "lift-gap"):
         return []
     rule = solved[parse_cell(prediction["cell"])[0]]

@@ -1,8 +1,6 @@
 """A cell of an ablation read split by split (chapters 5 and 6): accuracies with the two-stage
-bootstrap of :mod:`companion.experiments.bootstrap` (seeds *and* test images), and a cell whose
-seeds split into solved and unsolved reported as a count (solved k of n, exact interval on the
-rate), its mean never read.
-"""
+bootstrap (seeds *and* images); a cell whose seeds split into solved and unsolved is read as a
+count (solved k of n, exact interval on the rate), its mean never read."""
 
 from __future__ import annotations
 
@@ -43,8 +41,7 @@ def accuracy_table(
     rule: dict[str, Any],
     cells: Sequence[str] | None = None,
 ) -> str:
-    """Markdown: per cell, the mean accuracy on each split with its 95 % bootstrap interval,
-    then solved k of n by ``rule``; a split cell's mean is marked "split"."""
+    """Markdown: per cell, its accuracy on each split with its interval, and solved k of n."""
     head = " | ".join(f"`{s}` (constant answer {100 * constant_answer(results, dataset, s):.1f})"
                       for s in splits)  # fmt: skip
     lines = [f"| cell | {head} | solved (`{rule['split']}` ≥ {100 * rule['threshold']:g} %) |"]
@@ -69,9 +66,8 @@ def accuracy_table(
 
 
 def glance_entry(lift: np.ndarray, won: np.ndarray) -> str:
-    """A glance entry from each seed's lift in points and whether it solved: the mean lift, or
-    where the seeds split, the count solved, their mean lift and each other seed's (seeds short
-    of the mark need not agree with each other, so they are not averaged)."""
+    """The mean lift of the seeds, or where they split, the count solved, their mean lift and each
+    other seed's (seeds short of the mark need not agree with each other: never averaged)."""
     if won.all() or not won.any():
         return f"{lift.mean():+.1f}"
     solved = f"{int(won.sum())}/{len(won)} solved: {lift[won].mean():+.1f}"
