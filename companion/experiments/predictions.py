@@ -285,4 +285,5 @@ def split_cells(results: Results, prediction: Entry, solved: Plan) -> list[str]:
 
 def on_seeds(results: Results, seeds: Sequence[int]) -> Results:
     """``results`` with only the runs of ``seeds``."""
-    return {**results, "runs": [r for r in results["runs"] if r["seed"] in set(seeds)]}
+    kept = set(seeds)
+    return {**results, "runs": [r for r in results["runs"] if r["seed"] in kept]}
