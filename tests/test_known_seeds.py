@@ -7,9 +7,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from companion.experiments.chapter5 import blind_predictions_table, load_results
-from companion.experiments.pilots import KNOWN_BEFORE, fingerprint, pilot_twins
-from companion.experiments.predictions import load_predictions
+from companion.experiments.chapter5 import KNOWN_BEFORE, blind_predictions_table, load_results
+from companion.experiments.pilots import fingerprint
+from companion.experiments.predictions import cell_of, load_predictions
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
@@ -29,18 +29,13 @@ def _git(*args: str) -> str:
     ).stdout
 
 
-def _read(folder: Path) -> dict[str, Any]:
-    """An earlier record as git holds it (git's object hash is its check; it has no seal)."""
-    return json.loads((folder / "results.json").read_text(encoding="utf-8"))
-
-
 def final_metrics(run: dict[str, Any]) -> tuple[Any, ...]:
     """What a run recorded before runs kept per-image bits: its final test and train accuracy
     and loss (the losses, to float precision, a fingerprint of the weights)."""
     return tuple(run["final"][k] for k in ("test_acc", "test_loss", "train_acc", "train_loss"))
 
 
-def known_runs(name: str, tmp_path: Path) -> dict[str, set[tuple[str, int]]]:
+def known_runs(name: str) -> dict[str, set[tuple[str, int]]]:
     """``{commit: {(cell, seed)}}``: each version of ``results/<name>/results.json`` committed
     before the folder's ``predictions.md`` was, and the planned runs equal to one of its runs
     (by per-image bits where it kept them, else by its final accuracies and losses)."""
@@ -49,25 +44,18 @@ def known_runs(name: str, tmp_path: Path) -> dict[str, set[tuple[str, int]]]:
     found = {}
     earlier = _git("log", "--format=%H", f"{first}~1", "--", f"results/{name}/results.json")
     for commit in earlier.split():
-        folder = tmp_path / f"{name}-{commit[:7]}"
-        folder.mkdir()
-        text = _git("show", f"{commit}:results/{name}/results.json")
-        (folder / "results.json").write_text(text, encoding="utf-8")
-        bits = all("splits" in run for run in json.loads(text)["runs"])
-        same = fingerprint if bits else final_metrics
-        twins = pilot_twins([RESULTS / name], [folder], same=same, read_pilot=_read)
+        # An earlier record as git holds it (git's object hash is its check; it has no seal).
+        runs = json.loads(_git("show", f"{commit}:results/{name}/results.json"))["runs"]
+        same = fingerprint if all("splits" in run for run in runs) else final_metrics
+        before = {same(run) for run in runs}
+        twins = [run for run in load_results(RESULTS / name)["runs"] if same(run) in before]
         if twins:
-            found[commit[:7]] = {(_cell_of(t.run), int(t.run.rsplit("seed", 1)[1])) for t in twins}
+            found[commit[:7]] = {(cell_of(run), run["seed"]) for run in twins}
     return found
 
 
-def _cell_of(key: str) -> str:
-    """``"grid-cell__rel__torus__seed0"`` -> ``"grid-cell:rel:torus"``."""
-    return ":".join(key.split("__")[:-1])
-
-
-def test_the_runs_chapter_5_calls_known_are_those_equal_to_a_run_before_the_predictions(tmp_path):
-    found = {name: known_runs(name, tmp_path) for name in PLANNED}
+def test_the_runs_chapter_5_calls_known_are_those_equal_to_a_run_before_the_predictions():
+    found = {name: known_runs(name) for name in PLANNED}
     declared = {
         name: {k.commit: {(c, s) for c in k.cells for s in k.seeds}}
         for name, k in KNOWN_BEFORE.items()

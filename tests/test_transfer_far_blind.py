@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from companion.experiments import pilots
 from companion.experiments.pilots import (
     find_pilot_twins,
     fingerprint,
@@ -174,14 +175,15 @@ def test_chapter_6_prints_every_planned_run_equal_to_a_pilot_and_says_they_are_n
             assert words in prose, words
 
 
-def test_find_pilot_twins_finds_the_pilots_beside_the_results_it_reads():
+def test_find_pilot_twins_finds_the_pilots_beside_the_results_it_reads(monkeypatch):
     twins = find_pilot_twins(["cpu-transfer-far-48-world", "cpu-transfer-far-48-scaled"])
     assert [(t.folder, t.run) for t in twins] == [
         ("cpu-transfer-far-48-world", "far-relation__rel__seed0"),
         ("cpu-transfer-far-48-world", "far-relation__rope-mixed__seed0"),
     ]
+    monkeypatch.setattr(pilots, "TRANSFER_PILOTS", "pilots/nowhere")
     with pytest.raises(FileNotFoundError, match="no pilot folder"):
-        find_pilot_twins(["cpu-transfer-far-48-world"], pilots="pilots/nowhere")
+        find_pilot_twins(["cpu-transfer-far-48-world"])
 
 
 def test_the_blind_folders_give_every_cell_five_seeds_no_pilot_ran():

@@ -1,37 +1,23 @@
 """Chapter 5's reader: its ablations read split by split, and the predictions committed before
-each run checked by the rules fixed with them (:mod:`companion.experiments.predictions`).
-
-The chapter imports everything it reads from here (the names imported ``as`` themselves are
-re-exported, each defined once where chapters 5 and 6 share it). A cell whose seeds split into
-solved and unsolved is read by its count, never its mean; a planned gap that reads one is also
-read seed by seed and on the solved seeds alone (:func:`split_seed_readings`).
-
-**Placements.** Each test split of ``far-relation-interior`` holds 1000 images but only 16
-placements (where A and B lie, in patches); every image of a placement asks the same question,
-so a bootstrap over images treats 1000 draws as independent where there are 16: too narrow for a
-claim about positions. :func:`placement_readings` resamples seeds, then placements (each with all
-its images), image-weighted as the planned reading is; it was added after the run, beside the
-planned reading (a bootstrap over seeds and images), and its verdicts are not the plan's. Every
-``seen`` pair lies along an edge row or column of the shared stage-0 window (rows and columns
-2-5), every ``unseen`` pair along one through its centre (3 or 4): the splits differ in more than
-whether a position was seen (:func:`pair_line`).
-"""
+each run checked by the rules fixed with them. The chapter imports all it reads from here (names
+imported ``as`` themselves are re-exported)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from companion.data.tasks import PATCH
-from companion.experiments.bootstrap import Interval
+from companion.experiments.bootstrap import Interval, gap_interval
 from companion.experiments.evaluation import load_split
-from companion.experiments.integrity import whole_folders
-from companion.experiments.pilots import KNOWN_BEFORE as KNOWN_BEFORE
-from companion.experiments.pilots import Known
 from companion.experiments.predictions import (
+    Entry,
+    Plan,
+    Results,
+    cell_of,
     cells_read,
     check_prediction,
     chosen,
@@ -58,22 +44,45 @@ from companion.experiments.results import load_bias_tables as load_bias_tables
 from companion.experiments.results import load_curves as load_curves
 from companion.experiments.results import load_results as results_json
 from companion.experiments.split_reading import accuracy_table as accuracy_table
-from companion.experiments.split_reading import beside_their_swin as beside_their_swin
 from companion.experiments.split_reading import cells_of as cells_of
 from companion.experiments.split_reading import glance_entry, seed_matrix
-from companion.experiments.split_reading import split_rows as split_rows
-from companion.experiments.split_reading import variant_pairs as variant_pairs
 from companion.experiments.stats import format_p, holm_bounds
 from companion.experiments.stats import ring_null as ring_null
 
 
-@whole_folders
-def load_results(folder: str | Path) -> dict[str, Any]:
-    """``folder``'s ``results.json``, verified against its ``SHA256SUMS`` and the record table,
-    whose counts it carries (:func:`with_counts`): every count and bits' hash read below is its."""
+def load_results(folder: str | Path) -> Results:
+    """``folder``'s ``results.json``, verified, with its counts from the record table."""
     results = results_json(folder)
     check_against_table(folder, results)
     return with_counts(results, load_table(results_tree(folder)))
+
+
+def variant_pairs(results: Results, dataset: str) -> list[tuple[str, str]]:
+    """``(variant cell, the Swin cell it changes)`` for every controlled variant of ``dataset``."""
+    return [(c, c.rsplit(":", 1)[0]) for c in cells_of(results, dataset) if c.count(":") == 2]
+
+
+def beside_their_swin(results: Results, dataset: str) -> list[str]:
+    """The cells with a controlled variant, each Swin cell followed by its variants."""
+    order: dict[str, list[str]] = {}
+    for variant, swin in variant_pairs(results, dataset):
+        order.setdefault(swin, []).append(variant)
+    return [c for swin, variants in order.items() for c in (swin, *variants)]
+
+
+def split_rows(
+    results: Results, dataset: str, split: str, cells: Sequence[str] | None = None
+) -> list[Entry]:
+    """Rows for ``plot_seed_dots``: each cell's accuracy per seed, and its bootstrap interval."""
+    rows = []
+    for cell in cells or cells_of(results, dataset):
+        seeds, correct = seed_matrix(results, cell, split)
+        i = gap_interval(correct)
+        _, pos, variant = parse_cell(cell)
+        rows.append({"dataset": dataset, "pos": pos, "variant": variant, "split": split,
+                     "seeds": seeds, "values": correct.mean(1).tolist(), "n": len(seeds),
+                     "mean": i.estimate, "low": i.low, "high": i.high})  # fmt: skip
+    return rows
 
 
 def _points(i: Interval) -> str:
@@ -81,14 +90,9 @@ def _points(i: Interval) -> str:
     return f"{100 * i.estimate:+6.1f} [{100 * i.low:+6.1f}, {100 * i.high:+6.1f}]"
 
 
-def gaps_lines(
-    results: dict[str, Any], pairs: Sequence[tuple[str, str]], split: str, rule: dict[str, Any]
-) -> str:
-    """One line per ``(a, b)`` (cells, or ``b = "constant"``): the gap on ``split`` in points with
-    its 95 % bootstrap interval and its p-value Holm-adjusted over the pairs printed (these are
-    the exploratory comparisons: the planned ones are the predictions'). A gap with a split cell
-    gets no interval: the counts say more than a mean of two groups. A p-value resting on
-    bootstrap p-values at their floor is printed as the bound it is (``p_Holm < 0.0015``)."""
+def gaps_lines(results: Results, pairs: Sequence[tuple[str, str]], split: str, rule: Entry) -> str:
+    """Per ``(a, b)`` (``b`` a cell or ``"constant"``): the exploratory gap on ``split``, its 95 %
+    bootstrap interval and p Holm-adjusted over the intervals printed; a split cell gets none."""
     several = len({parse_cell(a)[0] for a, _ in pairs}) > 1  # then each line names its dataset
     found: list[tuple[str, Interval | None]] = []
     for a, b in pairs:
@@ -112,11 +116,8 @@ def gaps_lines(
     return "\n".join(lines)
 
 
-def lift_lines(
-    results: dict[str, Any], dataset: str, first: str, second: str, cells: Sequence[str]
-) -> str:
-    """Per cell: its lift over the constant answer on ``first`` and on ``second`` (each split's
-    own constant answer) and the change, with its 95 % bootstrap interval."""
+def lift_lines(results: Results, dataset: str, first: str, second: str, cells: list[str]) -> str:
+    """Per cell: its lift over each split's constant answer, and the change with its interval."""
     lines = [f"lift over the constant answer (points): `{first}`, `{second}`, and the change "
              "[95 % bootstrap interval]"]  # fmt: skip
     constants = {s: constant_answer(results, dataset, s) for s in (first, second)}
@@ -129,15 +130,10 @@ def lift_lines(
 
 
 def encoding_glance(
-    sections: Sequence[tuple[dict[str, Any], str, Sequence[str], dict[str, Any]]],
+    sections: Sequence[tuple[Results, str, Sequence[str], Entry]],
     pos: Sequence[str] = ("none", "abs", "rel", "abs+rel"),
 ) -> str:
-    """Markdown: what each encoding of ``pos`` bought on every task and test split at once.
-
-    ``sections``: ``(results, dataset, splits, rule)`` per task, ``rule`` its "solved" rule. One
-    row per task and split, one column per encoding, each entry the lift over the constant
-    answer (:func:`~companion.experiments.split_reading.glance_entry`: a split cell's seeds are
-    counted, not averaged)."""
+    """Markdown: each encoding's lift over the constant answer on each section's splits."""
     lines = ["| task, split | " + " | ".join(f"`{p}`" for p in pos) + " |"]
     lines.append("|---" * (len(pos) + 1) + "|")
     rules = []
@@ -160,23 +156,20 @@ def encoding_glance(
     return "\n".join(lines) + "\n"
 
 
-def _expected(prediction: dict[str, Any]) -> str:
+def _expected(prediction: Entry) -> str:
     expect = prediction["expect"]
     return expect if isinstance(expect, str) else "{}-{} seeds".format(*expect)
 
 
-def predictions_list(predictions: dict[str, Any], ids: Sequence[str] | None = None) -> str:
+def predictions_list(predictions: Plan, ids: Sequence[str] | None = None) -> str:
     """A Markdown table of the predictions as written (before any result): id, text, expected."""
     lines = ["| id | prediction | expected |", "|---|---|---|"]
     lines += [f"| {p['id']} | {p['text']} | {_expected(p)} |" for p in chosen(predictions, ids)]
     return "\n".join(lines)
 
 
-def predictions_table(
-    results: dict[str, Any], predictions: dict[str, Any], ids: Sequence[str] | None = None
-) -> str:
-    """A Markdown table: every prediction (or those in ``ids``), what it expected, what was
-    measured, whether it held ("not readable" where its positive control failed)."""
+def predictions_table(results: Results, predictions: Plan, ids: Sequence[str] | None = None) -> str:
+    """Markdown: each prediction (of ``ids``), what it expected, what was measured, if it held."""
     lines = ["| id | prediction | expected | measured | held |", "|---|---|---|---|---|"]
     for p in chosen(predictions, ids):
         measured, verdict = _measured(results, predictions, p)
@@ -185,10 +178,8 @@ def predictions_table(
 
 
 def _measured(
-    results: dict[str, Any], predictions: dict[str, Any], p: dict[str, Any],
-    seeds: Sequence[int] | None = None,
-) -> tuple[str, str]:  # fmt: skip
-    """``(what was measured, verdict)`` of one prediction, on ``seeds`` or on all."""
+    results: Results, predictions: Plan, p: Entry, seeds: Sequence[int] | None = None
+) -> tuple[str, str]:
     measured, held = check_prediction(results, p, predictions["solved"], seeds)
     results = results if seeds is None else on_seeds(results, seeds)
     split = split_cells(results, p, predictions["solved"])
@@ -200,55 +191,61 @@ def _measured(
     return measured, "yes" if held else "**no**"
 
 
-def blind_predictions_table(
-    results: dict[str, Any], predictions: dict[str, Any], known: Known,
-    ids: Sequence[str] | None = None,
-) -> str:  # fmt: skip
-    """Markdown: every prediction (of ``ids``) read on all seeds and on the seeds its cells ran
-    on that the predictions did not know (:class:`Known`), by the same rules and thresholds (a
-    count on fewer seeds read as the same share)."""
+@dataclass(frozen=True)
+class Known:
+    """Seeds ``seeds`` of ``cells``: equal to the runs committed at ``commit``, before the plan."""
+
+    commit: str
+    seeds: tuple[int, ...]
+    cells: tuple[str, ...]
+
+    def blind(self, results: Results, cells: Sequence[str]) -> list[int]:
+        """The seeds every one of ``cells`` ran on and none of them had in the earlier run."""
+        ran = [{r["seed"] for r in results["runs"] if cell_of(r) == c} for c in cells]
+        known = self.seeds if set(cells) & set(self.cells) else ()
+        return sorted(set.intersection(*ran) - set(known))
+
+
+#: The earlier runs chapter 5's predictions were written after: the 5-seed grid at 59772f9, its
+#: four encodings on both tasks and six variants (not the three positive controls, new in the
+#: plan). ``tests/test_known_seeds.py`` finds exactly these runs again, from the git history.
+KNOWN_BEFORE = {
+    "cpu-ablation": Known("59772f9", (0, 1, 2, 3, 4), tuple(
+        [f"{d}:{p}" for d in ("grid-cell", "relation") for p in ("none", "abs", "rel", "abs+rel")]
+        + [f"grid-cell:{c}" for c in ("none:torus", "rel:torus", "rel:no-shift",
+                                      "rel:abs-offset-bias")]
+        + ["relation:none:pool-merge", "relation:rel:pool-merge"])),
+}  # fmt: skip
+
+
+def blind_predictions_table(results: Results, predictions: Plan, known: Known) -> str:
+    """Markdown: every prediction read on all seeds and, by the same rules, on the seeds its
+    cells ran on that the predictions did not know."""
     lines = ["| id | expected | all seeds | held | seeds the predictions did not know | held |",
              "|---|---|---|---|---|---|"]  # fmt: skip
-    for p in chosen(predictions, ids):
+    for p in predictions["predictions"]:
         read = [*_measured(results, predictions, p)]
         blind = known.blind(results, cells_read(p))
         if blind:
             measured, verdict = _measured(results, predictions, p, blind)
-            read += [f"seeds {_span(blind)}: {measured}", verdict]
+            span = ", ".join(map(str, blind))
+            if len(blind) > 2 and blind == list(range(blind[0], blind[-1] + 1)):
+                span = f"{blind[0]}–{blind[-1]}"
+            read += [f"seeds {span}: {measured}", verdict]
         else:
             read += ["none: every seed was known", "—"]
         lines.append(f"| {p['id']} | {_expected(p)} | " + " | ".join(read) + " |")
     return "\n".join(lines)
 
 
-def _span(seeds: Sequence[int]) -> str:
-    """``[5, 6, 7, 8, 9]`` -> ``"5–9"``; others joined by commas."""
-    if len(seeds) > 2 and list(seeds) == list(range(seeds[0], seeds[-1] + 1)):
-        return f"{seeds[0]}–{seeds[-1]}"
-    return ", ".join(map(str, seeds))
-
-
-def _statistic_name(prediction: dict[str, Any]) -> str:
-    """What :func:`~companion.experiments.predictions.per_seed` measures, in words."""
-    if prediction["kind"] == "lift-gap":
-        return (f"change in lift over the constant answer, `{prediction['second']}` minus "
-                f"`{prediction['first']}`")  # fmt: skip
-    against = prediction["against"]
-    other = "the constant answer" if against == "constant" else pos_label(against)
-    return f"{pos_label(prediction['cell'])} minus {other} on `{prediction['split']}`"
-
-
-def split_seed_readings(
-    results: dict[str, Any], predictions: dict[str, Any], ids: Sequence[str] | None = None
-) -> str:
-    """For every gap or lift-gap prediction (of ``ids``) that reads a split cell (its seeds
-    split into solved and unsolved by the predictions' rule): its statistic seed by seed (only
-    on the seeds where the cell it is read against solved: a baseline that did not learn is
-    none), the planned reading over every seed ("not readable" where its positive control
-    failed), then the same reading on the seeds where every cell it reads solved the task
-    (exploratory: no prediction named it). Points throughout."""
+def split_seed_readings(results: Results, predictions: Plan) -> str:
+    """For every gap or lift-gap prediction that reads a split cell: its statistic
+    seed by seed (only where the cell it is read against solved: a baseline that did not learn
+    is none), the planned reading over every seed ("not readable" where its positive control
+    failed), then the same reading on the seeds where every cell it reads solved (exploratory:
+    no prediction named it). Points throughout."""
     solved, blocks = predictions["solved"], []
-    for p in chosen(predictions, ids):
+    for p in predictions["predictions"]:
         split = split_cells(results, p, solved)
         if not split:
             continue
@@ -265,7 +262,13 @@ def split_seed_readings(
             k, n = sum(flags[cell].values()), len(flags[cell])
             lines.append(f"    {pos_label(cell)} solved `{rule['split']}` in {k} of {n} seeds")
         where = "" if baseline is None else f" where {pos_label(baseline)} solved"
-        lines.append(f"    {_statistic_name(p)}, per seed{where} (points):")
+        if p["kind"] == "lift-gap":
+            statistic = (f"change in lift over the constant answer, `{p['second']}` minus "
+                         f"`{p['first']}`")  # fmt: skip
+        else:
+            other = "the constant answer" if p["against"] == "constant" else pos_label(p["against"])
+            statistic = f"{pos_label(p['cell'])} minus {other} on `{p['split']}`"
+        lines.append(f"    {statistic}, per seed{where} (points):")
         rows = {"seed": [f"{s:>7}" for s in seeds]}
         for cell, f in flags.items():
             rows[f"{pos_label(cell)} solved"] = [f"{'yes' if f[s] else 'no':>7}" for s in seeds]
@@ -290,12 +293,9 @@ def split_seed_readings(
 Placement = tuple[tuple[int, int], tuple[int, int]]
 
 
-def placements(
-    dataset: str, split: str, n: int, data_seed: int = 0
-) -> tuple[np.ndarray, list[Placement]]:
-    """``(ids, keys)``: each test image's placement index ``(n,)`` and the placements, sorted,
-    each ``((row, col) of A, (row, col) of B)`` in patches."""
-    data = load_split(dataset, split, n, data_seed)
+def placements(dataset: str, split: str, n: int) -> tuple[np.ndarray, list[Placement]]:
+    """Each test image's placement index and the placements, sorted, each ``(A, B)`` in patches."""
+    data = load_split(dataset, split, n, data_seed=0)  # the test sets every run was read on
     cells = (data.meta["centres"] // PATCH).long().tolist()  # (n, 2 objects, 2)
     found = [((a[0], a[1]), (b[0], b[1])) for a, b in cells]
     keys = sorted(set(found))
@@ -309,7 +309,7 @@ def pair_line(key: Placement) -> str:
 
 
 def _counts(
-    results: dict[str, Any], cell: str, split: str, ids: np.ndarray
+    results: Results, cell: str, split: str, ids: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(seeds, placements)`` right answers and ``(placements,)`` images of each placement."""
     k = int(ids.max()) + 1
@@ -319,7 +319,7 @@ def _counts(
 
 
 def placement_interval(
-    results: dict[str, Any],
+    results: Results,
     terms: Sequence[tuple[float, str, str, np.ndarray]],
     replicates: int = 4000,
     seed: int = 0,
@@ -330,10 +330,7 @@ def placement_interval(
     that reads it (paired by placement), each drawn placement with all its images."""
     rng = np.random.default_rng(seed)
     read = [(sign, split, *_counts(results, cell, split, ids)) for sign, cell, split, ids in terms]
-    n_seeds = {len(hits) for _, _, hits, _ in read}
-    if len(n_seeds) != 1:
-        raise ValueError(f"terms must share their seeds, got seed counts {sorted(n_seeds)}")
-    (n,) = n_seeds
+    n = len(read[0][2])  # the seeds, shared by every term (one cell on two splits)
 
     def value(s: np.ndarray, drawn: dict[str, np.ndarray]) -> float:
         return sum(sign * (hits[s][:, drawn[split]].sum(1) / sizes[drawn[split]].sum()).mean()
@@ -351,11 +348,9 @@ def placement_interval(
 
 
 def placement_table(
-    results: dict[str, Any], cells: Sequence[str], split: str, ids: np.ndarray,
-    keys: Sequence[Placement],
-) -> str:  # fmt: skip
-    """Markdown: per placement of ``split``, its line, its images and each cell's accuracy (%,
-    mean over seeds)."""
+    results: Results, cells: Sequence[str], split: str, ids: np.ndarray, keys: list[Placement]
+) -> str:
+    """Markdown: per placement, its line, its images and each cell's accuracy (%, seeds' mean)."""
     lines = [f"| `{split}` placement (A → B) | line | images | "
              + " | ".join(f"`{pos_label(c)}`" for c in cells) + " |",
              "|---" * (3 + len(cells)) + "|"]  # fmt: skip
@@ -369,14 +364,17 @@ def placement_table(
 
 
 def placement_readings(
-    results: dict[str, Any], predictions: dict[str, Any], ids: dict[str, np.ndarray],
-    keys: dict[str, Sequence[Placement]],
-) -> str:  # fmt: skip
-    """Text: the lines each split's pairs lie along, then every lift-gap prediction's lift
-    change (a cell's lift over the constant answer on ``second`` minus on ``first``, each split's
-    constant answer fixed at its measured value) read with the placement bootstrap against its
-    threshold, or "not readable" where its positive control failed (a correction made after the
-    run: the planned verdicts stand as printed). Points."""
+    results: Results,
+    predictions: Plan,
+    ids: dict[str, np.ndarray],
+    keys: dict[str, list[Placement]],
+) -> str:
+    """Text: the lines each split's pairs lie along, then every lift-gap prediction read by
+    placements, points. A test split of ``far-relation-interior`` holds 1000 images but 16
+    placements, each asking one question: a bootstrap over images is too narrow for a claim about
+    positions, so this resamples seeds, then placements with all their images (image-weighted,
+    each split's constant answer fixed at its measured value). A correction made after the run:
+    the planned verdicts stand as printed; "not readable" where a positive control failed."""
     lines = ["Correction made after the run: seeds and placements resampled (95 %), points."]
     for split, found in keys.items():
         along = sorted({pair_line(k) for k in found})
@@ -389,7 +387,6 @@ def placement_readings(
         shift = constant_answer(results, dataset, first) - constant_answer(results, dataset, second)
         terms = [(1.0, cell, second, ids[second]), (-1.0, cell, first, ids[first])]
         est, low, high = (v + shift for v in placement_interval(results, terms))
-        # A comparison whose positive control failed is not readable, by this reading too.
         control = failed_control(results, predictions, p)
         held = "yes" if meets(Interval(est, low, high, p=1.0), p["expect"]) else "no"
         verdict = control_note(control) if control else f"{in_points(p['expect'])}: {held}"

@@ -1,27 +1,5 @@
-"""Predictions written before a run: the one parser of their files, and chapter 5's checks of them.
-
-``results/<name>/predictions.md`` is prose for the reader plus one fenced ``json`` block
-(:func:`parse_predictions`): what "solved" means per dataset (a split and a threshold) and the
-predictions, of chapter 6's kinds (``TRANSFER_KINDS``, read by its reader) or of chapter 5's,
-checked here (:func:`check_prediction`):
-
-* ``count``: ``cell`` solved in ``expect = [low, high]`` of its seeds (inclusive);
-* ``gap``: ``cell`` minus ``against`` (another cell, or ``"constant"``: the constant answer on the
-  same images) on ``split``, read with the two-stage bootstrap interval; ``expect`` is ``"above
-  X"`` (the interval's low end above X), ``"below X"`` (its high end below X) or ``"within X"``
-  (inside ``(-X, X)``);
-* ``lift-gap``: how much more ``cell`` scores above the constant answer on split ``second`` than
-  on split ``first`` (held-out positions against seen ones), ``expect`` as for ``gap``;
-* ``count-gap``: ``cell`` solved in more seeds than ``against``, Fisher's exact ``p < 0.05``
-  (``expect`` is ``"more"``).
-
-A cell is ``"dataset:pos"`` or ``"dataset:pos:variant"``; cells compared are paired on the seeds
-both have (a controlled variant runs on fewer seeds than the Swin it changes). A comparison rests
-on a **positive control** when the plan says so: a ``gap`` against another cell on the count
-prediction on that cell, any prediction on a count prediction whose text names it (``"... (the
-control for I8)"``). Where that control failed, the comparison is not readable, whatever its
-interval says (:func:`failed_control`).
-"""
+"""Predictions written before a run: the one parser of their files (``predictions.md``: prose
+and one ``json`` block, "solved" rules and predictions), and chapter 5's checks of them."""
 
 from __future__ import annotations
 
@@ -45,37 +23,38 @@ PREDICTIONS = "predictions.md"
 _BLOCK = re.compile(r"```json\n(.*?)\n```", re.DOTALL)
 # "the control for I8", "the control for I8 and I9": the ids a count prediction is a control for.
 _CONTROL_FOR = re.compile(r"control for ([A-Z]+\d+(?:(?:, | and )[A-Z]+\d+)*)")
+#: JSON objects: a ``results.json`` as a chapter reads it, a predictions file's block (``Plan``),
+#: and one prediction or one dataset's "solved" rule of it (``Entry``).
+Results = dict[str, Any]
+Plan = dict[str, Any]
+Entry = dict[str, Any]
 
 
-def load_predictions(folder: str | Path, kinds: Sequence[str] = KINDS) -> dict[str, Any]:
+def load_predictions(folder: str | Path, kinds: Sequence[str] = KINDS) -> Plan:
     """The block of ``folder/predictions.md``, checked against the folder's ``SHA256SUMS``."""
     return parse_predictions(read_text(folder, PREDICTIONS), Path(folder) / PREDICTIONS, kinds)
 
 
 def parse_predictions(
     text: str, where: str | Path = PREDICTIONS, kinds: Sequence[str] = KINDS
-) -> dict[str, Any]:
-    """The one ``json`` block of a predictions file's ``text`` (``where`` names it in errors),
-    each prediction's kind one of ``kinds``: also for a file whose run has not been made (its
-    folder has no ``SHA256SUMS`` yet)."""
+) -> Plan:
+    """The one ``json`` block of a predictions file's ``text`` (``where`` names it in errors)."""
     blocks = _BLOCK.findall(text.replace("\r\n", "\n"))  # a CRLF copy reads the same
     if len(blocks) != 1:
         raise ValueError(f"{where} must hold exactly one ```json block, found {len(blocks)}")
-    try:  # a malformed block is one line naming the file, not a bare KeyError
+    try:
         found = json.loads(blocks[0])
         entries = [(p["id"], p["kind"]) for p in found["predictions"]]
     except (ValueError, KeyError, TypeError) as exc:
-        raise ValueError(
-            f"{where}: the json block must be an object whose 'predictions' list holds objects "
-            f"with an 'id' and a 'kind' ({type(exc).__name__}: {exc})"
-        ) from None
+        allowed = "an object whose 'predictions' hold an 'id' and a 'kind'"
+        raise ValueError(f"{where}: the json block must be {allowed}, got {exc!r}") from None
     for pid, kind in entries:
         if kind not in kinds:
             raise ValueError(f"prediction {pid}: kind must be one of {tuple(kinds)}, got {kind!r}")
     return found
 
 
-def parse_far_transfer_predictions(text: str, where: str | Path = PREDICTIONS) -> dict[str, Any]:
+def parse_far_transfer_predictions(text: str, where: str | Path = PREDICTIONS) -> Plan:
     """Chapter 6's block: its kinds among ``TRANSFER_KINDS``, its keys there."""
     found = parse_predictions(text, where, kinds=TRANSFER_KINDS)
     missing = [k for k in ("size", "solved", "learned", "references") if k not in found]
@@ -92,7 +71,7 @@ def parse_cell(cell: str) -> tuple[str, str, str]:
     return parts[0], parts[1], parts[2] if len(parts) == 3 else "swin"
 
 
-def cell_of(run: dict[str, Any]) -> str:
+def cell_of(run: Entry) -> str:
     """A run's cell: ``"dataset:pos"``, or ``"dataset:pos:variant"`` for a controlled variant."""
     variant = run.get("variant", "swin")
     return f"{run['dataset']}:{run['pos']}" + ("" if variant == "swin" else f":{variant}")
@@ -103,23 +82,21 @@ def pos_label(cell: str) -> str:
     return cell.split(":", 1)[1]
 
 
-def _runs(results: dict[str, Any], cell: str) -> list[dict[str, Any]]:
+def _runs(results: Results, cell: str) -> list[Entry]:
     runs = [r for r in results["runs"] if cell_of(r) == cell]
     if not runs:
         raise ValueError(f"cell {cell!r} has no runs in these results")
     return runs
 
 
-def correct_by_seed(results: dict[str, Any], cell: str, split: str) -> dict[int, np.ndarray]:
+def correct_by_seed(results: Results, cell: str, split: str) -> dict[int, np.ndarray]:
     """``{seed: (images,) bool}``: which test images of ``split`` each run of ``cell`` got right."""
     return {r["seed"]: unpack_bits(r["splits"][split]["correct"], r["splits"][split]["n"])
             for r in _runs(results, cell)}  # fmt: skip
 
 
-def with_counts(results: dict[str, Any], rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """``results`` with each run's ``"table"``: ``{split: correct / total}`` of its row (by cell,
-    seed, split and per-image bits' hash; else ``None``) among the record table's ``rows``
-    (:func:`~companion.experiments.records.load_table`), from which :func:`solved_seeds` counts."""
+def with_counts(results: Results, rows: Iterable[Entry]) -> Results:
+    """``results``, each run with ``"table"``: ``{split: correct / total}`` of its row."""
     held = {(r["task"], r["code"], r["variant"], r["seed"], r["split"], r["bits_sha256"]):
             r["correct"] / r["total"] for r in rows}  # fmt: skip
     runs = []
@@ -131,39 +108,38 @@ def with_counts(results: dict[str, Any], rows: Iterable[dict[str, Any]]) -> dict
     return {**results, "runs": runs}
 
 
-def test_labels(results: dict[str, Any], dataset: str, split: str) -> np.ndarray:
+def test_labels(results: Results, dataset: str, split: str) -> np.ndarray:
     """The labels of a test split, as kept once in the results."""
     return labels_from_text(results["test_sets"][dataset][split]["labels"])
 
 
-def constant_answer(results: dict[str, Any], dataset: str, split: str) -> float:
+def constant_answer(results: Results, dataset: str, split: str) -> float:
     """The constant answer's accuracy on the split's own images."""
     return float(results["test_sets"][dataset][split]["constant_answer"])
 
 
-def solved_seeds(results: dict[str, Any], cell: str, rule: dict[str, Any]) -> dict[int, bool]:
-    """``{seed: accuracy on rule["split"] >= rule["threshold"]}`` (the dataset's "solved" rule),
-    the accuracy the record table's ``correct / total`` (:func:`with_counts`), never the bits'."""
+def solved_seeds(results: Results, cell: str, rule: Entry) -> dict[int, bool]:
+    """``{seed: accuracy on rule["split"] >= rule["threshold"]}``, the accuracy the record
+    table's ``correct / total`` (:func:`with_counts`), never the bits'."""
     found = {r["seed"]: r.get("table", {}).get(rule["split"]) for r in _runs(results, cell)}
     if None in found.values():
         raise ValueError(f"results: {cell!r} has no count from the record table (with_counts)")
     return {seed: bool(accuracy >= rule["threshold"]) for seed, accuracy in found.items()}
 
 
-def is_split_cell(results: dict[str, Any], cell: str, rule: dict[str, Any]) -> bool:
+def is_split_cell(results: Results, cell: str, rule: Entry) -> bool:
     """Whether some seeds of ``cell`` solved by ``rule`` and some did not."""
     flags = solved_seeds(results, cell, rule).values()
     return 0 < sum(flags) < len(flags)
 
 
 def meets(interval: Interval, expect: str) -> bool:
-    """Whether ``interval`` lies where ``expect`` (``"above X"``, ...) says."""
-    x = threshold_of(expect)
-    return {
-        "above": interval.low > x,
-        "below": interval.high < x,
-        "within": -x < interval.low and interval.high < x,
-    }[expect.split()[0]]
+    """Whether ``interval`` lies where ``expect`` says: ``"above X"`` (its low end above X),
+    ``"below X"`` (its high end below X) or ``"within X"`` (inside ``(-X, X)``)."""
+    x, word = threshold_of(expect), expect.split()[0]
+    if word == "within":
+        return -x < interval.low and interval.high < x
+    return interval.low > x if word == "above" else interval.high < x
 
 
 def threshold_of(expect: str) -> float:
@@ -180,29 +156,27 @@ def in_points(expect: str) -> str:
 
 
 def p_text(interval: Interval, expect: str) -> str:
-    """The bootstrap p-value (for "the gap is 0") beside a gap, only where it tests what the
-    prediction names: beside "above 0" or "below 0", saying so (at its floor, as a bound); beside
-    "above 0.05" or "within 0.05" it would answer a question the prediction did not ask."""
-    if expect.split()[0] == "within" or threshold_of(expect) != 0.0:
+    """The bootstrap p-value (for "the gap is 0") beside a gap only where it tests what the
+    prediction names, "above 0" or "below 0" (at its floor, as a bound)."""
+    if expect.startswith("within") or threshold_of(expect) != 0.0:
         return ""
     return f" (against 0: {format_p(interval.p, interval.floor)})"
 
 
-def chosen(predictions: dict[str, Any], ids: Sequence[str] | None) -> list[dict[str, Any]]:
+def chosen(predictions: Plan, ids: Sequence[str] | None) -> list[Entry]:
     """The predictions named by ``ids`` (all where None), in that order."""
-    if ids is None:
-        return list(predictions["predictions"])
     known = {p["id"]: p for p in predictions["predictions"]}
-    unknown = [i for i in ids if i not in known]
+    unknown = [i for i in ids or () if i not in known]
     if unknown:
         raise ValueError(f"ids: {unknown} are not predictions; allowed: {sorted(known)}")
-    return [known[i] for i in ids]
+    return list(predictions["predictions"]) if ids is None else [known[i] for i in ids]
 
 
-def failed_control(
-    results: dict[str, Any], predictions: dict[str, Any], prediction: dict[str, Any]
-) -> dict[str, Any] | None:
-    """The failed positive control ``prediction`` rests on (a count prediction), else None."""
+def failed_control(results: Results, predictions: Plan, prediction: Entry) -> Entry | None:
+    """The failed positive control ``prediction`` rests on, else None. A comparison rests on a
+    count prediction: a ``gap`` against another cell on the count on that cell, any prediction
+    on a count whose text names it (``"... (the control for I8)"``). Where that control failed,
+    the comparison is not readable, whatever its interval says."""
     against = prediction.get("against") if prediction["kind"] == "gap" else None
     for p in predictions["predictions"]:
         named = _CONTROL_FOR.search(p["text"]) if p["kind"] == "count" else None
@@ -213,18 +187,24 @@ def failed_control(
     return None
 
 
-def control_note(control: dict[str, Any]) -> str:
+def control_note(control: Entry) -> str:
     """``"not readable: abs failed its positive control I5"``."""
     return f"not readable: {pos_label(control['cell'])} failed its positive control {control['id']}"
 
 
 def check_prediction(
-    results: dict[str, Any], prediction: dict[str, Any], solved: dict[str, Any],
-    seeds: Sequence[int] | None = None,
-) -> tuple[str, bool]:  # fmt: skip
-    """``(what was measured, whether it held)``, on every seed or on ``seeds``. A count planned
-    over a cell's ``N`` seeds is read as the same share of the seeds read: ``k`` of ``n`` holds
-    where ``k * N / n`` lies in the planned range (5 of 5 for "9-10 of 10")."""
+    results: Results, prediction: Entry, solved: Plan, seeds: Sequence[int] | None = None
+) -> tuple[str, bool]:
+    """``(what was measured, whether it held)``, on every seed or on ``seeds``, by kind:
+
+    * ``count``: ``cell`` solved in ``expect = [low, high]`` of its seeds (inclusive); planned
+      over ``N`` seeds, ``k`` of ``n`` seeds read holds where ``k * N / n`` lies in the range;
+    * ``gap``: ``cell`` minus ``against`` (another cell, paired on the seeds both have, or
+      ``"constant"``: the constant answer on the same images) on ``split``, read with the
+      two-stage bootstrap interval against ``expect`` (:func:`meets`);
+    * ``lift-gap``: ``cell``'s lift over the constant answer on ``second`` minus on ``first``;
+    * ``count-gap``: ``cell`` solved in more seeds than ``against``, Fisher's exact ``p < 0.05``.
+    """
     kind, cell = prediction["kind"], prediction["cell"]
     rule = solved[parse_cell(cell)[0]]
     if kind == "count":
@@ -245,18 +225,16 @@ def check_prediction(
     return f"{interval}{p_text(interval, expect)}", meets(interval, expect)
 
 
-def cells_read(prediction: dict[str, Any]) -> list[str]:
-    """The cells a prediction reads: its ``cell`` and the ``against`` cell of a gap or count-gap
-    (not the constant answer)."""
+def cells_read(prediction: Entry) -> list[str]:
+    """The cells a prediction reads: its ``cell`` and any ``against`` cell."""
     against = prediction.get("against", "constant")
     return [prediction["cell"]] + ([] if against == "constant" else [against])
 
 
 def _gap_matrices(
-    results: dict[str, Any], prediction: dict[str, Any], seeds: Sequence[int] | None
+    results: Results, prediction: Entry, seeds: Sequence[int] | None
 ) -> tuple[list[int], list[np.ndarray], list[str]]:
-    """The seeds a gap or lift-gap is read on (those all its cells have, or ``seeds``), its
-    ``(seeds, images)`` arrays (``[a]``, ``[a, b]`` or ``[first, second]``) and their splits."""
+    """The seeds a gap is read on (its cells' common ones, or ``seeds``), its arrays and splits."""
     if prediction["kind"] == "lift-gap":
         cells, splits = [prediction["cell"]] * 2, [prediction["first"], prediction["second"]]
     else:
@@ -264,21 +242,16 @@ def _gap_matrices(
         splits = [prediction["split"]] * len(cells)
     found = [correct_by_seed(results, c, s) for c, s in zip(cells, splits, strict=True)]
     common = sorted(set.intersection(*(set(f) for f in found)))
-    if seeds is not None:
-        if not seeds or set(seeds) - set(common):
-            raise ValueError(f"seeds must be some of {common} (the cells' common seeds), got "
-                             f"{list(seeds)}")  # fmt: skip
-        common = sorted(seeds)
+    if seeds is not None and (not seeds or set(seeds) - set(common)):
+        raise ValueError(f"seeds must be some of {common} (the cells' common seeds), got {seeds}")
+    common = common if seeds is None else sorted(seeds)
     return common, [np.stack([f[s] for s in common]) for f in found], splits
 
 
 def prediction_interval(
-    results: dict[str, Any], prediction: dict[str, Any], seeds: Sequence[int] | None = None
+    results: Results, prediction: Entry, seeds: Sequence[int] | None = None
 ) -> Interval:
-    """The bootstrap interval a gap or lift-gap is read with, on its cells' common seeds (the
-    planned reading) or on ``seeds``."""
-    if prediction["kind"] not in ("gap", "lift-gap"):
-        raise ValueError(f"prediction must be a gap or lift-gap, got kind {prediction['kind']!r}")
+    """The bootstrap interval of a gap or lift-gap, on its cells' common seeds or on ``seeds``."""
     dataset = parse_cell(prediction["cell"])[0]
     _, arrays, splits = _gap_matrices(results, prediction, seeds)
     labels = [test_labels(results, dataset, s) for s in splits]
@@ -289,7 +262,7 @@ def prediction_interval(
     return gap_interval(arrays[0], arrays[1])
 
 
-def per_seed(results: dict[str, Any], prediction: dict[str, Any]) -> dict[int, float]:
+def per_seed(results: Results, prediction: Entry) -> dict[int, float]:
     """``{seed: the statistic of a gap or lift-gap on that seed alone}`` (a fraction)."""
     dataset = parse_cell(prediction["cell"])[0]
     seeds, arrays, splits = _gap_matrices(results, prediction, None)
@@ -302,18 +275,15 @@ def per_seed(results: dict[str, Any], prediction: dict[str, Any]) -> dict[int, f
     return dict(zip(seeds, (float(v) for v in values), strict=True))
 
 
-def split_cells(
-    results: dict[str, Any], prediction: dict[str, Any], solved: dict[str, Any]
-) -> list[str]:
-    """The cells a gap or lift-gap reads whose seeds split into solved and unsolved (a count or
-    count-gap reads its cells as counts: never listed)."""
+def split_cells(results: Results, prediction: Entry, solved: Plan) -> list[str]:
+    """The cells a gap or lift-gap reads whose seeds split into solved and unsolved."""
     if prediction["kind"] not in ("gap", "lift-gap"):
         return []
     rule = solved[parse_cell(prediction["cell"])[0]]
     return [c for c in cells_read(prediction) if is_split_cell(results, c, rule)]
 
 
-def on_seeds(results: dict[str, Any], seeds: Sequence[int]) -> dict[str, Any]:
+def on_seeds(results: Results, seeds: Sequence[int]) -> Results:
     """``results`` with only the runs of ``seeds``."""
     kept = set(seeds)
     return {**results, "runs": [r for r in results["runs"] if r["seed"] in kept]}

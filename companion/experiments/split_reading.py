@@ -1,10 +1,6 @@
-"""A cell of an ablation read split by split, with intervals honest to the data (chapters 5 and 6).
-
-Accuracies and gaps come with the two-stage bootstrap of :mod:`companion.experiments.bootstrap`
-(seeds *and* test images), "learned nothing" is the constant answer measured on the same images,
-and a cell whose seeds split into solved and unsolved is reported as a count (solved k of n,
-exact interval on the rate), its mean never read.
-"""
+"""A cell of an ablation read split by split (chapters 5 and 6): accuracies with the two-stage
+bootstrap (seeds *and* images); a cell whose seeds split into solved and unsolved is read as a
+count (solved k of n, exact interval on the rate), its mean never read."""
 
 from __future__ import annotations
 
@@ -25,24 +21,10 @@ from companion.experiments.stats import binomial_interval
 
 
 def cells_of(results: dict[str, Any], dataset: str, variants: bool = True) -> list[str]:
-    """The cells of ``dataset``: the main grid, then (unless ``variants`` is False) the
-    controlled variants."""
+    """The cells of ``dataset``: the main grid, then (if ``variants``) the controlled variants."""
     found = list(dict.fromkeys(cell_of(r) for r in results["runs"] if r["dataset"] == dataset))
     main = [c for c in found if c.count(":") == 1]
     return main + [c for c in found if c.count(":") == 2] if variants else main
-
-
-def variant_pairs(results: dict[str, Any], dataset: str) -> list[tuple[str, str]]:
-    """``(variant cell, the Swin cell it changes)`` for every controlled variant of ``dataset``."""
-    return [(c, c.rsplit(":", 1)[0]) for c in cells_of(results, dataset) if c.count(":") == 2]
-
-
-def beside_their_swin(results: dict[str, Any], dataset: str) -> list[str]:
-    """The cells with a controlled variant, each Swin cell followed by its variants."""
-    order: dict[str, list[str]] = {}
-    for variant, swin in variant_pairs(results, dataset):
-        order.setdefault(swin, []).append(variant)
-    return [c for swin, variants in order.items() for c in (swin, *variants)]
 
 
 def seed_matrix(results: dict[str, Any], cell: str, split: str) -> tuple[list[int], np.ndarray]:
@@ -59,9 +41,7 @@ def accuracy_table(
     rule: dict[str, Any],
     cells: Sequence[str] | None = None,
 ) -> str:
-    """Markdown: per cell, the mean accuracy on each split with its 95 % bootstrap interval
-    (seeds and test images), then solved k of n by ``rule`` with the exact interval on the rate.
-    A split cell's mean is marked "split": read its count, not its mean."""
+    """Markdown: per cell, its accuracy on each split with its interval, and solved k of n."""
     head = " | ".join(f"`{s}` (constant answer {100 * constant_answer(results, dataset, s):.1f})"
                       for s in splits)  # fmt: skip
     lines = [f"| cell | {head} | solved (`{rule['split']}` ≥ {100 * rule['threshold']:g} %) |"]
@@ -86,34 +66,11 @@ def accuracy_table(
 
 
 def glance_entry(lift: np.ndarray, won: np.ndarray) -> str:
-    """One entry of a glance table from each seed's lift in points ``(seeds,)`` and whether it
-    solved ``(seeds,)`` bool: the mean lift (``"+69.9"``), or where the seeds split, the count
-    solved, their mean lift and each other seed's (``"8/10 solved: +69.9 · others: +45.8,
-    +3.1"``; seeds short of the mark need not agree with each other, so they are not averaged)."""
+    """The mean lift of the seeds, or where they split, the count solved, their mean lift and each
+    other seed's (seeds short of the mark need not agree with each other: never averaged)."""
     if won.all() or not won.any():
         return f"{lift.mean():+.1f}"
     solved = f"{int(won.sum())}/{len(won)} solved: {lift[won].mean():+.1f}"
     if len(won) - int(won.sum()) == 1:
         return f"{solved} · 1 other: {lift[~won][0]:+.1f}"
     return f"{solved} · others: " + ", ".join(f"{v:+.1f}" for v in lift[~won])
-
-
-def split_rows(
-    results: dict[str, Any], dataset: str, split: str, cells: Sequence[str] | None = None
-) -> list[dict[str, Any]]:
-    """Rows for :func:`companion.figures.training.plot_seed_dots`: each cell's accuracy per seed
-    on ``split`` (``values``), with the bootstrap interval of the mean (``low``, ``high``)."""
-    rows = []
-    for cell in cells or cells_of(results, dataset):
-        seeds, correct = seed_matrix(results, cell, split)
-        interval = gap_interval(correct)
-        _, pos, *variant = cell.split(":")
-        rows.append(
-            {
-                "dataset": dataset, "pos": pos, "variant": variant[0] if variant else "swin",
-                "split": split, "seeds": seeds, "values": correct.mean(1).tolist(),
-                "n": len(seeds), "mean": interval.estimate, "low": interval.low,
-                "high": interval.high,
-            }
-        )  # fmt: skip
-    return rows
