@@ -187,6 +187,17 @@ def test_load_reads_the_folders_verified_with_their_references(tmp_path, monkeyp
     assert {r["seed"] for r in far.rows} == {0}
 
 
+def test_load_refuses_a_reference_drawn_in_another_rendering_than_it_is_read_for(
+    tmp_path, monkeypatch
+):
+    references = {"world": "ref-48-scaled-w6", "scaled": "ref-48-world-w6"}
+    monkeypatch.chdir(_published(tmp_path, references).parent)
+    with pytest.raises(
+        ValueError, match=r"ref-48-scaled-w6: drawn in \['scaled'\], read as 'world'"
+    ):
+        load_far_transfer()
+
+
 def test_load_refuses_per_image_bits_the_record_table_does_not_hold(tmp_path, monkeypatch):
     results = _published(tmp_path, {"world": "ref-48-world-w6"})
     table = results / "records.csv"

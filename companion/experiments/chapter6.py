@@ -175,7 +175,7 @@ def family_split_readings(far: FarTransfer, renderings: Sequence[str] = ("scaled
                 else:
                     title = f"{rendering}, window grown, as moved: {pos} − {AGAINST}"
                     ahead, behind = f"{pos} ahead by", "behind on"
-                lines, values = _seed_lines(far, *gap, _labels(far, [], moved_split))
+                lines, values = _seed_lines(far, *gap, [], moved_split)
                 shown = [round(100 * v, 1) for v in values]  # counted as printed
                 above, below = sum(x > 1 for x in shown), sum(x < -1 for x in shown)
                 lines.append(
@@ -214,7 +214,7 @@ def far_split_readings(far: FarTransfer) -> str:
                 named = ", ".join(dropped)
                 lines.append(f"  not readable on seed {named}: the reference did not learn there")
             seeds = [s for s in seeds if s in learned]
-        lines += _seed_lines(far, p["kind"], cells, seeds, _labels(far, split, moved_split))[0]
+        lines += _seed_lines(far, p["kind"], cells, seeds, split, moved_split)[0]
         if split:  # else only the moved cells split: nothing solved at 32 px to read apart
             kept = [s for s in seeds if all(s in far.seeds(pos)[0] for pos in codes)]
             where = "every code solved" + " and the reference learned" * (p["kind"] == "moved-gap")
@@ -227,25 +227,18 @@ def far_split_readings(far: FarTransfer) -> str:
     return "\n\n".join(blocks)
 
 
-def _labels(
-    far: FarTransfer, split: Sequence[str], moved_split: Sequence[tuple[str, list[int], int]]
-) -> list[tuple[str, list[int]]]:
-    """``(label, seeds that solved)`` of the codes whose 32-px seeds split, then the moved cells."""
-    labelled = [(f"{pos} solved", far.seeds(pos)[0]) for pos in split]
-    return labelled + [
-        (f"{name} at {far.plan['size']} solved", won) for name, won, _ in moved_split
-    ]
-
-
 def _seed_lines(
     far: FarTransfer,
     kind: str,
     cells: list[Cell],
     seeds: Sequence[int],
-    labelled: Sequence[tuple[str, Sequence[int]]],
+    split: Sequence[str],
+    moved_split: Sequence[tuple[str, list[int], int]],
 ) -> tuple[list[str], list[float]]:
-    """A gap seed by seed: a ``seed`` header, a yes/no row per ``(label, seeds that solved)`` and
-    the gap in points; and the gap's values (fractions)."""
+    """A gap seed by seed: a ``seed`` header, whether each seed solved for each code of ``split``
+    and each cell of ``moved_split``, and the gap in points; and the gap's values (fractions)."""
+    labelled = [(f"{pos} solved", far.seeds(pos)[0]) for pos in split]
+    labelled += [(f"{name} at {far.plan['size']} solved", won) for name, won, _ in moved_split]
     values = [kind_gap(far, kind, cells, [s])[0].estimate for s in seeds]
     width = max([14, *(len(label) + 1 for label, _ in labelled)])
     lines = [f"  {'seed':{width}}" + "".join(f"{s:>7}" for s in seeds)]
@@ -332,9 +325,7 @@ def kind_gap(
     elif kind == "moved-gap":
         other = far.correct(pos, rendering)
     elif cells[1][1] != rendering:
-        raise ValueError(
-            f"cells must be moved in one rendering (the same test images), got {cells}"
-        )
+        raise ValueError(f"cells must be moved in one rendering (one test set), got {cells}")
     else:
         other = far.correct(*cells[1])
     both = set(moved) & set(other)

@@ -1,10 +1,7 @@
-"""Chapter 6's far-relation transfer as one :class:`FarTransfer`: its folders read, verified and
-merged (:func:`load_far_transfer`; on blind seeds only, :func:`load_blind_far_transfer`).
-
-``results/run_cpu_transfer_far.sh`` writes ``cpu-transfer-far`` (seeds 0-4 of every code at
-32 px, their moves and the committed ``predictions.md``), ``cpu-transfer-far-more`` (seeds 5-9
-of the codes whose 32-px cell split, with their moves) and the references the predictions name.
-The record table's counts decide every "solved" (which cells split, too), never the bits.
+"""Chapter 6's far-relation transfer as one :class:`FarTransfer`: the folders that
+``results/run_cpu_transfer_far.sh`` writes, read, verified and merged (:func:`load_far_transfer`;
+on blind seeds only, :func:`load_blind_far_transfer`). The record table's counts decide every
+"solved" (which cells split, too), never the per-image bits.
 """
 
 from __future__ import annotations
@@ -24,7 +21,7 @@ from companion.experiments.predictions import PREDICTIONS, is_split_cell, test_l
 from companion.experiments.predictions import parse_far_transfer_predictions as parse_plan
 from companion.experiments.records import check_against_table, load_table, results_tree
 from companion.experiments.related import check_added_seeds, check_one_run, related_folder
-from companion.experiments.resolution_transfer import WINDOW_GROWN, WINDOW_KEPT, grown_condition
+from companion.experiments.resolution_transfer import WINDOW_KEPT, grown_condition
 from companion.experiments.results import (
     describe_run,
     find_results,
@@ -47,11 +44,9 @@ Cell = tuple[str, str | None, str, str]
 
 @dataclass(frozen=True)
 class FarTransfer:
-    """The experiment's records, verified and merged: ``before``, the 32-px runs (the extra seeds
-    merged in, the table's counts attached); ``rows``, every move; ``references``, ``{rendering:
-    results.json}`` trained at ``plan["size"]`` px; ``plan``, the predictions' block; every record
-    as read; the 32-px ``codes`` in the plan's order; every run's test ``accuracy`` by cell and
-    seed, from the record table."""
+    """The experiment's records, verified and merged: the 32-px runs (``before``, their table
+    counts attached), every move (``rows``), the runs trained at ``plan["size"]`` px by rendering
+    (``references``) and every run's test ``accuracy`` by cell and seed, from the record table."""
 
     before: dict[str, Any]
     rows: list[dict[str, Any]]
@@ -73,12 +68,13 @@ class FarTransfer:
             self.references[rendering] if rendering else self.before, DATASET, "test"
         )
 
+    def constant(self, rendering: str | None = None) -> float:
+        """The constant answer's accuracy (the most frequent label's share) on those labels."""
+        return float(np.bincount(self.labels(rendering)).max() / len(self.labels(rendering)))
+
     def constants(self) -> dict[str, float]:
-        """``{rendering: the most frequent label's share}`` of the moved models' test images."""
-        return {
-            r: float(np.bincount(self.labels(r)).max() / len(self.labels(r)))
-            for r in self.references
-        }
+        """``{rendering: constant answer}`` on the moved models' test images."""
+        return {rendering: self.constant(rendering) for rendering in self.references}
 
     def run_lines(self) -> list[str]:
         """Each record as :func:`~companion.experiments.results.describe_run` writes it."""
@@ -136,25 +132,21 @@ def far_glance(far: FarTransfer, renderings: Sequence[str] = ("world", "scaled")
     """Markdown: each code's lift over the constant answer at 32 px, and in each rendering moved
     (window kept, and grown to the code's own :func:`grown_condition`) and trained at the plan's
     size, from the record table's accuracies, as its footnote says."""
-    size, threshold, constants = far.plan["size"], far.threshold, far.constants()
+    size, threshold = far.plan["size"], far.threshold
     head = ["code", "32 px"]
-    for rendering in renderings:
-        for condition in (WINDOW_KEPT, WINDOW_GROWN):
-            short = condition.removeprefix("window-")
-            head += [f"{rendering}, {short}", f"{rendering}, {short}, ft"]
-        head.append(f"{rendering}, ref")
+    for r in renderings:
+        head += [f"{r}, {c}{ft}" for c in ("kept", "grown") for ft in ("", ", ft")] + [f"{r}, ref"]
     lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
-    constant = float(np.bincount(far.labels()).max() / len(far.labels()))
     for pos in far.codes:
         solved = far.seeds(pos)[0]
-        entries = [f"`{pos}`", _entry(far.accuracies(pos), constant, threshold)]
-        for rendering in renderings:
+        entries = [f"`{pos}`", _entry(far.accuracies(pos), far.constant(), threshold)]
+        for r in renderings:
             for condition in (WINDOW_KEPT, grown_condition(pos)):
                 for metric in METRICS:
-                    moved = far.accuracies(pos, rendering, condition, metric)
-                    entries.append(_entry(moved, constants[rendering], threshold, solved))
-            reference = far.accuracies(pos, rendering)
-            entries.append(_entry(reference, constants[rendering], threshold) if reference else "—")
+                    moved = far.accuracies(pos, r, condition, metric)
+                    entries.append(_entry(moved, far.constant(r), threshold, solved))
+            reference = far.accuracies(pos, r)
+            entries.append(_entry(reference, far.constant(r), threshold) if reference else "—")
         lines.append("| " + " | ".join(entries) + " |")
     lines.append("")
     lines.append(
@@ -213,16 +205,6 @@ def _accuracies(folders: Sequence[Path], size: int) -> dict[tuple[Any, ...], flo
     return found
 
 
-def check_references(references: Mapping[str, dict[str, Any]], names: Mapping[str, str]) -> None:
-    """Refuse a reference (``{rendering: results.json}``; ``names``: rendering -> folder) that
-    was not drawn in its rendering."""
-    for rendering, results in references.items():
-        drawn = {r["settings"].get("rendering", "scaled") for r in results["runs"]}
-        if drawn != {rendering}:
-            raise ValueError(f"{names[rendering]}: its runs were drawn in {sorted(drawn)}, not in "
-                             f"{rendering!r}; check the predictions' references")  # fmt: skip
-
-
 @whole_folders
 def load_far_transfer(name: str = "cpu-transfer-far") -> FarTransfer:
     """Every folder of the experiment (``name``; ``name``-more, needed exactly when a 32-px cell
@@ -238,8 +220,7 @@ def load_far_transfer(name: str = "cpu-transfer-far") -> FarTransfer:
         folders.append(related_folder(folder, f"{name}-more"))  # in the same results tree
         more, more_moves = _checked(folders[-1])
         if list(more["plan"]["pos"]) != split:
-            raise ResultsError(f"{folders[-1]} trained {more['plan']['pos']}, not the cells that "
-                               f"split in {folder}, {split}")  # fmt: skip
+            raise ResultsError(f"{folders[-1]} trained {more['plan']['pos']}, not {split}")
         ablations.append(more)
         transfers.append(more_moves)
     references = {}
@@ -247,7 +228,9 @@ def load_far_transfer(name: str = "cpu-transfer-far") -> FarTransfer:
         folders.append(folder.parent / reference)
         references[rendering] = load_results(folders[-1])
         check_against_table(folders[-1], references[rendering])
-    check_references(references, plan["references"])
+        drawn = {r["settings"].get("rendering", "scaled") for r in references[rendering]["runs"]}
+        if drawn != {rendering}:  # the predictions name each reference by its rendering
+            raise ValueError(f"{reference}: drawn in {sorted(drawn)}, read as {rendering!r}")
     check_one_run(ablations, list(references.values()))  # one code, the same settings
     return FarTransfer(
         before=merge_runs(*ablations),
@@ -274,25 +257,16 @@ def load_blind_far_transfer(far: FarTransfer, name: str = "cpu-transfer-far") ->
     world_blind = load_results(world_folder)
     check_against_table(world_folder, world_blind)
     check_added_seeds((far.records[0], blind), (far.references["world"], world_blind))
-    pilots: dict[str | None, set[str]] = {None: set(), "world": set(), "scaled": set()}
-    for twin in find_pilot_twins(
-        [name, f"{name}-more", blind_folder.name, world, world_folder.name, scaled]
-    ):
-        side = next(
-            (r for r, n in (("world", world), ("scaled", scaled)) if twin.folder.startswith(n)),
-            None,
-        )
-        pilots[side].add(twin.run)
+    sides = {None: [name, f"{name}-more", f"{name}-blind"], "world": [world, f"{world}-blind"]}
+    sides["scaled"] = [scaled]
+    pilots = {side: {t.run for t in find_pilot_twins(folders)} for side, folders in sides.items()}
     before = _first_blind(merge_runs(far.before, blind), pilots[None])
     references = {**far.references, "world": merge_runs(far.references["world"], world_blind)}
     references = {side: _first_blind(ref, pilots[side]) for side, ref in references.items()}
     # a run's accuracy and moves are kept where its run is: a move's where its 32-px run is
-    present: set[tuple[str, str | None, int]] = {
-        (r["pos"], None, r["seed"]) for r in before["runs"]
-    }
-    present |= {
-        (r["pos"], side, r["seed"]) for side, ref in references.items() for r in ref["runs"]
-    }
+    runs: dict[str | None, list] = {None: before["runs"]}
+    runs |= {side: ref["runs"] for side, ref in references.items()}
+    present = {(r["pos"], side, r["seed"]) for side, found in runs.items() for r in found}
     accuracy = {**far.accuracy, **_accuracies([blind_folder, world_folder], far.plan["size"])}
     rows = merge_rows({"rows": far.rows}, blind_moves)
     return FarTransfer(
