@@ -192,15 +192,20 @@ def _checked(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return with_counts(results, load_table(results_tree(folder))), moves
 
 
-def _accuracies(folders: Sequence[Path], size: int) -> dict[tuple[Any, ...], float]:
-    """:attr:`FarTransfer.accuracy` of ``folders`` (32-px runs, their moves to ``size`` px, runs
-    trained at ``size`` px): ``correct / total`` of the record table's far-relation test rows."""
-    names, found = {folder.name for folder in folders}, {}
+def _accuracies(
+    folders: Sequence[Path], size: int, found: Mapping[tuple[Any, ...], float] | None = None
+) -> dict[tuple[Any, ...], float]:
+    """:attr:`FarTransfer.accuracy` (``found``, with that of ``folders``: 32-px runs, their moves to
+    ``size`` px, runs trained at ``size`` px): ``correct / total`` of the record table's rows; a
+    run met twice (a seed of a cell in two folders) is refused."""
+    names, found = {folder.name for folder in folders}, dict(found or {})
     for row in load_table(results_tree(folders[0])):
         wanted = row["experiment"] in names and (row["task"], row["split"]) == (DATASET, "test")
         if wanted and (row["record"] == "results" or row["size"] == size):  # no 32-px moves
             rendering = row["rendering"] if row["size"] == size else None
             key = (row["code"], rendering, row["condition"], row["metric"], row["seed"])
+            if key in found:
+                raise ValueError(f"{row['experiment']}: {key[:-1]} seed {key[-1]} is read twice")
             found[key] = row["correct"] / row["total"]
     return found
 
@@ -234,7 +239,7 @@ def load_far_transfer(name: str = "cpu-transfer-far") -> FarTransfer:
     check_one_run(ablations, list(references.values()))  # one code, the same settings
     return FarTransfer(
         before=merge_runs(*ablations),
-        rows=merge_rows(*transfers),
+        rows=[row for moves in transfers for row in moves["rows"]],
         references=references,
         plan=plan,
         records=(*ablations, *transfers, *references.values()),
@@ -267,8 +272,8 @@ def load_blind_far_transfer(far: FarTransfer, name: str = "cpu-transfer-far") ->
     runs: dict[str | None, list] = {None: before["runs"]}
     runs |= {side: ref["runs"] for side, ref in references.items()}
     present = {(r["pos"], side, r["seed"]) for side, found in runs.items() for r in found}
-    accuracy = {**far.accuracy, **_accuracies([blind_folder, world_folder], far.plan["size"])}
-    rows = merge_rows({"rows": far.rows}, blind_moves)
+    accuracy = _accuracies([blind_folder, world_folder], far.plan["size"], far.accuracy)
+    rows = far.rows + blind_moves["rows"]
     return FarTransfer(
         before=before,
         rows=[r for r in rows if (r["pos"], None, r["seed"]) in present],
@@ -294,31 +299,12 @@ def _first_blind(results: dict[str, Any], pilots: set[str]) -> dict[str, Any]:
     return {**results, "runs": [r for cell in by_cell.values() for r in cell[:BLIND]]}
 
 
-def _once(records: list[dict[str, Any]], cell: Sequence[str]) -> list[dict[str, Any]]:
-    """``records``, refusing a seed of a cell (the values of ``cell``) met twice."""
-    seen: set[tuple[Any, ...]] = set()
-    for r in records:
-        if (key := (*(r[k] for k in cell), r["seed"])) in seen:
-            named = ":".join(str(r[k]) for k in cell)
-            raise ValueError(f"cell {named} seed {r['seed']} is in more than one record")
-        seen.add(key)
-    return records
-
-
 def merge_runs(*results: dict[str, Any]) -> dict[str, Any]:
     """One ``results.json`` (``{"runs", "test_sets"}``) from several of one ablation (extra seeds
-    trained later): a seed of a cell in two, or other test labels of a dataset, refused."""
+    trained later), refusing other test labels of a dataset."""
     test_sets: dict[str, Any] = {}
     for r in results:
         for dataset, sets in r["test_sets"].items():
             if test_sets.setdefault(dataset, sets) != sets:
                 raise ValueError(f"the records' {dataset!r} test sets (labels) differ")
-    runs = [run for r in results for run in r["runs"]]
-    return {"runs": _once(runs, ("dataset", "pos", "variant")), "test_sets": test_sets}
-
-
-def merge_rows(*transfers: dict[str, Any]) -> list[dict[str, Any]]:
-    """The rows of several ``transfer.json`` records concatenated; a seed of a moved cell in two
-    refused."""
-    rows = [row for t in transfers for row in t["rows"]]
-    return _once(rows, ("dataset", "pos", "rendering", "size", "condition", "variant"))
+    return {"runs": [run for r in results for run in r["runs"]], "test_sets": test_sets}
