@@ -7,7 +7,7 @@ import torch
 from companion.experiments.bootstrap import Interval
 from companion.experiments.chapter6 import kind_gap, points
 from companion.experiments.evaluation import labels_text, pack_bits, unpack_bits
-from companion.experiments.far_transfer import FarTransfer
+from companion.experiments.far_transfer import Cell, FarTransfer
 from companion.experiments.predictions import correct_by_seed
 from companion.experiments.results import find_results, load_results, load_transfer
 
@@ -68,7 +68,7 @@ def _rows(rates: dict[tuple[str, str, str], tuple], seeds=SEEDS) -> list[dict]:
 
 
 def _cell(pos="rel", rendering="world", condition="window-kept", metric="acc"):
-    return (pos, rendering, condition, metric)
+    return Cell(pos, rendering, condition, metric)
 
 
 def _gap(kind: str, rows: list[dict], cells: list[tuple], references=None):
@@ -113,7 +113,7 @@ def test_code_gap_is_the_paired_difference_of_the_two_cells():
 def test_code_gap_refuses_cells_on_other_test_images():
     rows = _rows({("rel", "world", "window-kept"): (0.8, 0.9),
                   ("rel", "scaled", "window-kept"): (0.8, 0.9)})  # fmt: skip
-    with pytest.raises(ValueError, match=r"must be moved in one rendering .* 'world'.*'scaled'"):
+    with pytest.raises(ValueError, match=r"one rendering .*'world'.*'scaled'"):
         _gap("code-gap", rows, [_cell(), _cell(rendering="scaled")])
 
 

@@ -62,7 +62,7 @@ def learned_line(far: FarTransfer) -> str:
     """One sentence: each reference's count of seeds that learned (:meth:`FarTransfer.seeds`)."""
     learned, parts = far.plan["learned"], []
     for rendering in far.references:
-        for pos in (pos for pos in far.codes if far.accuracies(pos, rendering)):
+        for pos in (pos for pos in far.codes if far.accuracies(Cell(pos, rendering))):
             won, every = far.seeds(pos, rendering)
             note = " (not learned)" * (len(won) < learned["seeds"])
             parts.append(f"{rendering} {pos} {len(won)}/{len(every)}{note}")
@@ -120,13 +120,13 @@ def _family(far: FarTransfer, renderings: Sequence[str]) -> list[tuple[str, str,
     found = []
     for rendering in renderings:
         for pos in far.codes:
-            kept = (pos, rendering, WINDOW_KEPT, "acc")
-            grown = (pos, rendering, grown_condition(pos), "acc")
+            kept = Cell(pos, rendering, WINDOW_KEPT)
+            grown = kept._replace(condition=grown_condition(pos))
             seeds = _read_seeds(far, pos)[0]
             gaps: list[Gap] = [("lift-change", [kept], seeds), ("lift-change", [grown], seeds)]
             gaps += [("window-gain", [grown, kept], seeds), None]
             if pos not in (AGAINST, "none"):
-                other = (AGAINST, rendering, grown_condition(AGAINST), "acc")
+                other = Cell(AGAINST, rendering, grown_condition(AGAINST))
                 both = sorted(set(seeds) & set(_read_seeds(far, AGAINST)[0]))
                 gaps[3] = ("code-gap", [grown, other], both)
             found.append((rendering, pos, gaps))
@@ -198,7 +198,7 @@ def far_split_readings(far: FarTransfer) -> str:
         if p["kind"] in ("count", "moved-count"):
             continue
         cells = _cells(p)
-        codes = list(dict.fromkeys(cell[0] for cell in cells))
+        codes = list(dict.fromkeys(cell.pos for cell in cells))
         split = [pos for pos in codes if _read_seeds(far, pos)[1]]
         moved_split = _moved_split(far, cells)
         if not split and not moved_split:
@@ -209,7 +209,7 @@ def far_split_readings(far: FarTransfer) -> str:
         seeds = sorted(set.intersection(*(set(far.seeds(pos)[1]) for pos in codes)))
         lines = [f"{p['id']}  {p['text']}", f"  planned reading: {OUTCOME[held]}"]
         if p["kind"] == "moved-gap":  # read only on the reference's seeds that learned
-            learned, every = far.seeds(*cells[0][:2])
+            learned, every = far.seeds(cells[0].pos, cells[0].rendering)
             if dropped := [str(s) for s in seeds if s in every and s not in learned]:
                 named = ", ".join(dropped)
                 lines.append(f"  not readable on seed {named}: the reference did not learn there")
@@ -255,13 +255,13 @@ def _moved_split(
     """``(name, seeds that solved, seeds)`` of each moved cell whose seeds (of ``seeds``, or all)
     split at the plan's size (``name``: ``"rel grown-geometric"``, ``" ft"`` after fine-tuning)."""
     found = []
-    for pos, rendering, condition, metric in dict.fromkeys(cells):
-        accuracy = far.accuracies(pos, rendering, condition, metric)
+    for cell in dict.fromkeys(cells):
+        accuracy = far.accuracies(cell)
         read = [s for s in accuracy if seeds is None or s in seeds]
         won = [s for s in read if accuracy[s] >= far.threshold]
         if 0 < len(won) < len(read):
-            name = f"{pos} {condition.removeprefix('window-')}"
-            name += " ft" * (metric == "acc_finetuned")
+            name = f"{cell.pos} {cell.condition.removeprefix('window-')}"
+            name += " ft" * (cell.metric == "acc_finetuned")
             found.append((name, won, len(read)))
     return found
 
@@ -277,7 +277,7 @@ def _cells(prediction: Mapping[str, Any]) -> list[Cell]:
         condition = cell["condition"]
         if condition == WINDOW_GROWN:
             condition = grown_condition(cell["pos"])
-        cells.append((cell["pos"], cell["rendering"], condition, cell.get("metric", "acc")))
+        cells.append(Cell(cell["pos"], cell["rendering"], condition, cell.get("metric", "acc")))
     return cells
 
 
@@ -288,17 +288,18 @@ def check_far_transfer_prediction(
     a ``moved-gap`` whose reference did not learn, and the text names it with its count."""
     kind, expect, cells = prediction["kind"], prediction["expect"], _cells(prediction)
     if kind in ("count", "moved-count"):
-        accuracy = far.accuracies(*cells[0]).values()
+        accuracy = far.accuracies(cells[0]).values()
         k, n = sum(a >= far.threshold for a in accuracy), len(accuracy)
         low, high = binomial_interval(k, n)
         text = f"solved {k} of {n} (rate {low:.2f}-{high:.2f})"
         if MOST in prediction["text"] and 2 * k <= n:  # the plan's own word: more than half
             return f"{text}: not most of {n}", False
         return text, expect[0] <= k <= expect[1]
-    if kind == "window-gain" and (cells[0][0] != cells[1][0] or cells[0][2] == cells[1][2]):
+    a, b = cells[0], cells[-1]
+    if kind == "window-gain" and (a.pos != b.pos or a.condition == b.condition):
         what = f"a window-gain reads one code under two conditions, got {cells}"
         raise ValueError(f"prediction {prediction['id']}: {what}")
-    pos, rendering = cells[0][:2]
+    pos, rendering = a.pos, a.rendering
     (won, every), need = far.seeds(pos, rendering), far.plan["learned"]["seeds"]
     if kind == "moved-gap" and len(won) < need:
         where = f"{far.plan['size']} px in {rendering} ({far.plan['references'][rendering]})"
@@ -306,7 +307,7 @@ def check_far_transfer_prediction(
         return f"not readable: {pos} trained at {where} {learned}", None
     interval, note = kind_gap(far, kind, cells)
     text = points(interval) + p_text(interval, expect) + note
-    if split := [pos for pos in dict.fromkeys(c[0] for c in cells) if _read_seeds(far, pos)[1]]:
+    if split := [pos for pos in dict.fromkeys(c.pos for c in cells) if _read_seeds(far, pos)[1]]:
         text += f" (split cell: {', '.join(split)})"
     if moved := [f"{name} {len(won)} of {n}" for name, won, n in _moved_split(far, cells)]:
         text += f" (split at {far.plan['size']} px: {', '.join(moved)})"
@@ -318,16 +319,16 @@ def kind_gap(
 ) -> tuple[Interval, str]:
     """The interval of a gap of ``kind`` (module docstring) on the seeds both sides have (of
     ``seeds`` if given), and the note naming them where a side has more."""
-    pos, rendering = cells[0][:2]
-    moved = far.correct(*cells[0])
+    pos, rendering = cells[0].pos, cells[0].rendering
+    moved = far.correct(cells[0])
     if kind == "lift-change":
-        other = far.correct(pos)
+        other = far.correct(Cell(pos))
     elif kind == "moved-gap":
-        other = far.correct(pos, rendering)
-    elif cells[1][1] != rendering:
+        other = far.correct(Cell(pos, rendering))
+    elif cells[1].rendering != rendering:
         raise ValueError(f"cells must be moved in one rendering (one test set), got {cells}")
     else:
-        other = far.correct(*cells[1])
+        other = far.correct(cells[1])
     both = set(moved) & set(other)
     note = f" (on the {len(both)} seeds both have)" if set(moved) != set(other) else ""
     if not (read := sorted(both if seeds is None else both & set(seeds))):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -37,9 +37,16 @@ DATASET = "far-relation"
 BLIND = 5
 #: A moved model's accuracy as moved, and after the short fine-tune.
 METRICS = ("acc", "acc_finetuned")
-#: ``(code, rendering, condition, metric)``: at 32 px where the rendering is None, trained at the
-#: plan's size (a reference) where the condition is ``"trained"``, else moved there.
-Cell = tuple[str, str | None, str, str]
+
+
+class Cell(NamedTuple):
+    """Runs of a code: at 32 px where ``rendering`` is None, else at the plan's size, trained there
+    (a reference) where ``condition`` is ``"trained"``, else moved there."""
+
+    pos: str
+    rendering: str | None = None
+    condition: str = "trained"
+    metric: str = "acc"
 
 
 @dataclass(frozen=True)
@@ -86,25 +93,13 @@ class FarTransfer:
         cells = [f"{DATASET}:{pos}" for pos in self.codes]
         return accuracy_table(self.before, DATASET, ["test"], rule, cells)
 
-    def accuracies(
-        self,
-        pos: str,
-        rendering: str | None = None,
-        condition: str = "trained",
-        metric: str = "acc",
-    ) -> dict[int, float]:
-        """``{seed: test accuracy}`` of a :data:`Cell`, seeds in order."""
-        cell = (pos, rendering, condition, metric)
+    def accuracies(self, cell: Cell) -> dict[int, float]:
+        """``{seed: test accuracy}`` of ``cell``, seeds in order."""
         return dict(sorted((k[-1], v) for k, v in self.accuracy.items() if k[:-1] == cell))
 
-    def correct(
-        self,
-        pos: str,
-        rendering: str | None = None,
-        condition: str = "trained",
-        metric: str = "acc",
-    ) -> dict[int, np.ndarray]:
-        """``{seed: (images,) bool}`` of a :data:`Cell`: which test images each run got right."""
+    def correct(self, cell: Cell) -> dict[int, np.ndarray]:
+        """``{seed: (images,) bool}``: which test images each run of ``cell`` got right."""
+        pos, rendering, condition, metric = cell
         images = len(self.labels(rendering))
         if condition == "trained":
             runs = (self.references[rendering] if rendering else self.before)["runs"]
@@ -123,7 +118,7 @@ class FarTransfer:
         """``(reached, all)``: the seeds of ``pos`` at 32 px that solved the task (the plan's
         ``solved.threshold``), or of its reference in ``rendering`` that learned it
         (``learned.threshold``), and every seed."""
-        found = self.accuracies(pos, rendering)
+        found = self.accuracies(Cell(pos, rendering))
         threshold = self.threshold if rendering is None else self.plan["learned"]["threshold"]
         return [s for s, value in found.items() if value >= threshold], list(found)
 
@@ -139,13 +134,13 @@ def far_glance(far: FarTransfer, renderings: Sequence[str] = ("world", "scaled")
     lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
     for pos in far.codes:
         solved = far.seeds(pos)[0]
-        entries = [f"`{pos}`", _entry(far.accuracies(pos), far.constant(), threshold)]
+        entries = [f"`{pos}`", _entry(far.accuracies(Cell(pos)), far.constant(), threshold)]
         for r in renderings:
             for condition in (WINDOW_KEPT, grown_condition(pos)):
                 for metric in METRICS:
-                    moved = far.accuracies(pos, r, condition, metric)
+                    moved = far.accuracies(Cell(pos, r, condition, metric))
                     entries.append(_entry(moved, far.constant(r), threshold, solved))
-            reference = far.accuracies(pos, r)
+            reference = far.accuracies(Cell(pos, r))
             entries.append(_entry(reference, far.constant(r), threshold) if reference else "—")
         lines.append("| " + " | ".join(entries) + " |")
     lines.append("")
