@@ -51,8 +51,11 @@ from companion.experiments.stats import binomial_interval, holm_bounds
 MOST = "in most seeds"
 #: The code the family sets every other beside.
 AGAINST = "rel"
-#: A gap: ``(kind, cells, seeds)``, or None where the family reads none.
-Gap = tuple[str, list[Cell], list[int]] | None
+#: A gap read: ``(kind, cells, seeds)``; the family's None where it reads none.
+Reading = tuple[str, list[Cell], list[int]]
+Gap = Reading | None
+#: A moved cell whose seeds split: ``(name, seeds that solved, seeds read)``.
+Split = tuple[str, list[int], int]
 #: Whether a planned reading held, in the seed-by-seed readings and in the predictions' tables.
 OUTCOME = {True: "held", False: "failed", None: "not readable"}
 VERDICT = {True: "yes", False: "**no**", None: "not readable"}
@@ -175,7 +178,7 @@ def family_split_readings(far: FarTransfer, renderings: Sequence[str] = ("scaled
                 else:
                     title = f"{rendering}, window grown, as moved: {pos} − {AGAINST}"
                     ahead, behind = f"{pos} ahead by", "behind on"
-                lines, values = _seed_lines(far, *gap, [], moved_split)
+                lines, values = _seed_lines(far, gap, [], moved_split)
                 shown = [round(100 * v, 1) for v in values]  # counted as printed
                 above, below = sum(x > 1 for x in shown), sum(x < -1 for x in shown)
                 lines.append(
@@ -214,7 +217,7 @@ def far_split_readings(far: FarTransfer) -> str:
                 named = ", ".join(dropped)
                 lines.append(f"  not readable on seed {named}: the reference did not learn there")
             seeds = [s for s in seeds if s in learned]
-        lines += _seed_lines(far, p["kind"], cells, seeds, split, moved_split)[0]
+        lines += _seed_lines(far, (p["kind"], cells, seeds), split, moved_split)[0]
         if split:  # else only the moved cells split: nothing solved at 32 px to read apart
             kept = [s for s in seeds if all(s in far.seeds(pos)[0] for pos in codes)]
             where = "every code solved" + " and the reference learned" * (p["kind"] == "moved-gap")
@@ -228,17 +231,14 @@ def far_split_readings(far: FarTransfer) -> str:
 
 
 def _seed_lines(
-    far: FarTransfer,
-    kind: str,
-    cells: list[Cell],
-    seeds: Sequence[int],
-    split: Sequence[str],
-    moved_split: Sequence[tuple[str, list[int], int]],
+    far: FarTransfer, gap: Reading, split: Sequence[str], moved: list[Split]
 ) -> tuple[list[str], list[float]]:
-    """A gap seed by seed: a ``seed`` header, whether each seed solved for each code of ``split``
-    and each cell of ``moved_split``, and the gap in points; and the gap's values (fractions)."""
+    """A gap ``(kind, cells, seeds)`` seed by seed: a ``seed`` header, whether each seed solved for
+    each code of ``split`` and each :func:`_moved_split` cell, and the gap in points; and the gap's
+    values (fractions)."""
+    kind, cells, seeds = gap
     labelled = [(f"{pos} solved", far.seeds(pos)[0]) for pos in split]
-    labelled += [(f"{name} at {far.plan['size']} solved", won) for name, won, _ in moved_split]
+    labelled += [(f"{name} at {far.plan['size']} solved", won) for name, won, _ in moved]
     values = [kind_gap(far, kind, cells, [s])[0].estimate for s in seeds]
     width = max([14, *(len(label) + 1 for label, _ in labelled)])
     lines = [f"  {'seed':{width}}" + "".join(f"{s:>7}" for s in seeds)]
@@ -251,7 +251,7 @@ def _seed_lines(
 
 def _moved_split(
     far: FarTransfer, cells: Sequence[Cell], seeds: Collection[int] | None = None
-) -> list[tuple[str, list[int], int]]:
+) -> list[Split]:
     """``(name, seeds that solved, seeds)`` of each moved cell whose seeds (of ``seeds``, or all)
     split at the plan's size (``name``: ``"rel grown-geometric"``, ``" ft"`` after fine-tuning)."""
     found = []
