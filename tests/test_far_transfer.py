@@ -23,7 +23,7 @@ from companion.experiments.chapter6 import (
     far_split_readings,
 )
 from companion.experiments.evaluation import labels_text, pack_bits
-from companion.experiments.far_transfer import FarTransfer, load_far_transfer
+from companion.experiments.far_transfer import FarTransfer, _accuracies, load_far_transfer
 from companion.experiments.integrity import ResultsError, write_manifest
 from companion.experiments.predictions import correct_by_seed
 from companion.experiments.records import write_table
@@ -185,6 +185,26 @@ def test_load_reads_the_folders_verified_with_their_references(tmp_path, monkeyp
     assert sorted(far.references) == ["scaled", "world"]
     assert len(far.records) == 4  # the ablation, its moves, two references
     assert {r["seed"] for r in far.rows} == {0}
+
+
+def test_load_refuses_a_reference_drawn_in_another_rendering_than_it_is_read_for(
+    tmp_path, monkeypatch
+):
+    references = {"world": "ref-48-scaled-w6", "scaled": "ref-48-world-w6"}
+    monkeypatch.chdir(_published(tmp_path, references).parent)
+    with pytest.raises(
+        ValueError, match=r"ref-48-scaled-w6: drawn in \['scaled'\], read as 'world'"
+    ):
+        load_far_transfer()
+
+
+def test_a_seed_of_a_cell_in_two_folders_is_refused(tmp_path):
+    results = _published(tmp_path, {"world": "ref-48-world-w6"})
+    shutil.copytree(results / "ref-48-world-w6", results / "ref-48-world-w6-blind")
+    write_table(results)
+    folders = [results / "ref-48-world-w6", results / "ref-48-world-w6-blind"]
+    with pytest.raises(ValueError, match=r"ref-48-world-w6-blind: .* seed 0 is read twice"):
+        _accuracies(folders, 48)
 
 
 def test_load_refuses_per_image_bits_the_record_table_does_not_hold(tmp_path, monkeypatch):

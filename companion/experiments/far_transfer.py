@@ -1,36 +1,27 @@
-"""Chapter 6's far-relation transfer as one :class:`FarTransfer`: its folders read, verified and
-merged (:func:`load_far_transfer`; on blind seeds only, :func:`load_blind_far_transfer`), and
-what the record table says of every run.
-
-``results/run_cpu_transfer_far.sh`` writes ``cpu-transfer-far`` (seeds 0-4 of every code at
-32 px, their moves and the committed ``predictions.md``), ``cpu-transfer-far-more`` (seeds 5-9
-of the codes whose 32-px cell split, with their moves) and the references the predictions name.
-Loading walks down the package once: this module alone calls the results' readers (every file
-verified there), the predictions' parser and the record table, whose counts decide every
-"solved" (which 32-px cells split, too), never the per-image bits.
+"""Chapter 6's far-relation transfer as one :class:`FarTransfer`: the folders that
+``results/run_cpu_transfer_far.sh`` writes, read, verified and merged (:func:`load_far_transfer`;
+on blind seeds only, :func:`load_blind_far_transfer`). The record table's counts decide every
+"solved" (which cells split, too), never the per-image bits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from companion._checks import check_choice
+from companion.experiments.evaluation import unpack_bits
 from companion.experiments.integrity import ResultsError, whole_folders
 from companion.experiments.pilots import find_pilot_twins
-from companion.experiments.predictions import (
-    PREDICTIONS,
-    is_split_cell,
-    parse_far_transfer_predictions,
-    test_labels,
-    with_counts,
-)
+from companion.experiments.predictions import PREDICTIONS, is_split_cell, test_labels, with_counts
+from companion.experiments.predictions import parse_far_transfer_predictions as parse_plan
 from companion.experiments.records import check_against_table, load_table, results_tree
 from companion.experiments.related import check_added_seeds, check_one_run, related_folder
-from companion.experiments.resolution_transfer import WINDOW_GROWN, WINDOW_KEPT, grown_condition
+from companion.experiments.resolution_transfer import WINDOW_KEPT, grown_condition
 from companion.experiments.results import (
     describe_run,
     find_results,
@@ -44,22 +35,25 @@ from companion.experiments.split_reading import accuracy_table, glance_entry
 DATASET = "far-relation"
 #: The blind seeds a cell is read on: its first five that no pilot run equals.
 BLIND = 5
+#: A moved model's accuracy as moved, and after the short fine-tune.
+METRICS = ("acc", "acc_finetuned")
 
 
-#: ``(code, rendering, condition, metric, seed)``: a run's place in :attr:`FarTransfer.accuracy`.
-Key = tuple[str, str | None, str, str, int]
+class Cell(NamedTuple):
+    """Runs of a code: at 32 px where ``rendering`` is None, else at the plan's size, trained there
+    (a reference) where ``condition`` is ``"trained"``, else moved there."""
+
+    pos: str
+    rendering: str | None = None
+    condition: str = "trained"
+    metric: str = "acc"
 
 
 @dataclass(frozen=True)
 class FarTransfer:
-    """The experiment's records, verified and merged.
-
-    ``before``: the 32-px runs (``{"runs", "test_sets"}``, the extra seeds merged in, the table's
-    counts attached); ``rows``: every move's ``transfer.json`` rows; ``references``:
-    ``{rendering: results.json}`` trained at ``plan["size"]`` px; ``plan``: the predictions'
-    block; ``records``: each ablation and transfer record as read (for :func:`describe_run`);
-    ``codes``: the codes trained at 32 px, in the plan's order; ``accuracy``: every run's test
-    accuracy read from the record table (:func:`accuracies` reads it)."""
+    """The experiment's records, verified and merged: the 32-px runs (``before``, their table
+    counts attached), every move (``rows``), the runs trained at ``plan["size"]`` px by rendering
+    (``references``) and every run's test ``accuracy`` by cell and seed, from the record table."""
 
     before: dict[str, Any]
     rows: list[dict[str, Any]]
@@ -67,50 +61,64 @@ class FarTransfer:
     plan: dict[str, Any]
     records: tuple[dict[str, Any], ...]
     codes: tuple[str, ...]
-    accuracy: dict[Key, float]
+    accuracy: dict[tuple[str, str | None, str, str, int], float]
 
     @property
     def threshold(self) -> float:
         """The predictions' "solved" test accuracy (a fraction)."""
         return float(self.plan["solved"]["threshold"])
 
+    def labels(self, rendering: str | None = None) -> np.ndarray:
+        """The test labels at 32 px, or of the reference in ``rendering`` (its moves' images)."""
+        check_choice("rendering", rendering, [None, *self.references])
+        return test_labels(
+            self.references[rendering] if rendering else self.before, DATASET, "test"
+        )
+
+    def constant(self, rendering: str | None = None) -> float:
+        """The constant answer's accuracy (the most frequent label's share) on those labels."""
+        return float(np.bincount(self.labels(rendering)).max() / len(self.labels(rendering)))
+
     def constants(self) -> dict[str, float]:
-        """``{rendering: constant answer}``: the most frequent label's share of the test images
-        the moved models were tested on (their reference's)."""
-        return {
-            rendering: float(np.bincount(labels).max() / len(labels))
-            for rendering, reference in self.references.items()
-            for labels in [test_labels(reference, DATASET, "test")]
-        }
+        """``{rendering: constant answer}`` on the moved models' test images."""
+        return {rendering: self.constant(rendering) for rendering in self.references}
 
     def run_lines(self) -> list[str]:
         """Each record as :func:`~companion.experiments.results.describe_run` writes it."""
         return [describe_run(record, budget=False) for record in self.records]
 
     def accuracy_table(self) -> str:
-        """Markdown: every code's 32-px test accuracy and its seeds solved (the plan's rule)."""
+        """Markdown: every code's 32-px test accuracy and its seeds solved."""
         rule = {"split": "test", "threshold": self.threshold}
         cells = [f"{DATASET}:{pos}" for pos in self.codes]
         return accuracy_table(self.before, DATASET, ["test"], rule, cells)
 
-    def accuracies(
-        self,
-        pos: str,
-        rendering: str | None = None,
-        condition: str = "trained",
-        metric: str = "acc",
-    ) -> dict[int, float]:
-        """``{seed: test accuracy}``, seeds in order: ``pos``'s 32-px runs (no ``rendering``), or
-        in ``rendering`` at the plan's size its moves (``condition``, ``metric``) or its reference
-        (``"trained"``)."""
-        cell = (pos, rendering, condition, metric)
+    def accuracies(self, cell: Cell) -> dict[int, float]:
+        """``{seed: test accuracy}`` of ``cell``, seeds in order."""
         return dict(sorted((k[-1], v) for k, v in self.accuracy.items() if k[:-1] == cell))
 
+    def correct(self, cell: Cell) -> dict[int, np.ndarray]:
+        """``{seed: (images,) bool}``: which test images each run of ``cell`` got right."""
+        pos, rendering, condition, metric = cell
+        images = len(self.labels(rendering))
+        if condition == "trained":
+            runs = (self.references[rendering] if rendering else self.before)["runs"]
+            found = {r["seed"]: r["splits"]["test"]["correct"] for r in runs if r["pos"] == pos}
+        else:
+            place, bits = (pos, rendering, self.plan["size"], condition), "correct" + metric[3:]
+            check_choice("metric", metric, METRICS)
+            found = {
+                r["seed"]: r[bits]
+                for r in self.rows
+                if (r["pos"], r["rendering"], r["size"], r["condition"]) == place
+            }
+        return {seed: unpack_bits(found[seed], images) for seed in sorted(found)}
+
     def seeds(self, pos: str, rendering: str | None = None) -> tuple[list[int], list[int]]:
-        """``(reached, all)``, sorted: the seeds of ``pos`` at 32 px that solved the task (the
-        plan's ``solved.threshold``), or of its reference in ``rendering`` that learned it
+        """``(reached, all)``: the seeds of ``pos`` at 32 px that solved the task (the plan's
+        ``solved.threshold``), or of its reference in ``rendering`` that learned it
         (``learned.threshold``), and every seed."""
-        found = self.accuracies(pos, rendering)
+        found = self.accuracies(Cell(pos, rendering))
         threshold = self.threshold if rendering is None else self.plan["learned"]["threshold"]
         return [s for s, value in found.items() if value >= threshold], list(found)
 
@@ -119,26 +127,21 @@ def far_glance(far: FarTransfer, renderings: Sequence[str] = ("world", "scaled")
     """Markdown: each code's lift over the constant answer at 32 px, and in each rendering moved
     (window kept, and grown to the code's own :func:`grown_condition`) and trained at the plan's
     size, from the record table's accuracies, as its footnote says."""
-    size, threshold, constants = far.plan["size"], far.threshold, far.constants()
+    size, threshold = far.plan["size"], far.threshold
     head = ["code", "32 px"]
-    for rendering in renderings:
-        for condition in (WINDOW_KEPT, WINDOW_GROWN):
-            short = condition.removeprefix("window-")
-            head += [f"{rendering}, {short}", f"{rendering}, {short}, ft"]
-        head.append(f"{rendering}, ref")
+    for r in renderings:
+        head += [f"{r}, {c}{ft}" for c in ("kept", "grown") for ft in ("", ", ft")] + [f"{r}, ref"]
     lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
-    labels = test_labels(far.before, DATASET, "test")
     for pos in far.codes:
         solved = far.seeds(pos)[0]
-        entries = [f"`{pos}`", _entry(far.accuracies(pos), np.bincount(labels).max() / len(labels),
-                                      threshold)]  # fmt: skip
-        for rendering in renderings:
+        entries = [f"`{pos}`", _entry(far.accuracies(Cell(pos)), far.constant(), threshold)]
+        for r in renderings:
             for condition in (WINDOW_KEPT, grown_condition(pos)):
-                for metric in ("acc", "acc_finetuned"):
-                    moved = far.accuracies(pos, rendering, condition, metric)
-                    entries.append(_entry(moved, constants[rendering], threshold, solved))
-            reference = far.accuracies(pos, rendering)
-            entries.append(_entry(reference, constants[rendering], threshold) if reference else "—")
+                for metric in METRICS:
+                    moved = far.accuracies(Cell(pos, r, condition, metric))
+                    entries.append(_entry(moved, far.constant(r), threshold, solved))
+            reference = far.accuracies(Cell(pos, r))
+            entries.append(_entry(reference, far.constant(r), threshold) if reference else "—")
         lines.append("| " + " | ".join(entries) + " |")
     lines.append("")
     lines.append(
@@ -154,28 +157,29 @@ def far_glance(far: FarTransfer, renderings: Sequence[str] = ("world", "scaled")
 
 
 def _entry(
-    accuracy: Mapping[int, float], constant: float, threshold: float,
+    accuracy: Mapping[int, float],
+    constant: float,
+    threshold: float,
     solved_at_32: Collection[int] | None = None,
-) -> str:  # fmt: skip
-    """A glance entry of ``{seed: accuracy}``. Where the seeds of a code split at 32 px
-    (``solved_at_32``: those that solved), each group is its own entry: a moved model of a seed
-    that never solved had nothing to keep."""
-    if solved_at_32 is not None:
-        solved = {s: a for s, a in accuracy.items() if s in solved_at_32}
-        other = {s: a for s, a in accuracy.items() if s not in solved_at_32}
-        if solved and other:
-            parts = [(len(group), name, _entry(group, constant, threshold))
-                     for group, name in ((solved, "solved"), (other, "not"))]  # fmt: skip
-            return " · ".join(f"{k} {name} at 32 px: " + (f"({e})" if " · " in e else e)
-                              for k, name, e in parts)  # fmt: skip
+) -> str:
+    """A glance entry of ``{seed: accuracy}``; where the seeds of a code split at 32 px
+    (``solved_at_32``), one per group: a moved model of a seed that never solved had nothing to
+    keep."""
+    solved = {s: a for s, a in accuracy.items() if s in (solved_at_32 or ())}
+    other = {s: a for s, a in accuracy.items() if s not in (solved_at_32 or ())}
+    if solved_at_32 is not None and solved and other:
+        groups = ((solved, "solved"), (other, "not"))
+        parts = [(len(g), name, _entry(g, constant, threshold)) for g, name in groups]
+        return " · ".join(
+            f"{k} {name} at 32 px: " + (f"({e})" if " · " in e else e) for k, name, e in parts
+        )
     values = np.array(list(accuracy.values()))
     return glance_entry(100 * (values - constant), values >= threshold)
 
 
-@whole_folders
 def _checked(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A folder's ``results.json`` and ``transfer.json``, each as the record table holds it, each
-    run with its counts from the table (:func:`with_counts`)."""
+    """A folder's ``results.json`` (each run with its counts from the record table) and
+    ``transfer.json``, each checked against the record table."""
     results = load_results(folder)
     moves = load_transfer(folder, results)
     check_against_table(folder, results)
@@ -183,64 +187,60 @@ def _checked(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return with_counts(results, load_table(results_tree(folder))), moves
 
 
-def _accuracies(folders: Sequence[Path], size: int) -> dict[Key, float]:
-    """:attr:`FarTransfer.accuracy` of the far-relation test split of ``folders`` (32-px runs, their
-    moves at ``size`` px, references trained at ``size`` px): ``correct / total`` of the record
-    table's rows, which the folders were just checked against."""
-    names, found = {folder.name for folder in folders}, {}
+def _accuracies(
+    folders: Sequence[Path], size: int, found: Mapping[tuple[Any, ...], float] | None = None
+) -> dict[tuple[Any, ...], float]:
+    """:attr:`FarTransfer.accuracy` (``found``, with that of ``folders``: 32-px runs, their moves to
+    ``size`` px, runs trained at ``size`` px): ``correct / total`` of the record table's rows; a
+    run met twice (a seed of a cell in two folders) is refused."""
+    names, found = {folder.name for folder in folders}, dict(found or {})
     for row in load_table(results_tree(folders[0])):
         wanted = row["experiment"] in names and (row["task"], row["split"]) == (DATASET, "test")
         if wanted and (row["record"] == "results" or row["size"] == size):  # no 32-px moves
             rendering = row["rendering"] if row["size"] == size else None
             key = (row["code"], rendering, row["condition"], row["metric"], row["seed"])
+            if key in found:
+                raise ValueError(f"{row['experiment']}: {key[:-1]} seed {key[-1]} is read twice")
             found[key] = row["correct"] / row["total"]
     return found
 
 
-def check_references(references: Mapping[str, dict[str, Any]], names: Mapping[str, str]) -> None:
-    """Refuse a reference ablation (``references``: ``{rendering: results.json}``, ``names``:
-    rendering -> folder) not trained in its rendering."""
-    for rendering, results in references.items():
-        drawn = {r["settings"].get("rendering", "scaled") for r in results["runs"]}
-        if drawn != {rendering}:
-            raise ValueError(
-                f"{names[rendering]}: its runs were drawn in {sorted(drawn)}, not in "
-                f"{rendering!r}; check the predictions' references"
-            )
-
-
 @whole_folders
 def load_far_transfer(name: str = "cpu-transfer-far") -> FarTransfer:
-    """Every folder of the experiment (:func:`find_results` finds ``name``; the extra seeds in
-    ``name``-more, needed exactly when a 32-px cell split; the references beside it), verified
-    against their ``SHA256SUMS`` and the record table (every count and per-image bits' hash),
-    and merged."""
+    """Every folder of the experiment (``name``; ``name``-more, needed exactly when a 32-px cell
+    split; the references beside it), verified against their ``SHA256SUMS`` and the record table
+    (every count and per-image bits' hash), and merged."""
     folder = find_results(name)
-    plan = parse_far_transfer_predictions(read_text(folder, PREDICTIONS), folder / PREDICTIONS)
+    plan = parse_plan(read_text(folder, PREDICTIONS), folder / PREDICTIONS)
     first, moves = _checked(folder)
     ablations, transfers, folders = [first], [moves], [folder]
     rule = {"split": "test", "threshold": plan["solved"]["threshold"]}
     split = [pos for pos in first["plan"]["pos"] if is_split_cell(first, f"{DATASET}:{pos}", rule)]
     if split:
-        more_folder = related_folder(folder, f"{name}-more")  # in the same results tree
-        folders.append(more_folder)
-        more, more_moves = _checked(more_folder)
+        folders.append(related_folder(folder, f"{name}-more"))  # in the same results tree
+        more, more_moves = _checked(folders[-1])
         if list(more["plan"]["pos"]) != split:
-            raise ResultsError(f"{more_folder} trained {more['plan']['pos']}, but the cells that "
-                               f"split in {folder} are {split}")  # fmt: skip
+            raise ResultsError(f"{folders[-1]} trained {more['plan']['pos']}, not {split}")
         ablations.append(more)
         transfers.append(more_moves)
-    references = {r: load_results(folder.parent / n) for r, n in plan["references"].items()}
-    check_references(references, plan["references"])
-    for rendering, reference in references.items():
-        check_against_table(folder.parent / plan["references"][rendering], reference)
+    references = {}
+    for rendering, reference in plan["references"].items():
+        folders.append(folder.parent / reference)
+        references[rendering] = load_results(folders[-1])
+        check_against_table(folders[-1], references[rendering])
+        drawn = {r["settings"].get("rendering", "scaled") for r in references[rendering]["runs"]}
+        if drawn != {rendering}:  # the predictions name each reference by its rendering
+            raise ValueError(f"{reference}: drawn in {sorted(drawn)}, read as {rendering!r}")
     check_one_run(ablations, list(references.values()))  # one code, the same settings
-    folders += [folder.parent / n for n in plan["references"].values()]
-    return FarTransfer(before=merge_runs(*ablations), rows=merge_rows(*transfers),
-                       references=references, plan=plan,
-                       records=(*ablations, *transfers, *references.values()),
-                       codes=tuple(first["plan"]["pos"]),
-                       accuracy=_accuracies(folders, plan["size"]))  # fmt: skip
+    return FarTransfer(
+        before=merge_runs(*ablations),
+        rows=[row for moves in transfers for row in moves["rows"]],
+        references=references,
+        plan=plan,
+        records=(*ablations, *transfers, *references.values()),
+        codes=tuple(first["plan"]["pos"]),
+        accuracy=_accuracies(folders, plan["size"]),
+    )
 
 
 @whole_folders
@@ -252,85 +252,54 @@ def load_blind_far_transfer(far: FarTransfer, name: str = "cpu-transfer-far") ->
     reads five seeds a side that the predictions did not know."""
     world, scaled = far.plan["references"]["world"], far.plan["references"]["scaled"]
     blind_folder = related_folder(find_results(name), f"{name}-blind")
+    world_folder = related_folder(find_results(name), f"{world}-blind")
     blind, blind_moves = _checked(blind_folder)
-    world_blind_folder = related_folder(find_results(name), f"{world}-blind")
-    world_blind = load_results(world_blind_folder)
-    check_against_table(world_blind_folder, world_blind)
+    world_blind = load_results(world_folder)
+    check_against_table(world_folder, world_blind)
     check_added_seeds((far.records[0], blind), (far.references["world"], world_blind))
-    named = [name, f"{name}-more", f"{name}-blind", world, f"{world}-blind", scaled]
-    pilots: dict[str, set[str]] = {"before": set(), "world": set(), "scaled": set()}
-    for twin in find_pilot_twins(named):
-        folder = Path(twin.folder).name
-        side = next((r for r, n in (("world", world), ("scaled", scaled)) if folder.startswith(n)),
-                    "before")  # fmt: skip
-        pilots[side].add(twin.run)
-    before = _first_blind(merge_runs(far.before, blind), pilots["before"])
-    kept = {(r["dataset"], r["pos"], r["seed"]) for r in before["runs"]}
-    rows = merge_rows({"rows": far.rows}, blind_moves)
+    sides = {None: [name, f"{name}-more", f"{name}-blind"], "world": [world, f"{world}-blind"]}
+    sides["scaled"] = [scaled]
+    pilots = {side: {t.run for t in find_pilot_twins(folders)} for side, folders in sides.items()}
+    before = _first_blind(merge_runs(far.before, blind), pilots[None])
     references = {**far.references, "world": merge_runs(far.references["world"], world_blind)}
-    references = {r: _first_blind(ref, pilots[r]) for r, ref in references.items()}
-    # a run's accuracy is kept where its run is: a move's where its 32-px run is
+    references = {side: _first_blind(ref, pilots[side]) for side, ref in references.items()}
+    # a run's accuracy and moves are kept where its run is: a move's where its 32-px run is
     runs: dict[str | None, list] = {None: before["runs"]}
     runs |= {side: ref["runs"] for side, ref in references.items()}
     present = {(r["pos"], side, r["seed"]) for side, found in runs.items() for r in found}
-    accuracy = {**far.accuracy, **_accuracies([blind_folder, world_blind_folder], far.plan["size"])}
+    accuracy = _accuracies([blind_folder, world_folder], far.plan["size"], far.accuracy)
+    rows = far.rows + blind_moves["rows"]
     return FarTransfer(
         before=before,
-        rows=[r for r in rows if (r["dataset"], r["pos"], r["seed"]) in kept],
+        rows=[r for r in rows if (r["pos"], None, r["seed"]) in present],
         references=references,
         plan=far.plan,
         records=(*far.records, blind, blind_moves, world_blind),
         codes=far.codes,
-        accuracy={key: value for key, value in accuracy.items()
-                  if (key[0], key[1] if key[2] == "trained" else None, key[4]) in present},
-    )  # fmt: skip
+        accuracy={
+            key: value
+            for key, value in accuracy.items()
+            if (key[0], key[1] if key[2] == "trained" else None, key[4]) in present
+        },
+    )
 
 
 def _first_blind(results: dict[str, Any], pilots: set[str]) -> dict[str, Any]:
-    """``results`` with each cell's runs cut to its first :data:`BLIND` seeds outside
-    ``pilots`` (run keys)."""
+    """``results`` with each cell's runs cut to its first :data:`BLIND` seeds outside ``pilots``
+    (run keys)."""
     by_cell: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for run in sorted(results["runs"], key=lambda r: r["seed"]):
-        dataset, pos, variant = run["dataset"], run["pos"], run.get("variant", "swin")
-        if run_key(dataset, pos, run["seed"], variant) not in pilots:
-            by_cell.setdefault((dataset, pos, variant), []).append(run)
+        if run_key(run["dataset"], run["pos"], run["seed"], run["variant"]) not in pilots:
+            by_cell.setdefault((run["dataset"], run["pos"], run["variant"]), []).append(run)
     return {**results, "runs": [r for cell in by_cell.values() for r in cell[:BLIND]]}
 
 
-def _merge(
-    records: Sequence[dict[str, Any]], key: Callable[[Mapping[str, Any]], tuple[Any, ...]]
-) -> list[dict]:
-    """The records in order, refusing a cell and seed (``key(record)``, the seed last) met twice."""
-    seen: set[tuple[Any, ...]] = set()
-    for r in records:
-        if key(r) in seen:
-            cell = ":".join(str(v) for v in key(r)[:-1])
-            raise ValueError(f"cell {cell} seed {r['seed']} is in more than one record")
-        seen.add(key(r))
-    return list(records)
-
-
 def merge_runs(*results: dict[str, Any]) -> dict[str, Any]:
-    """One results.json from several of one ablation (extra seeds trained later): ``{"runs",
-    "test_sets"}``, the runs concatenated, the test sets the first record's (a later one's must be
-    identical on the datasets both hold); a cell's seed in two records is refused."""
+    """One ``results.json`` (``{"runs", "test_sets"}``) from several of one ablation (extra seeds
+    trained later), refusing other test labels of a dataset."""
     test_sets: dict[str, Any] = {}
     for r in results:
         for dataset, sets in r["test_sets"].items():
             if test_sets.setdefault(dataset, sets) != sets:
                 raise ValueError(f"the records' {dataset!r} test sets (labels) differ")
-    runs = _merge(
-        [run for r in results for run in r["runs"]],
-        lambda run: (run["dataset"], run["pos"], run.get("variant", "swin"), run["seed"]),
-    )
-    return {"runs": runs, "test_sets": test_sets}
-
-
-def merge_rows(*transfers: dict[str, Any]) -> list[dict[str, Any]]:
-    """The rows of several transfer.json records concatenated; a seed of a cell (dataset, pos,
-    rendering, size, condition, variant) in two records is refused."""
-    return _merge(
-        [row for t in transfers for row in t["rows"]],
-        lambda r: (r["dataset"], r["pos"], r.get("rendering", "scaled"), r["size"],
-                   r["condition"], r.get("variant", "swin"), r["seed"]),
-    )  # fmt: skip
+    return {"runs": [run for r in results for run in r["runs"]], "test_sets": test_sets}
