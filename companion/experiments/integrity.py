@@ -123,14 +123,11 @@ def verified(
         raise ResultsError(f"{path} cannot be read ({type(exc).__name__}: {exc})") from None
 
 
-def _tensors(data: bytes) -> Any:
-    return torch.load(io.BytesIO(data), "cpu", weights_only=True)
-
-
 #: How :func:`verified` reads a file, by its suffix (any other: as text).
-DECODERS: dict[str, Callable[[bytes], Any]] = {".json": json.loads, ".pt": _tensors}
-
-
+DECODERS: dict[str, Callable[[bytes], Any]] = {
+    ".json": json.loads,
+    ".pt": lambda data: torch.load(io.BytesIO(data), "cpu", weights_only=True),
+}
 #: The names the loaders read files by, each one :func:`verified`.
 verified_json = verified_tensors = verified
 
@@ -140,9 +137,8 @@ def folder_lock(folder: str | os.PathLike[str]) -> Iterator[None]:
     """Hold the publish lock of ``folder`` (``flock`` on ``.<name>.lock`` beside it)."""
     import fcntl  # POSIX only; a reader takes no lock
 
-    fd = os.open(
-        Path(folder).with_name(f".{Path(folder).name}.lock"), os.O_RDWR | os.O_CREAT, 0o666
-    )
+    lock = Path(folder).with_name(f".{Path(folder).name}.lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -40,29 +40,23 @@ def related_folder(folder: str | Path, name: str) -> Path:
     return found
 
 
-def _refuse(first: dict[str, Any], other: dict[str, Any], what: str) -> None:
-    names = other["plan"]["name"], first["plan"]["name"]
-    raise ResultsError(f"{names[0]} cannot be read with {names[1]}: {what}")
-
-
-def _code(record: dict[str, Any]) -> tuple[str, str]:
-    return record["header"]["git"]["commit"], record["header"].get("companion_sha256", "")
-
-
-def _same_code(first: dict[str, Any], other: dict[str, Any], who: str) -> None:
-    if _code(other) != _code(first):
-        commits = f"{_code(other)[0][:10]} vs {_code(first)[0][:10]}"
-        _refuse(first, other, f"{who} ran other code (commit {commits})")
-
-
-def _same_settings(first: dict[str, Any], other: dict[str, Any], skip: Sequence[str] = ()) -> None:
+def _refuse_unless_alike(
+    first: dict, other: dict, who: str, code: dict, skip: Sequence[str] = ()
+) -> None:
+    """Refuse ``other`` unless it ran ``code``'s code (commit and companion hash) and ``first``'s
+    result settings and variant, but ``skip``."""
+    heads = [r["header"] for r in (other, code)]
+    ran = [(head["git"]["commit"], head.get("companion_sha256")) for head in heads]
     ta, tb = other["plan"]["train"], first["plan"]["train"]
     keys = [k for k in RESULT_SETTINGS if k not in skip and ta.get(k) != tb.get(k)]
     diff = [f"{k} {json.dumps(ta.get(k))} vs {json.dumps(tb.get(k))}" for k in keys]
     variants = [r["plan"].get("variant", "swin") for r in (other, first)]
     diff += [f"variant {variants[0]} vs {variants[1]}"] if variants[0] != variants[1] else []
+    names = f"{other['plan']['name']} cannot be read with {first['plan']['name']}"
+    if ran[0] != ran[1]:
+        raise ResultsError(f"{names}: {who} ran other code ({ran[0][0][:10]} vs {ran[1][0][:10]})")
     if diff:
-        _refuse(first, other, f"other settings ({'; '.join(diff)})")
+        raise ResultsError(f"{names}: other settings ({'; '.join(diff)})")
 
 
 def check_one_run(
@@ -70,15 +64,14 @@ def check_one_run(
 ) -> None:
     """Refuse ``results.json`` records of one run of a script that disagree (module docstring);
     ``references`` may differ in :data:`REFERENCE_CHANGES`."""
-    for others, skip in ((records[1:], ()), (references, REFERENCE_CHANGES)):
-        for other in others:
-            _same_code(records[0], other, "they")
-            _same_settings(records[0], other, skip)
+    for other in records[1:]:
+        _refuse_unless_alike(records[0], other, "they", records[0])
+    for other in references:
+        _refuse_unless_alike(records[0], other, "they", records[0], REFERENCE_CHANGES)
 
 
 def check_added_seeds(*pairs: tuple[dict[str, Any], dict[str, Any]]) -> None:
     """Refuse seeds added after a run (pairs of ``results.json``: extended, added) that
     disagree (module docstring)."""
     for extended, added in pairs:
-        _same_settings(extended, added)
-        _same_code(pairs[0][1], added, "seeds added together")
+        _refuse_unless_alike(extended, added, "seeds added together", pairs[0][1])
