@@ -111,8 +111,7 @@ def whole_folders(function: F) -> F:
 def verified(
     folder: str | os.PathLike[str], name: str, files: dict[str, bytes] | None = None
 ) -> Any:
-    """``folder/name`` from ``files`` (by default a new :func:`read_folder`): ``.json`` as JSON,
-    ``.pt`` by ``torch.load`` with ``weights_only``, any other as text."""
+    """``folder/name`` from ``files``, a :func:`read_folder` (by default a new one), decoded."""
     path, files = Path(folder) / name, read_folder(folder) if files is None else files
     if name not in files:
         raise ResultsError(f"{path} is not listed in {MANIFEST}: not published")

@@ -116,16 +116,14 @@ def _provenance_rows(name: str, record: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def published_folders(root: str | Path) -> list[Path]:
-    """Every sealed folder under ``root`` (one with a ``SHA256SUMS``, at any depth, such as
-    ``learned-vit-seeds/seed-2``), in path order; ``pilots/`` holds no published run."""
+    """Every sealed folder at any depth under ``root`` but ``pilots/``, in path order."""
     root = Path(root)
     found = (p.parent for p in root.rglob("SHA256SUMS"))
     return sorted(p for p in found if p.relative_to(root).parts[0] != "pilots")
 
 
 def record_rows(root: str | Path) -> list[dict[str, Any]]:
-    """Every published run under ``root`` as rows, each folder verified against its
-    ``SHA256SUMS``; ``experiment`` is the folder's path under ``root``."""
+    """Every published run under ``root`` as rows, each folder verified."""
     rows: list[dict[str, Any]] = []
     for folder in published_folders(root):
         files, name = read_folder(folder), folder.relative_to(root).as_posix()
@@ -167,8 +165,7 @@ def results_tree(folder: str | Path) -> Path | None:
 
 
 def refresh_table(folder: str | Path) -> Path | None:
-    """After ``folder`` was published: rebuild the record table of its results tree (``None``:
-    no tree, or one that does not verify, said on stderr; the folder is published all the same)."""
+    """Rebuild the table of ``folder``'s results tree after a publish; ``None``: not rebuilt."""
     root = results_tree(folder)
     if root is None:
         return None
@@ -180,8 +177,7 @@ def refresh_table(folder: str | Path) -> Path | None:
 
 
 def load_table(root: str | Path | None = None) -> list[dict[str, Any]]:
-    """The rows of ``records.csv`` (under ``root``, or the chapters' ``results/``), after checking
-    the file against ``records.csv.sha256``; integer columns as ints."""
+    """The rows of ``records.csv`` under ``root`` (the chapters'), checked against its hash."""
     root = results_root() if root is None else Path(root)
     try:
         text = (root / TABLE).read_bytes().decode("utf-8")
@@ -197,10 +193,8 @@ def load_table(root: str | Path | None = None) -> list[dict[str, Any]]:
 def check_against_table(
     folder: str | Path, record: dict[str, Any], before: dict[str, Any] | None = None
 ) -> None:
-    """Refuse a record a chapter reads (``results.json``; ``transfer.json`` with the 32-px
-    ``before`` beside it; or an embedding run's ``provenance.json``) whose rows are not the record
-    table's rows of its folder, so that every count and every per-image bits' hash a bootstrap
-    reads is the one the table holds, in the table of the folder's results tree."""
+    """Refuse a record a chapter reads (``transfer.json`` with its 32-px ``before``) unless its
+    rows are the table's: every count and per-image bits' hash a bootstrap reads is the table's."""
     folder, root = Path(folder).resolve(), results_tree(folder)
     if root is None:
         raise ResultsError(f"no {TABLE} above {folder}: build it with `{REBUILD}`")

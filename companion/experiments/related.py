@@ -62,8 +62,7 @@ def _refuse_unless_alike(
 def check_one_run(
     records: Sequence[dict[str, Any]], references: Sequence[dict[str, Any]] = ()
 ) -> None:
-    """Refuse ``results.json`` records of one run of a script that disagree (module docstring);
-    ``references`` may differ in :data:`REFERENCE_CHANGES`."""
+    """Refuse records of one run of a script (``references``: but their size) that disagree."""
     for other in records[1:]:
         _refuse_unless_alike(records[0], other, "they", records[0])
     for other in references:
@@ -71,7 +70,6 @@ def check_one_run(
 
 
 def check_added_seeds(*pairs: tuple[dict[str, Any], dict[str, Any]]) -> None:
-    """Refuse seeds added after a run (pairs of ``results.json``: extended, added) that
-    disagree (module docstring)."""
+    """Refuse seeds added after a run (pairs: the records extended and added) that disagree."""
     for extended, added in pairs:
         _refuse_unless_alike(extended, added, "seeds added together", pairs[0][1])

@@ -2,8 +2,8 @@
 
 Nothing is read unverified: every file against the folder's ``SHA256SUMS`` (:mod:`.integrity`);
 every run, with its curve, against the ``record_sha256`` the run sealed (its per-image results,
-final metrics and settings); the runs against the plan; the summary against the runs; the test
-labels against the hashes the runs sealed.
+final metrics and settings); the summary against the runs; the test labels against the hashes
+the runs sealed.
 """
 
 from __future__ import annotations
@@ -83,8 +83,7 @@ def mean_std(row: dict[str, Any], scale: float = 1.0, spec: str = ".3f") -> str:
 
 
 def result_places() -> list[Path]:
-    """Where the chapters find ``results/``: here, the parent (notebooks run in ``book/``), the
-    package's ``book_results`` (Colab's plain install) and beside the package (a clone)."""
+    """Where the chapters find ``results/``: here, above, in and beside the installed package."""
     cwd, pkg = Path.cwd(), PACKAGE_DIR
     return [cwd / "results", cwd.parent / "results", pkg / "book_results", pkg.parent / "results"]
 
@@ -108,8 +107,7 @@ def load_results(folder: str | os.PathLike[str]) -> dict[str, Any]:
 def check_results(
     folder: str | os.PathLike[str], read: Callable[[Path, str], Any] = verified_json
 ) -> tuple[dict[str, Any], dict[str, list[dict]]]:
-    """``results.json`` and the runs' curves by run key, each read with ``read`` (by default
-    verified), then checked as the module docstring says."""
+    """``results.json`` and its curves by run key, read with ``read``, checked as said above."""
     folder, path = Path(folder), Path(folder) / "results.json"
     if read is verified_json:  # one reading of the folder for all its files
         read = functools.partial(verified, files=read_folder(folder))
@@ -121,8 +119,6 @@ def check_results(
             curves[key] = read(folder, f"curves/{key}.json")["epochs"]
             if not is_sealed({**run, "epochs": curves[key]}):
                 raise ResultsError(f"{path}: run {key} does not match its record_sha256")
-        if planned_runs(results["plan"]) != set(curves):
-            raise ResultsError(f"{path}: its runs are not its plan's (runs removed or added)")
         if summarize(results["runs"]) != results["summary"]:
             raise ResultsError(f"{path}: its summary is not the one its runs give")
         _check_test_sets(results, path)
@@ -156,26 +152,15 @@ def load_transfer(folder: str | os.PathLike[str], results: dict[str, Any]) -> di
     """``transfer.json`` beside ``results``, verified and computed from exactly its runs."""
     path = Path(folder) / DERIVED[0]
     moves = verified_json(folder, DERIVED[0])
-    if "record_sha256" in moves and not is_sealed(moves):  # sealed since records were
-        raise ResultsError(f"{path} does not match its record_sha256")
     if moves.get("sources") != run_sources(results):
         raise ResultsError(f"{path} was computed from other runs than the results.json beside it")
     return moves
 
 
-def planned_runs(plan: dict[str, Any]) -> set[str]:
-    """The run keys of a plan: dataset x pos x seed, and each extra cell for its ``extra_seeds``."""
-    variant, seeds = plan.get("variant", "swin"), plan["seeds"]
-    cells = [(d, p, variant, seeds) for d in plan["datasets"] for p in plan["pos"]]
-    cells += [(*c.split(":"), plan.get("extra_seeds") or seeds) for c in plan.get("extra", [])]
-    return {run_key(d, p, s, v) for d, p, v, cell_seeds in cells for s in cell_seeds}
-
-
 def load_curves(
     folder: str | os.PathLike[str], variant: str | None = "swin"
 ) -> dict[tuple, list[dict]]:
-    """Per-epoch records by ``(dataset, pos, seed)`` of ``variant``'s runs, or with ``None`` by
-    ``(dataset, pos, variant, seed)`` of every run."""
+    """Per-epoch records by ``(dataset, pos, seed)`` of ``variant`` (``None``: all, by variant)."""
     results, saved = check_results(folder)
     cells = {
         _run_key(r): (r["dataset"], r["pos"], r.get("variant", "swin"), r["seed"])
