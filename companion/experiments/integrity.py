@@ -16,7 +16,6 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -131,7 +130,7 @@ DECODERS: dict[str, Callable[[bytes], Any]] = {
 verified_json = verified_tensors = verified
 
 
-@contextmanager
+@contextlib.contextmanager
 def folder_lock(folder: str | os.PathLike[str]) -> Iterator[None]:
     """Hold the publish lock of ``folder`` (``flock`` on ``.<name>.lock`` beside it)."""
     import fcntl  # POSIX only; a reader takes no lock

@@ -17,13 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from companion.experiments.integrity import (
-    ResultsError,
-    is_sealed,
-    read_folder,
-    verified,
-    verified_json,
-)
+from companion.experiments.integrity import ResultsError, is_sealed, read_folder, verified
 from companion.experiments.related import refuse_other_trees
 from companion.position import Position
 from companion.train.provenance import PACKAGE_DIR
@@ -89,12 +83,12 @@ def result_places() -> list[Path]:
 
 
 def find_results(name: str, search: Sequence[Path] | None = None) -> Path:
-    """``results/<name>`` in the first of ``search`` (:func:`result_places`) or results tree."""
+    """``results/<name>`` from the first of ``search`` (default: :func:`result_places`) with it."""
     places = result_places() if search is None else search
     for place in places:
         if (Path(place) / name / "results.json").is_file():
             return Path(place) / name
-        refuse_other_trees(place, name)
+        refuse_other_trees(place, name)  # the first results tree is the only one searched
     where = [str(p) for p in places]
     raise FileNotFoundError(f"no results {name!r} in any of {where}: reinstall the package")
 
@@ -105,12 +99,12 @@ def load_results(folder: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def check_results(
-    folder: str | os.PathLike[str], read: Callable[[Path, str], Any] = verified_json
+    folder: str | os.PathLike[str], read: Callable[[Path, str], Any] | None = None
 ) -> tuple[dict[str, Any], dict[str, list[dict]]]:
-    """``results.json`` and its curves by run key, read with ``read``, checked as said above."""
+    """``results.json`` and its curves by run key, read with ``read`` (by default verified, from
+    one reading of the folder), checked as the module docstring says."""
     folder, path = Path(folder), Path(folder) / "results.json"
-    if read is verified_json:  # one reading of the folder for all its files
-        read = functools.partial(verified, files=read_folder(folder))
+    read = read or functools.partial(verified, files=read_folder(folder))
     results = read(folder, "results.json")
     try:
         curves = {}
@@ -122,7 +116,7 @@ def check_results(
         if summarize(results["runs"]) != results["summary"]:
             raise ResultsError(f"{path}: its summary is not the one its runs give")
         _check_test_sets(results, path)
-    except (KeyError, TypeError, AttributeError, ZeroDivisionError) as exc:  # (no test labels)
+    except (KeyError, TypeError, AttributeError, ZeroDivisionError) as exc:  # (0: no labels)
         raise ResultsError(f"{path} is not an ablation's results ({exc!r})") from None
     return results, curves
 
@@ -151,7 +145,7 @@ def read_text(folder: str | os.PathLike[str], name: str) -> str:
 def load_transfer(folder: str | os.PathLike[str], results: dict[str, Any]) -> dict[str, Any]:
     """``transfer.json`` beside ``results``, verified and computed from exactly its runs."""
     path = Path(folder) / DERIVED[0]
-    moves = verified_json(folder, DERIVED[0])
+    moves = verified(folder, DERIVED[0])
     if moves.get("sources") != run_sources(results):
         raise ResultsError(f"{path} was computed from other runs than the results.json beside it")
     return moves
