@@ -44,11 +44,13 @@ def is_sealed(record: dict[str, Any]) -> bool:
 
 
 def _files(folder: Path) -> dict[str, bytes]:
-    # In path order, but the hash list, hidden names (temporary files) and a file a swap took.
+    # Every file by relative path, in path order; not the hash list, hidden names (temporary
+    # files) or a file a swap took away before it was read.
     files = {}
     for path in sorted(folder.rglob("*"), key=lambda p: p.relative_to(folder).parts):
         name = path.relative_to(folder).as_posix()
-        if path.is_file() and name != MANIFEST and "/." not in f"/{name}":
+        hidden = any(part.startswith(".") for part in name.split("/"))
+        if path.is_file() and name != MANIFEST and not hidden:
             with contextlib.suppress(FileNotFoundError):
                 files[name] = path.read_bytes()
     return files
