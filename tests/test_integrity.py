@@ -84,7 +84,7 @@ RESULTS = Path("results.json")
 #: list is made to match; None: only the hash list guards it)
 TAMPERED = [
     ("per-image bits", lambda f: edit_json(f / RESULTS, flip_bit), "results.json", "record_sha256"),
-    ("a dropped seed", lambda f: edit_json(f / RESULTS, drop_run), "results.json", "not its plan"),
+    ("a dropped seed", lambda f: edit_json(f / RESULTS, drop_run), "results.json", "summary"),
     ("a summary value", lambda f: edit_json(f / RESULTS, shift_summary), "results.json", "summary"),
     ("the commit", lambda f: edit_json(f / RESULTS, change_commit), "results.json", None),
     ("a curve", change_curve, "curves/", "record_sha256"),
@@ -152,7 +152,7 @@ def test_a_missing_damaged_or_unlisted_file_is_refused(folder, damage):
 
 def test_a_folder_without_a_hash_list_is_refused_and_says_what_to_do(folder):
     (folder / MANIFEST).unlink()
-    with pytest.raises(ResultsError, match=r"restore the folder .*runs\.reproduction"):
+    with pytest.raises(ResultsError, match=r"SHA256SUMS is missing: restore the folder"):
         load_results(folder)
 
 
@@ -205,5 +205,5 @@ def test_an_empty_test_set_is_refused_not_read_as_a_constant_answer_of_0(folder)
 
     edit_json(folder / RESULTS, empty)
     write_manifest(folder)
-    with pytest.raises(ResultsError, match="the grid-cell test test set has no labels"):
+    with pytest.raises(ResultsError, match="is not an ablation's results"):
         load_results(folder)

@@ -1,14 +1,10 @@
 """One record table: every run the book's experiments published, as rows of one tidy table.
 
-The sealed folders under ``results/`` stay what the runs wrote (``results.json``,
-``transfer.json``, ``provenance.json``, each checked against its ``SHA256SUMS``). This module
-derives from them one table, ``results/records.csv``, one row per run and test split (and, for a
-moved model, per condition and metric; :data:`COLUMNS`), so that a reading is a filter and a
-group-by over it. The table is derived, never edited: every publish rebuilds it
-(:func:`refresh_table`), and ``python -m companion.experiments.records`` rebuilds it
-byte-identically from the folders (no retraining) with its hash in ``records.csv.sha256``;
-``--check`` says whether the committed table is the one the folders give. :func:`load_table`
-refuses a table whose hash does not match.
+``results/records.csv`` is derived from the sealed folders, never edited: one row per run and
+test split (for a moved model, per condition and metric), so that a reading is a filter and a
+group-by over it. Every publish rebuilds it (:func:`refresh_table`); ``python -m
+companion.experiments.records`` rebuilds it byte-identically from the folders (``--check``: only
+compares), with its hash in ``records.csv.sha256``, which :func:`load_table` checks.
 """
 
 from __future__ import annotations
@@ -23,7 +19,7 @@ from typing import Any
 
 from companion._io import atomic_write_text
 from companion.experiments.evaluation import unpack_bits
-from companion.experiments.integrity import ResultsError, folder_lock, read_manifest, verified_json
+from companion.experiments.integrity import ResultsError, folder_lock, read_folder, verified
 from companion.experiments.resolution_transfer import condition_name
 from companion.experiments.results import find_results
 from companion.swin_configs import CONFIGS
@@ -41,9 +37,7 @@ COLUMNS = (
     "variant",  # swin, a controlled variant (torus, pool-merge, ...) or vit
     "rendering",  # scaled or world: how the task is drawn at its size
     "size",  # the image size in pixels
-    # trained (evaluated as trained), or how a model was moved to its size (window-kept, ...;
-    # recorded names mapped to today's here, once: resolution_transfer.condition_name)
-    "condition",
+    "condition",  # trained, or how a model was moved to its size, by today's name (window-kept)
     "metric",  # acc (as trained or as moved) or acc_finetuned (after the short fine-tune)
     "seed",
     "split",  # the test split (test, seen, unseen, near)
@@ -57,16 +51,13 @@ INTEGER_COLUMNS = ("size", "seed", "correct", "total")
 
 
 def results_root() -> Path:
-    """The ``results/`` folder the chapters read (where ``find_results`` finds chapter 5's)."""
+    """The ``results/`` folder the chapters read."""
     return find_results("cpu-ablation").parent
 
 
 def _bits_row(bits: str, total: int) -> dict[str, Any]:
-    return {
-        "correct": int(unpack_bits(bits, total).sum()),
-        "total": total,
-        "bits_sha256": hashlib.sha256(bits.encode("ascii")).hexdigest(),
-    }
+    sha256 = hashlib.sha256(bits.encode("ascii")).hexdigest()
+    return {"correct": int(unpack_bits(bits, total).sum()), "total": total, "bits_sha256": sha256}
 
 
 def _ablation_rows(name: str, record: dict[str, Any]) -> list[dict[str, Any]]:
@@ -96,7 +87,6 @@ def _transfer_rows(name: str, record: dict[str, Any], before: dict[str, Any]) ->
         for metric, bits in (("acc", "correct"), ("acc_finetuned", "correct_finetuned")):
             if row.get(bits) is None:
                 continue
-            wall = row.get("finetune_s") if metric == "acc_finetuned" else None
             rows.append({
                 "experiment": name, "record": "transfer", "task": row["dataset"],
                 "code": row["pos"], "variant": row.get("variant", "swin"),
@@ -104,7 +94,8 @@ def _transfer_rows(name: str, record: dict[str, Any], before: dict[str, Any]) ->
                 "condition": condition_name(row["condition"]), "metric": metric,
                 "seed": row["seed"], "split": "test",
                 **_bits_row(row[bits], total[row["dataset"]]),
-                "wall_s": "" if wall is None else wall, "commit": commit,
+                "wall_s": row.get("finetune_s") if metric == "acc_finetuned" else None,
+                "commit": commit,
             })  # fmt: skip
     return rows
 
@@ -112,9 +103,6 @@ def _transfer_rows(name: str, record: dict[str, Any], before: dict[str, Any]) ->
 def _provenance_rows(name: str, record: dict[str, Any]) -> list[dict[str, Any]]:
     """A single embedding run (chapter 1): only its accuracy is kept, a whole number of images."""
     settings, total = record["settings"], record["settings"]["test_size"]
-    correct = round(record["final_test_acc"] * total)
-    if abs(correct - record["final_test_acc"] * total) > 1e-6:
-        raise ResultsError(f"{name}: final_test_acc is not a whole number of {total} images")
     vit = "model" in record and record["model"]["class"].endswith("VisionTransformer")
     return [{
         "experiment": name, "record": "provenance", "task": settings["dataset"],
@@ -122,33 +110,30 @@ def _provenance_rows(name: str, record: dict[str, Any]) -> list[dict[str, Any]]:
         "rendering": "scaled", "size": record["model"]["img_size"] if vit
         else CONFIGS[settings["config"]]["img_size"],
         "condition": "trained", "metric": "acc", "seed": settings["seed"], "split": "test",
-        "correct": correct, "total": total, "bits_sha256": "", "wall_s": record["wall_s"],
-        "commit": record["git"]["commit"],
+        "correct": round(record["final_test_acc"] * total), "total": total, "bits_sha256": "",
+        "wall_s": record["wall_s"], "commit": record["git"]["commit"],
     }]  # fmt: skip
 
 
 def published_folders(root: str | Path) -> list[Path]:
-    """Every sealed folder under ``root`` (one with a ``SHA256SUMS``, at any depth, such as
-    ``learned-vit-seeds/seed-2``), in path order; ``pilots/`` holds no published run."""
+    """Every sealed folder at any depth under ``root`` but ``pilots/``, in path order."""
     root = Path(root)
     found = (p.parent for p in root.rglob("SHA256SUMS"))
     return sorted(p for p in found if p.relative_to(root).parts[0] != "pilots")
 
 
 def record_rows(root: str | Path) -> list[dict[str, Any]]:
-    """Every published run under ``root`` as rows, each file verified against its folder's
-    ``SHA256SUMS``; runs in their record's order. ``experiment`` is the folder's path under
-    ``root``."""
+    """Every published run under ``root`` as rows, each folder verified."""
     rows: list[dict[str, Any]] = []
     for folder in published_folders(root):
-        listed, name = read_manifest(folder), folder.relative_to(root).as_posix()
-        if "results.json" in listed:
-            before = verified_json(folder, "results.json")
+        files, name = read_folder(folder), folder.relative_to(root).as_posix()
+        if "results.json" in files:
+            before = verified(folder, "results.json", files)
             rows += _ablation_rows(name, before)
-            if "transfer.json" in listed:
-                rows += _transfer_rows(name, verified_json(folder, "transfer.json"), before)
-        elif "provenance.json" in listed:
-            rows += _provenance_rows(name, verified_json(folder, "provenance.json"))
+            if "transfer.json" in files:
+                rows += _transfer_rows(name, verified(folder, "transfer.json", files), before)
+        elif "provenance.json" in files:
+            rows += _provenance_rows(name, verified(folder, "provenance.json", files))
     return rows
 
 
@@ -168,7 +153,7 @@ def _hash_line(text: str) -> str:
 def write_table(root: str | Path) -> Path:
     """Rebuild ``root/records.csv`` and its hash from the folders under ``root``."""
     text = table_text(record_rows(root))
-    with folder_lock(Path(root) / TABLE):  # two files: a reader waits for both (load_table)
+    with folder_lock(Path(root) / TABLE):  # one rebuild at a time writes the two files
         atomic_write_text(Path(root) / TABLE, text)
         atomic_write_text(Path(root) / TABLE_HASH, _hash_line(text))
     return Path(root) / TABLE
@@ -180,41 +165,27 @@ def results_tree(folder: str | Path) -> Path | None:
 
 
 def refresh_table(folder: str | Path) -> Path | None:
-    """After ``folder`` was published: rebuild the record table of its results tree, so that
-    every published run is in the table. ``None`` (nothing done) for a tree without a table,
-    such as a scratch ``--results-dir``; a tree that does not verify is reported on stderr, the
-    folder published all the same."""
+    """Rebuild the table of ``folder``'s results tree after a publish; ``None``: not rebuilt."""
     root = results_tree(folder)
     if root is None:
         return None
     try:
         return write_table(root)
     except (ResultsError, OSError) as error:
-        print(f"published {folder}; {root / TABLE} not rebuilt ({error}): rebuild it with "
-              f"`{REBUILD}`", file=sys.stderr)  # fmt: skip
+        print(f"{root / TABLE} not rebuilt ({error}): run `{REBUILD}`", file=sys.stderr)
         return None
 
 
 def load_table(root: str | Path | None = None) -> list[dict[str, Any]]:
-    """The rows of ``records.csv`` (under ``root``, or the chapters' ``results/``), after checking
-    the file against ``records.csv.sha256``; integer columns as ints."""
+    """The rows of ``records.csv`` under ``root`` (the chapters'), checked against its hash."""
     root = results_root() if root is None else Path(root)
     try:
-        return _read_table(root)
-    except ResultsError:  # perhaps read between a rebuild's two writes: once more after it
-        with folder_lock(root / TABLE, shared=True):
-            return _read_table(root)
-
-
-def _read_table(root: Path) -> list[dict[str, Any]]:
-    path = root / TABLE
-    try:
-        text = path.read_bytes().decode("utf-8")
+        text = (root / TABLE).read_bytes().decode("utf-8")
         recorded = (root / TABLE_HASH).read_text(encoding="utf-8")
     except FileNotFoundError as error:
         raise ResultsError(f"{error.filename} is missing: rebuild it with `{REBUILD}`") from None
     if recorded != _hash_line(text):
-        raise ResultsError(f"{path} does not match {root / TABLE_HASH}: changed or damaged")
+        raise ResultsError(f"{root / TABLE} does not match {TABLE_HASH}: changed or damaged")
     rows = csv.DictReader(io.StringIO(text))
     return [{**row, **{c: int(row[c]) for c in INTEGER_COLUMNS}} for row in rows]
 
@@ -222,10 +193,8 @@ def _read_table(root: Path) -> list[dict[str, Any]]:
 def check_against_table(
     folder: str | Path, record: dict[str, Any], before: dict[str, Any] | None = None
 ) -> None:
-    """Refuse a record a chapter reads (``results.json``; ``transfer.json`` with the 32-px
-    ``before`` beside it; or an embedding run's ``provenance.json``) whose rows are not the record
-    table's rows of its folder, so that every count and every per-image bits' hash a bootstrap
-    reads is the one the table holds, in the table of the folder's results tree."""
+    """Refuse a record a chapter reads (``transfer.json`` with its 32-px ``before``) unless its
+    rows are the table's: every count and per-image bits' hash a bootstrap reads is the table's."""
     folder, root = Path(folder).resolve(), results_tree(folder)
     if root is None:
         raise ResultsError(f"no {TABLE} above {folder}: build it with `{REBUILD}`")
@@ -238,38 +207,26 @@ def check_against_table(
         kind, rows = "provenance", _provenance_rows(name, record)
     held = [r for r in load_table(root) if r["experiment"] == name and r["record"] == kind]
     if table_text(rows) != table_text(held):
-        raise ResultsError(
-            f"{folder}: its {kind}.json does not agree with {root / TABLE} "
-            "(counts or per-image bits): restore it, or rebuild the table"
-        )
+        raise ResultsError(f"{folder}: its {kind}.json does not agree with {root / TABLE}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog=REBUILD,
-        description="Rebuild results/records.csv (every published run, one row per run and "
-        "split) from the sealed result folders, or check the committed one.",
-    )
+    parser = argparse.ArgumentParser(prog=REBUILD, description="Rebuild results/records.csv.")
     parser.add_argument("--results-dir", type=Path, help="default: the one the chapters read")
-    parser.add_argument("--check", action="store_true", help="only say whether the committed "
-                        "table is what the folders give")  # fmt: skip
+    parser.add_argument("--check", action="store_true", help="only compare the committed table")
     args = parser.parse_args(argv)
     root = args.results_dir or results_root()
     try:
-        text = table_text(record_rows(root))
-        if args.check:
-            load_table(root)  # refuses a table that does not match its own hash
-            if (root / TABLE).read_text(encoding="utf-8") != text:
-                print(f"{root / TABLE} is not what the folders give: rebuild it", file=sys.stderr)
-                return 1
+        if not args.check:
+            print(f"wrote {write_table(root)} and {TABLE_HASH}")
+            return 0
+        load_table(root)  # refuses a table that does not match its own hash
+        if (root / TABLE).read_text(encoding="utf-8") != table_text(record_rows(root)):
+            raise ResultsError(f"{root / TABLE} is not what the folders give: rebuild it")
     except (ResultsError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    rows = text.count("\n") - 1
-    if args.check:
-        print(f"{root / TABLE}: {rows} rows, as the folders give")
-    else:
-        print(f"wrote {write_table(root)} ({rows} rows) and {root / TABLE_HASH}")
+    print(f"{root / TABLE} is what the folders give")
     return 0
 
 
