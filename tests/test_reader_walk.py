@@ -3,9 +3,8 @@
 (from a module that imports it), so a reader of the code follows one path down, never back.
 
 The walk is recorded as it runs (``sys.setprofile``: each call whose function lies in another
-module than its caller's), on the committed results. The wrapper of a loader marked
-``@whole_folders`` and the machinery of a ``with`` (``contextlib``) are read through, as their one
-line reads: the caller is the code with the decorator or the ``with``.
+module than its caller's), on the committed results. The machinery of a ``with`` (``contextlib``)
+is read through, as its one line reads: the caller is the code with the ``with``.
 """
 
 import sys
@@ -19,8 +18,6 @@ from test_layers import closure, import_graph
 from companion.experiments import chapter1, chapter5, chapter6
 
 PACKAGE = "companion.experiments"
-#: ``integrity.whole_folders``' wrapper, as a frame names it.
-WRAPPER = (f"{PACKAGE}.integrity", "reading_whole_folders")
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
@@ -30,14 +27,12 @@ def walk(load: Callable[[], object]) -> dict[str, set[str]]:
     callers: dict[str, set[str]] = defaultdict(set)
 
     def entered(frame, event, arg):
-        if event != "call" or is_wrapper(frame):
+        if event != "call":
             return
         module = frame.f_globals.get("__name__", "")
         back = frame.f_back
         while back is not None and is_contextlib(back):
             back = back.f_back
-        if back is not None and is_wrapper(back) and module != WRAPPER[0]:
-            back = back.f_back  # the decorated loader: called by the wrapper's caller
         caller = back.f_globals.get("__name__", "") if back else ""
         if module.startswith(PACKAGE) and caller != module:
             callers[module].add(caller if caller.startswith("companion") else "test")
@@ -48,10 +43,6 @@ def walk(load: Callable[[], object]) -> dict[str, set[str]]:
     finally:
         sys.setprofile(None)
     return dict(callers)
-
-
-def is_wrapper(frame) -> bool:
-    return (frame.f_globals.get("__name__"), frame.f_code.co_name) == WRAPPER
 
 
 def is_contextlib(frame) -> bool:

@@ -15,7 +15,7 @@ import numpy as np
 
 from companion._checks import check_choice
 from companion.experiments.evaluation import unpack_bits
-from companion.experiments.integrity import ResultsError, whole_folders
+from companion.experiments.integrity import ResultsError
 from companion.experiments.pilots import find_pilot_twins
 from companion.experiments.predictions import PREDICTIONS, is_split_cell, test_labels, with_counts
 from companion.experiments.predictions import parse_far_transfer_predictions as parse_plan
@@ -205,7 +205,6 @@ def _accuracies(
     return found
 
 
-@whole_folders
 def load_far_transfer(name: str = "cpu-transfer-far") -> FarTransfer:
     """Every folder of the experiment (``name``; ``name``-more, needed exactly when a 32-px cell
     split; the references beside it), verified against their ``SHA256SUMS`` and the record table
@@ -243,7 +242,6 @@ def load_far_transfer(name: str = "cpu-transfer-far") -> FarTransfer:
     )
 
 
-@whole_folders
 def load_blind_far_transfer(far: FarTransfer, name: str = "cpu-transfer-far") -> FarTransfer:
     """``far`` read on blind seeds only: ``name``-blind and the world reference's blind folder
     merged in (seed 5 of every cell left with fewer than five seeds no pilot ran, trained after

@@ -17,7 +17,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import torch
 
@@ -25,7 +25,6 @@ from companion._io import atomic_write_text, json_sha256
 
 #: The hash list of a published folder.
 MANIFEST = "SHA256SUMS"
-F = TypeVar("F")
 
 
 class ResultsError(ValueError):
@@ -90,8 +89,7 @@ def manifest_differences(
 
 
 def read_folder(folder: str | os.PathLike[str]) -> dict[str, bytes]:
-    """Every file of ``folder`` but ``SHA256SUMS`` by relative path, read once and checked whole
-    (all that a loader marked :func:`whole_folders` needs)."""
+    """Every file of ``folder`` but ``SHA256SUMS`` by relative path, read once and checked whole."""
     files = _files(Path(folder))
     differences = manifest_differences(folder, files)
     if differences:
@@ -102,11 +100,6 @@ def read_folder(folder: str | os.PathLike[str]) -> dict[str, bytes]:
 def read_manifest(folder: str | os.PathLike[str]) -> dict[str, str]:
     """``folder``'s ``SHA256SUMS`` as ``{relative path: sha256}``, its files checked against it."""
     return {name: hashlib.sha256(data).hexdigest() for name, data in read_folder(folder).items()}
-
-
-def whole_folders(function: F) -> F:
-    """A loader's mark, changing nothing: every :func:`read_folder` is of one whole folder."""
-    return function
 
 
 def verified(
