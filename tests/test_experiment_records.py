@@ -138,6 +138,16 @@ def test_an_interrupted_publish_leaves_the_previous_folder_whole(folder, monkeyp
     assert sorted(p.name for p in (folder / "results").iterdir()) == [".mini.lock", "mini"]
 
 
+def test_a_swap_killed_between_its_two_renames_is_put_back_by_the_next_publish(folder, plan_in):
+    results = folder / "results"
+    before = (results / "mini" / "results.json").read_bytes()
+    (results / "mini").rename(results / ".mini.old")  # the old folder aside, the new one not in
+    run_ablation(plan_in(folder))  # every run reused
+    assert load_results(results / "mini")["runs"] and (results / "mini" / "transfer.json").is_file()
+    assert sorted(p.name for p in results.iterdir()) == [".mini.lock", "mini"]
+    assert json.loads(before)["runs"] == load_results(results / "mini")["runs"]
+
+
 # ----------------------------------------------------------------------- nothing lost on publishing
 
 

@@ -45,13 +45,9 @@ class AblationPlan:
     base: TrainConfig = field(default_factory=lambda: TrainConfig(progress=False))
     results_dir: str = setting(RESULTS_DIR, "where results/<name>/ goes", kind="process")
     work_dir: str = setting(WORK_DIR, "checkpoints and run records (not committed)", kind="process")
-    jobs: int = setting(
-        1, "runs in parallel (processes)", kind="process", low=1, high=MAX_PROCESSES
-    )
+    jobs: int = setting(1, "runs in parallel", kind="process", low=1, high=MAX_PROCESSES)
     fresh: bool = setting(False, "discard this --name's saved runs and train anew", kind="process")
-    replace_derived: bool = setting(
-        False, "publish even over results derived from other runs (removed)", kind="process"
-    )
+    replace_derived: bool = setting(False, "remove derived results of other runs", kind="process")
     extra: tuple[tuple[str, Position, str], ...] = ()
     #: The seeds of the ``extra`` cells (None: ``seeds``); a subset of ``seeds``, so that every
     #: variant run has its baseline run (same dataset, pos and seed) to be compared with.

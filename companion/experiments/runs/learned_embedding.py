@@ -2,15 +2,11 @@
 
     nice -n 5 python -m companion.commands.learned_embedding --out results/learned-abs
     nice -n 5 python -m companion.experiments.runs.learned_vit --out results/learned-vit
-    python -m companion.experiments.runs.learned_vit --seed 2 \
-        --predictions results/learned-vit-seeds/predictions.md \
-        --out results/learned-vit-seeds/seed-2
 
-The Swin's run trains the tiny-cpu Swin with ``pos="abs"`` on ``grid-cell`` with chapter 5's
-settings; the ViT's trains ``companion.vit.VisionTransformer`` with the same training settings, so
-that the two embeddings differ by the architecture only, from a committed tree, recording the
-sha256 of its predictions. Each saves its embedding as ``(1, h, w, D)``, ``provenance.json``
-(commit, hardware, wall time) and ``SHA256SUMS``.
+The Swin (tiny-cpu, ``pos="abs"``) and the ViT (``companion.vit``) train on ``grid-cell`` with
+chapter 5's settings, so that the two embeddings differ by the architecture only; the ViT's run
+starts from a committed tree and records the sha256 of its predictions. Each saves its embedding as
+``(1, h, w, D)``, ``provenance.json`` (commit, hardware, wall time) and ``SHA256SUMS``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Runs in separate processes, ``jobs`` at a time, that stop together.
-
-The ablation's and the resolution experiment's ``--jobs`` hand their runs to :func:`run_all`, a
-pool of spawned workers. The parent alone answers Ctrl-C and SIGTERM (a worker starts with SIGINT
-ignored) and then stops every worker; a worker whose parent dies, even by SIGKILL, ends itself
-within half a second.
+"""Runs in separate processes, ``jobs`` at a time, that stop together: the parent alone answers
+Ctrl-C and SIGTERM (a worker starts with SIGINT ignored) and then stops every worker; a worker
+whose parent dies, even by SIGKILL, ends itself within half a second.
 """
 
 from __future__ import annotations
