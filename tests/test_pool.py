@@ -1,5 +1,5 @@
 """``companion.experiments.runs.pool``: how many torch threads each worker gets, and what the
-parent does when a worker dies (it names the run, stops the others and says how to go on).
+parent does when a run fails or a worker dies (it stops the others and says how to go on).
 
 The runs of the process tests are module-level functions here, which the spawned workers import
 by this module's name; ``run_all`` runs in a child process, so a regression fails on a timeout

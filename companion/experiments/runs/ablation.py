@@ -112,7 +112,7 @@ def _read_record(plan: AblationPlan, path: Path) -> dict[str, Any]:
         why = "was edited or is not a run record (record_sha256 does not match its content)"
         raise _refusal(path, why, plan.work)
     checkpoint = path.with_name(path.name.removesuffix(".json")) / CHECKPOINT
-    if not checkpoint.is_file() or file_sha256(checkpoint) != record["checkpoint_sha256"]:
+    if not checkpoint.is_file() or file_sha256(checkpoint) != record.get("checkpoint_sha256"):
         raise _refusal(checkpoint, f"is missing or not the one {path} was written with", plan.work)
     return record
 
