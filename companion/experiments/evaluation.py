@@ -1,9 +1,7 @@
 """A finished run measured on every test split of its task, image by image.
 
 Which images each run got right is kept (one bit per image, packed as hex), so that an interval
-can include the test set's own sampling error (a bootstrap over test images,
-:mod:`companion.experiments.bootstrap`), not only the seeds'; the results file keeps each split's
-labels once, with the constant answer's accuracy on them (:func:`labels_record`).
+can include the test set's own sampling error (a bootstrap over test images), not only the seeds'.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""The codes of a published experiment with fewer than five blind seeds, on one line: step 5 of
-``results/run_cpu_transfer_far.sh`` trains one more seed of exactly these::
-
-    python -m companion.experiments.runs.blind_codes --pilots results/pilots/out/transfer \\
-        results/cpu-transfer-far results/cpu-transfer-far-more
-
-A seed is blind when its run is no pilot's twin: no pilot run under ``--pilots`` has the same
-:func:`~companion.experiments.pilots.fingerprint`.
+"""The codes of published experiments with fewer than five blind seeds, on one line (step 5 of
+``results/run_cpu_transfer_far.sh`` trains one more seed of these). A seed is blind when no pilot
+run under ``--pilots`` has its run's :func:`~companion.experiments.pilots.fingerprint`.
 """
 
 from __future__ import annotations

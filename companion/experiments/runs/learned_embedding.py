@@ -129,21 +129,19 @@ def main(argv: list[str] | None = None, vit: bool = False) -> int:
     parser.add_argument("--out", default=default, help="folder for the files")
     if vit:
         parser.add_argument("--seed", type=int, default=0, help="the training seed (default 0)")
-        predictions = "the predictions committed before the run (default: --out/predictions.md)"
-        parser.add_argument("--predictions", help=predictions)
+        hint = "the predictions committed before the run (default: --out/predictions.md)"
+        parser.add_argument("--predictions", help=hint)
     add_debug_flag(parser)
     args = parser.parse_args(argv)
     if vit and args.seed < 0:
         parser.error(f"--seed must be a non-negative integer, got {args.seed}")
     command = shlex.join([*prog.split(), *argv])
-    options = {}
-    if vit:
-        settings = {**TRAIN_SETTINGS, "seed": args.seed}
-        options = dict(vit=True, predictions=args.predictions, settings=settings)
+    settings = {**TRAIN_SETTINGS, "seed": args.seed} if vit else None
+    predictions = Path(args.predictions) if vit and args.predictions else None
 
     def work() -> None:
         try:
-            record = train_and_save(Path(args.out), command, **options)
+            record = train_and_save(Path(args.out), command, vit, settings, predictions)
         except KeyboardInterrupt:  # the trainer's own message names a temporary folder, gone now
             raise KeyboardInterrupt(
                 "interrupted: nothing was saved; run the command again"

@@ -39,8 +39,7 @@ def publish_lock(folder: Path) -> Iterator[Path]:
 
 
 def check_intact(folder: Path) -> None:
-    """Refuse to publish over a folder changed since its ``SHA256SUMS``: what a publish carries
-    over would otherwise be hashed again as if the runs wrote it."""
+    """Refuse to publish over a folder changed since its ``SHA256SUMS`` (or re-hash an edit)."""
     differences = manifest_differences(folder) if (folder / MANIFEST).is_file() else []
     if differences:
         raise ValueError(

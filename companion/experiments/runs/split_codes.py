@@ -1,9 +1,6 @@
-"""The codes whose 32-px cell split in a published far-relation transfer ablation, on one line:
-step 2 of ``results/run_cpu_transfer_far.sh`` trains seeds 5-9 of exactly these::
-
-    python -m companion.experiments.runs.split_codes results/cpu-transfer-far
-
-"Solved" is the folder's own ``predictions.md`` rule (its ``solved.threshold`` on the test split).
+"""The codes whose 32-px cell split in a published far-relation transfer ablation, on one line
+(step 2 of ``results/run_cpu_transfer_far.sh`` trains seeds 5-9 of these). "Solved" is the
+folder's own ``predictions.md`` rule (its ``solved.threshold`` on the test split).
 """
 
 from __future__ import annotations
