@@ -1,6 +1,7 @@
 """The ablation never publishes numbers it did not compute with the requested settings and code."""
 
 import json
+import shutil
 from dataclasses import replace
 
 import pytest
@@ -29,18 +30,18 @@ def published(tmp_path, name="mini"):
 def test_other_epochs_are_refused_and_nothing_stale_is_published(tmp_path, plan_with, stand_in):
     run_ablation(plan_with(tmp_path, epochs=1), stand_in)
     before = published(tmp_path)
-    with pytest.raises(ValueError, match=r"other settings \(epochs: saved 1, now 2\).*--replace"):
+    with pytest.raises(ValueError, match=r"other settings \(epochs: saved 1, now 2\).*--name"):
         run_ablation(plan_with(tmp_path, epochs=2), stand_in)  # the published runs: refused first
+    elsewhere = str(tmp_path / "elsewhere")  # the saved runs: refused too
     with pytest.raises(StaleRunError, match=r"epochs: saved 1, now 2.*pass --fresh.*new --name"):
-        run_ablation(replace(plan_with(tmp_path, epochs=2), replace=True), stand_in)
+        run_ablation(replace(plan_with(tmp_path, epochs=2), results_dir=elsewhere), stand_in)
     assert published(tmp_path) == before
 
 
 def test_fresh_trains_again_and_publishes_the_new_runs(tmp_path, plan_with, stand_in):
     run_ablation(plan_with(tmp_path, epochs=1), stand_in)
-    results = run_ablation(
-        replace(plan_with(tmp_path, epochs=2), fresh=True, replace=True), stand_in
-    )
+    shutil.rmtree(tmp_path / "results" / "mini")  # removed first, to be replaced
+    results = run_ablation(replace(plan_with(tmp_path, epochs=2), fresh=True), stand_in)
     assert results["plan"]["train"]["epochs"] == 2
     assert [r["final"]["epoch"] for r in results["runs"]] == [2]
     assert json.loads(published(tmp_path)) == results
@@ -110,7 +111,7 @@ def test_command_line_errors_are_one_line(tmp_path, capsys):
     capsys.readouterr()
     assert _cli(tmp_path, "--lr", "2e-3") == 1
     err = capsys.readouterr().err
-    assert err.startswith("python -m companion.commands.ablation: error: ") and "--fresh" in err
+    assert err.startswith("python -m companion.commands.ablation: error: ") and "--name" in err
     assert len(err.strip().splitlines()) == 1
     (tmp_path / "w" / "cli" / "relation__rel__seed0.json").write_text("{not json")
     assert _cli(tmp_path) == 1

@@ -126,11 +126,6 @@ def test_an_unwritable_out_is_refused_before_training(no_training, capsys):
     assert "is not writable" in _refused(no_training, capsys, Path("/proc/companion-out"))
 
 
-def test_an_out_whose_embedding_name_is_a_folder_is_refused(no_training, tmp_path, capsys):
-    (tmp_path / "absolute_pos_embed.pt").mkdir()
-    assert "has a folder absolute_pos_embed.pt where" in _refused(no_training, capsys, tmp_path)
-
-
 def test_debug_shows_the_out_errors_traceback(no_training, tmp_path):
     (tmp_path / "f").write_text("mine")
     with pytest.raises(NotADirectoryError, match="--out"):

@@ -380,28 +380,14 @@ def test_a_dirty_tree_is_refused_before_training(run_module, tmp_path, capsys, m
     )
     assert run_module.main(vit=True, argv=["--out", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "has uncommitted changes" in err[0] and "--allow-dirty" in err[0]
+    assert len(err) == 1 and "has uncommitted changes" in err[0]
     assert not (tmp_path / "out").exists()
-
-
-def test_allow_dirty_runs_and_records_the_dirty_tree(run_module, tmp_path, monkeypatch):
-    monkeypatch.setattr(
-        run_module, "provenance", lambda command: {"command": command, "git": {"dirty": True}}
-    )
-    _fake_training(run_module, monkeypatch)
-    assert run_module.main(vit=True, argv=["--out", str(tmp_path / "out"), "--allow-dirty"]) == 0
-    _, record = load_vit_embedding(tmp_path / "out")
-    assert record["git"]["dirty"] is True and record["predictions_sha256"] is None
 
 
 def test_an_out_that_is_a_file_is_refused_before_training(run_module, tmp_path, capsys):
     (tmp_path / "f").write_text("mine")
     assert run_module.main(vit=True, argv=["--out", str(tmp_path / "f")]) == 1
     assert "exists and is a file" in capsys.readouterr().err
-    (tmp_path / "d").mkdir()
-    (tmp_path / "d" / "pos_embed.pt").mkdir()
-    assert run_module.main(vit=True, argv=["--out", str(tmp_path / "d")]) == 1
-    assert "has a folder pos_embed.pt where" in capsys.readouterr().err
 
 
 def test_an_interrupted_run_says_nothing_was_saved(run_module, tmp_path, capsys, monkeypatch):

@@ -62,7 +62,9 @@ def test_images_of_another_size_are_refused_not_resized():
     model = swin_from_config("tiny-cpu", num_classes=16)
     moved = moved_model(model, 64, transfer_conditions("rel")[0])
     small = make_dataset("grid-cell", "test", n=4)
-    with pytest.raises(ValueError, match=r"model's input size \(64, 64\), got \(32, 32\)"):
+    with pytest.raises(
+        ValueError, match=r"x must have shape \(B, 3, 64, 64\), got \(4, 3, 32, 32\)"
+    ):
         hits(moved, small)
 
 

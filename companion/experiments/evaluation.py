@@ -1,11 +1,7 @@
 """A finished run measured on every test split of its task, image by image.
 
-Every split the task has (far-relation's ``near`` and ``test``, the held-out task's ``seen`` and
-``unseen``), the constant answer's accuracy on the same images, and which images each run got
-right, so that an interval can include the test set's own sampling error (a bootstrap over test
-images, :mod:`companion.experiments.bootstrap`), not only the seeds'. A run's record keeps, per
-split, ``{"n", "accuracy", "correct", "labels_sha256"}`` (``correct``: one bit per image, packed as
-hex); the results file keeps the split's labels once (:func:`labels_record`).
+Which images each run got right is kept (one bit per image, packed as hex), so that an interval
+can include the test set's own sampling error (a bootstrap over test images), not only the seeds'.
 """
 
 from __future__ import annotations
@@ -38,8 +34,7 @@ def load_split(
     size: int = IMAGE_SIZE,
     rendering: str = "scaled",
 ) -> ImageClassificationData:
-    """The images a run is measured (or fine-tuned) on: the same for every run of ``dataset``
-    drawn at ``size`` px in ``rendering``, so they are drawn once per process (read-only)."""
+    """The images a run is measured (or fine-tuned) on, drawn once per process (read-only)."""
     return make_dataset(dataset, split, n, seed=data_seed, size=size, rendering=rendering)
 
 
@@ -67,16 +62,7 @@ def labels_from_text(text: str) -> np.ndarray:
 
 @torch.no_grad()
 def hits(model: nn.Module, data: ImageClassificationData, batch_size: int = 256) -> Tensor:
-    """``(len(data),)`` bool: which images of ``data`` ``model`` classifies right (fp32, on the
-    model's device). A model that states its input size (``img_size``, a Swin's) must get images
-    of that size: they are never resized silently."""
-    wanted = getattr(model, "img_size", None)
-    if wanted is not None and tuple(data.images.shape[-2:]) != tuple(wanted):
-        raise ValueError(
-            f"data must hold images of the model's input size {tuple(wanted)}, got "
-            f"{tuple(data.images.shape[-2:])}: render the task at that size "
-            f"(companion.data.make_dataset(..., size=...)) or move the model"
-        )
+    """``(len(data),)`` bool: which images of ``data`` ``model`` classifies right."""
     model.eval()
     device = next(model.parameters()).device
     found = []
@@ -105,9 +91,8 @@ def split_results(model: nn.Module, cfg: TrainConfig) -> dict[str, dict[str, Any
 
 
 def labels_record(labels: Tensor) -> dict[str, Any]:
-    """A test split's ``(n,)`` labels as hex digits, their hash and the constant answer's
-    accuracy on them: the share of the most frequent label, the best any input-blind rule can
-    score."""
+    """A test split's labels as hex digits, their hash and the constant answer's accuracy on them:
+    the share of the most frequent label, the best any input-blind rule can score."""
     text = labels_text(labels)
     return {
         "n": len(labels),

@@ -7,9 +7,6 @@
   bicubic or geometric resampling (``"window-grown-bicubic"``, ``"window-grown-geometric"``),
   while a continuous bias or a rotary embedding just computes its coordinates for the larger
   window.
-
-Records are never edited: :func:`condition_name` maps the names of older ones where the record
-table is built.
 """
 
 from __future__ import annotations
@@ -30,7 +27,7 @@ MAX_SIZE = 512  # renders and attention grow with the square of the size; far ab
 WINDOW_KEPT = "window-kept"
 #: The condition that grows the window with the image (``-bicubic``/``-geometric`` for a table).
 WINDOW_GROWN = "window-grown"
-#: Condition names in records written before the names above (``results/cpu-transfer``).
+#: Condition names in records written before the names above (mapped where the table is built).
 RECORDED_NAMES: dict[str, str] = {
     "grid": WINDOW_KEPT,
     "window": WINDOW_GROWN,
@@ -40,8 +37,7 @@ RECORDED_NAMES: dict[str, str] = {
 
 
 def condition_name(recorded: str) -> str:
-    """Today's name of a condition as a record names it (``"grid"`` -> ``"window-kept"``; today's
-    names and ``"trained"`` are returned as they are)."""
+    """Today's name of a condition as a record names it (``"grid"`` -> ``"window-kept"``)."""
     return RECORDED_NAMES.get(recorded, recorded)
 
 
@@ -55,8 +51,7 @@ class TransferCondition:
 
 
 def transfer_conditions(pos: str | Position) -> tuple[TransferCondition, ...]:
-    """The conditions worth running for ``pos``: the window kept, then grown (with both table
-    resize methods when the model has tables, once otherwise)."""
+    """The window kept, then grown (with both table resize methods when ``pos`` has a table)."""
     methods = map(check_resize_method, Position.parse(pos).resize_methods)
     grown = (TransferCondition(grown_condition(pos, m), True, m) for m in methods)
     return (TransferCondition(WINDOW_KEPT, False), *grown)
@@ -69,11 +64,8 @@ def grown_condition(pos: str | Position, method: str = "geometric") -> str:
 
 
 def moved_model(model: SwinTransformer, size: int, condition: TransferCondition) -> SwinTransformer:
-    """A copy of ``model`` for ``size``-px images under ``condition`` (``model`` is unchanged).
-
-    With ``grow_window`` the window scales with the image, ``M · size / 32`` on each axis; it must
-    come out whole (``ValueError`` otherwise: 48 px needs an even window at 32 px).
-    """
+    """A copy of ``model`` for ``size``-px images under ``condition``; a grown window must come
+    out whole (``M · size / 32``: 48 px needs an even window at 32 px)."""
     check_positive_int("size", size)
     moved = copy.deepcopy(model)
     moved.set_img_size(size, method=condition.method)

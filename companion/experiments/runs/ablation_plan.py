@@ -1,5 +1,5 @@
 """The ablation's plan: the grid ``datasets x pos x seeds`` plus controlled-variant cells, every
-run's configuration built and checked when the plan is, and the checks of its axes and cells."""
+run's configuration built and checked when the plan is."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ class StaleRunError(ValueError):
 class AblationPlan:
     """The grid ``datasets x pos x seeds`` (the model of ``base.variant``), plus each ``extra``
     cell ``(dataset, pos, variant)`` for every seed of ``extra_seeds``, each run with ``base``'s
-    other settings. Frozen and checked when built, every cell's configuration with it."""
+    other settings."""
 
     name: str = setting(MISSING, "results/<name>/ receives the results", kind="process")
     datasets: tuple[str, ...] = _GRID_DEFAULT["dataset"]
@@ -45,21 +45,9 @@ class AblationPlan:
     base: TrainConfig = field(default_factory=lambda: TrainConfig(progress=False))
     results_dir: str = setting(RESULTS_DIR, "where results/<name>/ goes", kind="process")
     work_dir: str = setting(WORK_DIR, "checkpoints and run records (not committed)", kind="process")
-    jobs: int = setting(
-        1, "runs in parallel (processes, one torch thread each)", kind="process", low=1,
-        high=MAX_PROCESSES,
-    )  # fmt: skip
+    jobs: int = setting(1, "runs in parallel", kind="process", low=1, high=MAX_PROCESSES)
     fresh: bool = setting(False, "discard this --name's saved runs and train anew", kind="process")
-    replace_derived: bool = setting(
-        False, "publish even where results/<name>/ holds results derived from other runs (the "
-        "resolution experiment's transfer.json): they are removed, to be computed again",
-        kind="process",
-    )  # fmt: skip
-    replace: bool = setting(
-        False, "publish even where results/<name>/ holds runs trained with other settings: the "
-        "folder is replaced whole (its predictions kept, its derived results removed)",
-        kind="process",
-    )  # fmt: skip
+    replace_derived: bool = setting(False, "remove derived results of other runs", kind="process")
     extra: tuple[tuple[str, Position, str], ...] = ()
     #: The seeds of the ``extra`` cells (None: ``seeds``); a subset of ``seeds``, so that every
     #: variant run has its baseline run (same dataset, pos and seed) to be compared with.
@@ -116,19 +104,13 @@ class AblationPlan:
 
     def config(self, dataset: str, pos: Position, seed: int, variant: str = "swin") -> TrainConfig:
         out = str(self.work / run_key(dataset, pos, seed, variant))
-        return replace(
-            self.base, dataset=dataset, pos=pos, variant=variant, seed=seed, out=out,
-            progress=False,
-        )  # fmt: skip
+        cell = replace(self.base, dataset=dataset, pos=pos, variant=variant, seed=seed)
+        return replace(cell, out=out, progress=False)
 
 
 def check_grid(grid: Mapping[str, Sequence[Any]]) -> None:
-    """Check the grid's axes (``{"dataset": ..., "pos": ..., "seed": ...}``): non-empty, no
-    value twice (a repeat would inflate n), each value one the trainer takes; an error names
-    the axis by its flag."""
+    """Check the grid's axes (``{"dataset": ..., "pos": ..., "seed": ...}``) by their flags."""
     for axis, values in grid.items():
-        if not values:
-            raise ValueError(f"datasets, pos and seeds must each be non-empty, got {GRID[axis]}=()")
         repeated = sorted({v for v in values if list(values).count(v) > 1}, key=str)
         if repeated:
             raise ValueError(
@@ -143,10 +125,7 @@ def check_grid(grid: Mapping[str, Sequence[Any]]) -> None:
 
 
 def check_extra_cell(cell: Sequence[Any]) -> tuple[str, Position, str]:
-    """Check an extra cell ``(dataset, pos, variant)`` (``"grid-cell:rel:torus"`` split at its
-    colons): known values and a controlled variant, not ``"swin"``, whose cells are the main
-    grid's. Whether the variant can change ``pos`` is the model's rule, checked when the plan
-    builds the cell's configuration."""
+    """Check an extra cell ``(dataset, pos, variant)``: a controlled variant, not ``"swin"``."""
     check_type("extra: a cell", cell, (tuple, list), "a (dataset, pos, variant) tuple")
     if len(cell) != 3:
         got = ":".join(map(str, cell))

@@ -1,12 +1,6 @@
-"""The codes of a published experiment with fewer than five blind seeds: step 5 of
-``results/run_cpu_transfer_far.sh`` trains one more seed of exactly these::
-
-    python -m companion.experiments.runs.blind_codes --pilots results/pilots/out/transfer \\
-        results/cpu-transfer-far results/cpu-transfer-far-more
-
-prints them on one line, separated by spaces (nothing when every cell has five). A seed is blind
-when its run is no pilot's twin: no pilot run under ``--pilots`` has the same
-:func:`~companion.experiments.pilots.fingerprint`. The folders are read together, verified.
+"""The codes of published experiments with fewer than five blind seeds, on one line (step 5 of
+``results/run_cpu_transfer_far.sh`` trains one more seed of these). A seed is blind when no pilot
+run under ``--pilots`` has its run's :func:`~companion.experiments.pilots.fingerprint`.
 """
 
 from __future__ import annotations
@@ -35,14 +29,10 @@ def lacking_blind_seeds(planned: Sequence[str | Path], pilots: Sequence[str | Pa
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m companion.experiments.runs.blind_codes",
-        description=__doc__.split("\n\n")[0],
-    )
+    prog = "python -m companion.experiments.runs.blind_codes"
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("folders", type=Path, nargs="+", help="published ablation folders")
-    parser.add_argument(
-        "--pilots", type=Path, required=True, help="a folder of pilot folders (results.json each)"
-    )
+    parser.add_argument("--pilots", type=Path, required=True, help="a folder of pilot folders")
     args = parser.parse_args(argv)
     pilots = pilot_folders(args.pilots)
     if not pilots:

@@ -2,17 +2,11 @@
 
     nice -n 5 python -m companion.commands.learned_embedding --out results/learned-abs
     nice -n 5 python -m companion.experiments.runs.learned_vit --out results/learned-vit
-    python -m companion.experiments.runs.learned_vit --seed 2 \
-        --predictions results/learned-vit-seeds/predictions.md \
-        --out results/learned-vit-seeds/seed-2
 
-The Swin's run trains the tiny-cpu Swin with ``pos="abs"`` on ``grid-cell`` with chapter 5's
-settings; the ViT's trains ``companion.vit.VisionTransformer`` (an ``8 x 8`` grid of 4-px
-patches) with the same training settings, so that the two embeddings differ by the architecture
-only; it refuses a tree with uncommitted changes unless told to record them, and records the
-sha256 of its predictions, committed before the run. Each saves its embedding as ``(1, h, w, D)``,
-``provenance.json`` (commit, hardware, wall time) and ``SHA256SUMS``, training in a temporary
-folder.
+The Swin (tiny-cpu, ``pos="abs"``) and the ViT (``companion.vit``) train on ``grid-cell`` with
+chapter 5's settings, so that the two embeddings differ by the architecture only; the ViT's run
+starts from a committed tree and records the sha256 of its predictions. Each saves its embedding as
+``(1, h, w, D)``, ``provenance.json`` (commit, hardware, wall time) and ``SHA256SUMS``.
 """
 
 from __future__ import annotations
@@ -55,16 +49,12 @@ RUN_SETTINGS = dict(
 MODEL_SETTINGS: dict[str, Any] = dict(
     img_size=32, patch_size=4, embed_dim=32, depth=4, num_heads=2, mlp_ratio=4.0
 )
-#: The Swin run's training settings for the ViT; ``config`` and ``pos`` name the Swin, which
-#: :func:`vit_factory` replaces, so they are left out of its record.
-TRAIN_SETTINGS: dict[str, Any] = {
-    k: v for k, v in RUN_SETTINGS.items() if k not in ("config", "pos")
-}
+#: The Swin run's training settings for the ViT (``config`` and ``pos`` name the Swin).
+TRAIN_SETTINGS = {k: v for k, v in RUN_SETTINGS.items() if k not in ("config", "pos")}
 
 
 def vit_factory(num_classes: int, pos: Position) -> nn.Module:
-    """``companion.train``'s model factory: the ViT of :data:`MODEL_SETTINGS` (its position
-    embedding is always the learned absolute one, so ``pos`` is not used)."""
+    """``companion.train``'s model factory: the ViT of :data:`MODEL_SETTINGS` (``pos`` unused)."""
     return VisionTransformer(ViTConfig(num_classes=num_classes, **MODEL_SETTINGS))
 
 
@@ -72,25 +62,20 @@ def train_and_save(
     out_dir: Path,
     command: str | None = None,
     vit: bool = False,
-    allow_dirty: bool = False,
     settings: dict[str, Any] | None = None,
     predictions: Path | None = None,
 ) -> dict[str, Any]:
-    """Train the Swin (or, with ``vit``, the ViT; ``settings``: the run's by default), then save
-    and hash ``out_dir``; returns the record. ``out_dir`` (and for the ViT the git tree) is
-    checked first: a bad folder costs no training."""
+    """Train the Swin (or, with ``vit``, the ViT), save and hash ``out_dir``; return the record."""
     out_dir = Path(out_dir)
     file_name = VIT_EMBEDDING_FILE if vit else EMBEDDING_FILE
-    check_out(out_dir, file_name)
+    check_writable_folder(out_dir, "--out")
     origin = provenance(command)  # before training: the commit the run starts from
-    if vit and origin["git"]["dirty"] is not False and not allow_dirty:
+    if vit and origin["git"]["dirty"] is not False:
         state = "has uncommitted changes" if origin["git"]["dirty"] else "is not a git checkout"
         raise OSError(
-            f"the code in {PACKAGE_DIR.parent} {state}: commit first (the run records the "
-            f"commit it ran from), or pass --allow-dirty to record the run as dirty"
+            f"the code in {PACKAGE_DIR.parent} {state}: commit first (the run records it)"
         )
     predictions = out_dir / PREDICTIONS if predictions is None else Path(predictions)
-    predictions_sha256 = file_sha256(predictions) if predictions.is_file() else None
     chosen = settings or (TRAIN_SETTINGS if vit else RUN_SETTINGS)
     if vit:  # the trainer's first line names the Swin it would build by default
         print(f"training companion.vit.VisionTransformer {MODEL_SETTINGS}", flush=True)
@@ -100,16 +85,15 @@ def train_and_save(
         result = train(cfg, vit_factory) if vit else train(cfg)
     wall_s = time.perf_counter() - start
     final = result.history[-1]["test_acc"]
-    if not vit:
-        embedding = result.model.get_parameter("absolute.pos_embed").detach().cpu().clone()
+    model = result.model
+    if not isinstance(model, VisionTransformer):
+        embedding = model.get_parameter("absolute.pos_embed").detach().cpu().clone()
         record: dict[str, Any] = {
             "what": f"{file_name}: absolute_pos_embed {tuple(embedding.shape)} after training",
             "settings": chosen,
             "final_test_acc": final,
         }
     else:
-        model = result.model
-        assert isinstance(model, VisionTransformer)
         h, w = model.grid_size
         pos = model.pos_embed.detach().cpu().clone()  # (1, N, D)
         embedding = pos.reshape(1, h, w, pos.shape[2])  # row r * w + c -> [0, r, c]
@@ -122,7 +106,7 @@ def train_and_save(
             "grid_size": [h, w],
             "final_test_acc": final,
             "test_acc_by_epoch": [round(r["test_acc"], 4) for r in result.history],
-            "predictions_sha256": predictions_sha256,
+            "predictions_sha256": file_sha256(predictions) if predictions.is_file() else None,
             "predictions_file": str(predictions),
             "companion_path": str(PACKAGE_DIR),
         }
@@ -136,54 +120,31 @@ def train_and_save(
     return record
 
 
-def check_out(out_dir: Path, file_name: str = EMBEDDING_FILE) -> None:
-    """Refuse (naming ``--out``) an ``out_dir`` that cannot be written, or holds a folder where
-    ``file_name`` or ``provenance.json`` goes."""
-    check_writable_folder(out_dir, "--out")
-    for name in (file_name, PROVENANCE_FILE):
-        if (out_dir / name).is_dir():
-            raise IsADirectoryError(
-                f"--out {out_dir} has a folder {name} where that file goes: move it, or choose "
-                f"another --out"
-            )
-
-
 def main(argv: list[str] | None = None, vit: bool = False) -> int:
-    """The Swin's command, or with ``vit`` the ViT's (``--seed``, ``--predictions``,
-    ``--allow-dirty``)."""
+    """The Swin's command, or with ``vit`` the ViT's (``--seed``, ``--predictions``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     prog = VIT_PROG if vit else PROG
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     default = "results/learned-vit" if vit else "results/learned-abs"
     parser.add_argument("--out", default=default, help="folder for the files")
     if vit:
-        parser.add_argument(
-            "--allow-dirty", action="store_true",
-            help="run even with uncommitted changes (provenance.json records git.dirty = true)",
-        )  # fmt: skip
         parser.add_argument("--seed", type=int, default=0, help="the training seed (default 0)")
-        parser.add_argument(
-            "--predictions", default=None,
-            help="the predictions committed before the run (default: predictions.md in --out)",
-        )  # fmt: skip
+        hint = "the predictions committed before the run (default: --out/predictions.md)"
+        parser.add_argument("--predictions", help=hint)
     add_debug_flag(parser)
     args = parser.parse_args(argv)
     if vit and args.seed < 0:
         parser.error(f"--seed must be a non-negative integer, got {args.seed}")
     command = shlex.join([*prog.split(), *argv])
-
-    options = {}
-    if vit:
-        options = dict(vit=True, allow_dirty=args.allow_dirty, predictions=args.predictions,
-                       settings={**TRAIN_SETTINGS, "seed": args.seed})  # fmt: skip
+    settings = {**TRAIN_SETTINGS, "seed": args.seed} if vit else None
+    predictions = Path(args.predictions) if vit and args.predictions else None
 
     def work() -> None:
-        try:  # checks --out (and the tree) before training
-            record = train_and_save(Path(args.out), command, **options)
+        try:
+            record = train_and_save(Path(args.out), command, vit, settings, predictions)
         except KeyboardInterrupt:  # the trainer's own message names a temporary folder, gone now
             raise KeyboardInterrupt(
-                "interrupted: nothing was saved (the run trains in a temporary folder); run the "
-                "same command again to train it from the start"
+                "interrupted: nothing was saved; run the command again"
             ) from None
         print(f"final test acc {record['final_test_acc']:.3f}, wall {record['wall_s']} s")
 

@@ -3,15 +3,9 @@
     python -m companion.experiments.runs.reproduction OLD_FOLDER NEW_FOLDER
 
 Two folders reproduce each other when they hold the same runs with the same per-image test bits,
-final metrics, best test accuracy and per-epoch curve, and equal bias tables. Timings, headers,
-code digests and content hashes say when and how a run was made, not what it learned: they are
-not compared. Both folders are read verified: a changed one is refused, not compared.
-
-A folder published before folders were hashed (no ``SHA256SUMS``, no ``"hashed"`` mark in its
-header), such as the first training taken out of an old commit with ``git archive``, is read
-without a hash list but never unchecked: every run and its curve against the ``record_sha256``
-the run sealed, the runs against the plan and the summary against the runs
-(``results.check_results``). Its bias tables, which nothing sealed, are compared as they are.
+final metrics, best test accuracy and per-epoch curve, and equal bias tables (timings and hashes
+say when and how a run was made, not what it learned). A folder published before folders were
+hashed (no ``SHA256SUMS``) is checked against the ``record_sha256`` each run sealed instead.
 """
 
 from __future__ import annotations
@@ -41,9 +35,7 @@ def _untimed(epoch: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def _read(folder: Path, name: str) -> Any:
-    """``folder/name`` (JSON, or tensors loaded with ``weights_only=True``) checked against the
-    folder's ``SHA256SUMS``; in a folder published before folders were hashed, read as it is and
-    checked by what reads it (module docstring)."""
+    """``folder/name`` (JSON or tensors) checked against ``SHA256SUMS`` where the folder has one."""
     if (folder / MANIFEST).is_file():
         return (verified_json if name.endswith(".json") else verified_tensors)(folder, name)
     try:
@@ -59,10 +51,7 @@ def _runs(folder: Path) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[
     """Every run of ``folder`` (read checked) by run key, with its curve."""
     results, curves = check_results(folder, read=_read)
     if "hashed" in results.get("header", {}) and not (folder / MANIFEST).is_file():
-        raise ResultsError(  # its hash list was removed: what it guarded can no longer be told
-            f"{folder / 'results.json'} says it was hashed {results['header']['hashed']}, but "
-            f"its {MANIFEST} is missing: restore the folder (e.g. from version control)"
-        )
+        raise ResultsError(f"{folder / MANIFEST} is missing from a hashed folder: restore it")
     runs = {
         run_key(r["dataset"], r["pos"], r["seed"], r.get("variant", "swin")): r
         for r in results["runs"]
@@ -73,10 +62,8 @@ def _runs(folder: Path) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[
 def _equal(a: Any, b: Any) -> bool:
     """Nested dicts, lists and tensors compared exactly (tensors element for element)."""
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-        return (
-            isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
-            and a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
-        )  # fmt: skip
+        same = isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
+        return same and a.dtype == b.dtype and torch.equal(a, b)
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
@@ -85,8 +72,7 @@ def _equal(a: Any, b: Any) -> bool:
 
 
 def differences(old: str | Path, new: str | Path) -> list[str]:
-    """What differs between two ablation folders' learned results, one line per difference
-    (an empty list: ``new`` reproduces ``old``)."""
+    """What differs between two ablation folders' learned results, one line per difference."""
     old, new = Path(old), Path(new)
     for folder in (old, new):
         if not (folder / "results.json").is_file():

@@ -1,14 +1,12 @@
 """The resolution-transfer experiment: a finished 32-px ablation, every run moved to larger images.
 
-    python -m companion.commands.ablation --name cpu-transfer --config tiny-cpu --seeds 0 1 2 ...
     python -m companion.commands.resolution_experiment --name cpu-transfer --sizes 48 --jobs 2
 
 Each run of the ablation's main grid (its checkpoint checked against the published hash) is moved
-to every size under each condition of :mod:`companion.experiments.resolution_transfer`, and
-measured on its task drawn at that size in each rendering, as moved and after a short fine-tune.
+to every size under each condition of :mod:`companion.experiments.resolution_transfer` and measured
+on its task drawn at that size in each rendering, as moved and after a short fine-tune.
 ``transfer.json`` (one row per run x rendering x size x condition, and the hashes of the runs it
-came from, so that the ablation can keep it or refuse when it publishes again) and ``transfer.md``
-join the ablation's folder. The references, trained at the larger size, are ordinary ablations.
+came from) and ``transfer.md`` join the ablation's folder.
 """
 
 from __future__ import annotations
@@ -49,7 +47,6 @@ from companion.experiments.runs.pool import run_all, threads_per_worker
 from companion.experiments.runs.publish import finish_staging, publish_lock
 from companion.experiments.transfer_results import transfer_summary, transfer_table
 from companion.swin import SwinTransformer
-from companion.swin_configs import variant_overrides
 from companion.train import CHECKPOINT, TrainConfig, load_checkpoint, train_steps
 from companion.train.build import build_model
 from companion.train.checkpoint import load_states, settings_differences
@@ -66,52 +63,32 @@ from companion.train.config import (
 from companion.train.provenance import provenance
 
 
-def check_checkpoint(path: Path, sha256: str) -> None:
-    """Refuse a work-folder checkpoint that is missing or is not the one published (by hash)."""
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"{path} is missing: the experiment moves the published ablation's own checkpoints "
-            f"(--work-dir); run the ablation again to recreate them"
-        )
-    if file_sha256(path) != sha256:
-        raise ValueError(
-            f"{path} is not the checkpoint the published results were computed from (its sha256 "
-            f"differs: trained again since?); publish that ablation again, then run this again"
-        )
-
-
 @dataclasses.dataclass(frozen=True)
 class TransferPlan:
     """Which published ablation to move, with how many processes, and what every run goes
-    through (the ``result`` settings, recorded): the sizes it is moved to, and the short fine-tune
-    after each move (``finetune_steps=0``: none): ``companion.train.train_steps`` with the run's
-    own settings but for these, plain cross-entropy, no gradient clip and a constant rate."""
+    through (the ``result`` settings, recorded): the sizes and the fine-tune after each move."""
 
     name: str = setting(dataclasses.MISSING, "the ablation's name: results/<name>/", kind="process")
     results_dir: str = setting(RESULTS_DIR, "where results/<name>/ is", kind="process")
     work_dir: str = setting(WORK_DIR, "the ablation's checkpoints (its --work-dir)", kind="process")
-    jobs: int = setting(
-        1, "runs moved in parallel (processes)", kind="process", low=1, high=MAX_PROCESSES
-    )
+    jobs: int = setting(1, "runs moved in parallel", kind="process", low=1, high=MAX_PROCESSES)
     threads: int | None = setting(
-        None, "torch threads per process (default: torch's; 1 when jobs > 1)", kind="process",
-        low=1, high=MAX_PROCESSES,
+        None, "torch threads per run (default: 1 with --jobs > 1)", kind="process", low=1,
+        high=MAX_PROCESSES,
     )  # fmt: skip
-    replace: bool = setting(
-        False, "overwrite a transfer.json computed with other settings", kind="process"
-    )
+    replace: bool = setting(False, "overwrite a transfer.json of other settings", kind="process")
     sizes: tuple[int, ...] = setting(
         EVAL_SIZES, "image sizes (px) every run is moved to", kind="result", low=1, high=MAX_SIZE
     )
     renderings: tuple[str, ...] = setting(
-        RENDERINGS, "how the larger images are drawn: scaled (the 32-px scene, more pixels), "
-        "world (a larger canvas, objects as at 32 px)", kind="result", choices=RENDERINGS,
+        RENDERINGS, "scaled: the 32-px scene; world: a larger canvas", kind="result",
+        choices=RENDERINGS,
     )  # fmt: skip
     finetune_steps: int = setting(
         50, "fine-tune steps after each move; 0: none", kind="result", low=0, high=MAX_STEPS
     )
     finetune_lr: float = setting(
-        1e-4, "the fine-tune's (constant) learning rate", kind="result", above=0.0, high=1.0
+        1e-4, "the fine-tune's constant learning rate", kind="result", above=0.0, high=1.0
     )
     finetune_batch_size: int = setting(
         32, "images per fine-tune step", kind="result", low=1, high=MAX_IMAGES
@@ -122,20 +99,21 @@ class TransferPlan:
             raise ValueError(f"name must be a plain folder name, got {self.name!r}")
         object.__setattr__(self, "sizes", tuple(self.sizes))
         object.__setattr__(self, "renderings", tuple(self.renderings))
-        check_fields(self)  # a size or rendering at most once, and at least one
+        check_fields(self)
 
     def recorded(self) -> dict[str, Any]:
         """The ``result`` settings, as ``transfer.json`` records them."""
         fields = dataclasses.fields(self)
         found = {f.name: getattr(self, f.name) for f in fields if f.metadata["kind"] == "result"}
-        drawn = "drawn at each size by the task's generator (companion.data, size, rendering)"
-        return {**found, "sizes": list(self.sizes), "renderings": list(self.renderings),
-                "images": drawn}  # fmt: skip
+        found |= {"sizes": list(self.sizes), "renderings": list(self.renderings)}
+        found["images"] = (
+            "drawn at each size by the task's generator (companion.data, size, rendering)"
+        )
+        return found
 
 
 def finetune_config(cfg: TrainConfig, settings: TransferPlan) -> TrainConfig:
-    """The run's own settings (weight decay, seed, ...) with the fine-tune's rate and batch, plain
-    cross-entropy and no gradient clip."""
+    """The run's own settings with the fine-tune's rate and batch, plain cross-entropy, no clip."""
     return dataclasses.replace(
         cfg, lr=settings.finetune_lr, batch_size=settings.finetune_batch_size,
         label_smoothing=0.0, clip_grad=0.0, progress=False,
@@ -146,8 +124,7 @@ def transfer_rows(
     cfg: TrainConfig, model: SwinTransformer, settings: TransferPlan
 ) -> list[dict[str, Any]]:
     """One row per rendering x size x condition: test accuracy and which images were right
-    (``correct``, packed bits), as moved and after the fine-tune (``_finetuned``), on the run's
-    task (its data seed and split sizes) drawn at that size in that rendering."""
+    (``correct``, packed bits), as moved and after the fine-tune (``_finetuned``)."""
 
     def data(split: str, size: int, rendering: str) -> ImageClassificationData:
         n = cfg.test_size if split == "test" else cfg.train_size
@@ -157,20 +134,19 @@ def transfer_rows(
         right = hits(moved, test)
         return {f"acc{suffix}": float(right.float().mean()), f"correct{suffix}": pack_bits(right)}
 
+    tune = finetune_config(cfg, settings)
     # At 32 px both renderings draw the same images: the trained model is measured once.
-    trained = data("test", TRAIN_SIZE, "scaled")
-    rows = [{"size": TRAIN_SIZE, "rendering": "scaled", "condition": "trained",
-             **measured(model, trained)}]  # fmt: skip
+    trained = measured(model, data("test", TRAIN_SIZE, "scaled"))
+    rows = [{"size": TRAIN_SIZE, "rendering": "scaled", "condition": "trained", **trained}]
     for rendering in settings.renderings:
         for size in settings.sizes:
             test, train = data("test", size, rendering), data("train", size, rendering)
             for condition in transfer_conditions(cfg.pos):
                 moved = moved_model(model, size, condition)
-                row = {"size": size, "rendering": rendering, "condition": condition.name,
-                       **measured(moved, test)}  # fmt: skip
+                row = {"size": size, "rendering": rendering, "condition": condition.name}
+                row |= measured(moved, test)
                 if settings.finetune_steps:
                     start = time.perf_counter()
-                    tune = finetune_config(cfg, settings)
                     train_steps(moved, train, tune, settings.finetune_steps, "finetune_batch_size")
                     row |= measured(moved, test, "_finetuned")
                     row["finetune_s"] = time.perf_counter() - start
@@ -179,13 +155,11 @@ def transfer_rows(
     return [{**run, **r} for r in rows]
 
 
-def _moved_run(plan: TransferPlan, run: tuple[Path, str]) -> list[dict[str, Any]]:
-    """:func:`transfer_rows` of the run whose checkpoint is ``(path, sha256)`` (a pool's task)."""
+def _moved_run(plan: TransferPlan, path: Path) -> list[dict[str, Any]]:
+    """:func:`transfer_rows` of the run whose checkpoint is ``path`` (a pool's task)."""
     threads = threads_per_worker(plan.jobs, plan.threads)
     if threads:
         torch.set_num_threads(threads)
-    path, sha256 = run
-    check_checkpoint(path, sha256)
     saved = load_checkpoint(path)
     cfg = TrainConfig(**settings_from_record(saved["config"]))
     model = cast(SwinTransformer, build_model(cfg, num_classes(cfg.dataset), None))
@@ -195,71 +169,40 @@ def _moved_run(plan: TransferPlan, run: tuple[Path, str]) -> list[dict[str, Any]
 
 def run_transfer(plan: TransferPlan, command: str | None = None) -> dict[str, Any]:
     """Move every run of the ablation's main grid, ``plan.jobs`` at a time, and publish
-    ``transfer.json``. Checked before any run is moved: the published results, every checkpoint
-    against its published hash, an existing ``transfer.json`` (kept unless ``plan.replace``)."""
-    results_dir, work = Path(plan.results_dir) / plan.name, Path(plan.work_dir) / plan.name
-    jobs, replace = plan.jobs, plan.replace
+    ``transfer.json`` (one with other settings is kept unless ``plan.replace``)."""
+    folder, work = Path(plan.results_dir) / plan.name, Path(plan.work_dir) / plan.name
     start = time.perf_counter()
-    published = _published(results_dir)
-    ablation = published["plan"]
+    published = load_results(folder)
+    ablation, sources = published["plan"], run_sources(published)
     variant = ablation.get("variant", "swin")
-    if variant_overrides(variant).get("torus"):
-        raise ValueError(
-            f"the ablation's variant {variant!r} is a torus, whose runs cannot move to another "
-            "size (SwinTransformer.set_input_size); move an ablation of another variant"
-        )
-    sources = run_sources(published)
-    keys = [
-        run_key(dataset, pos, seed, variant)
-        for seed in ablation["seeds"]
-        for dataset in ablation["datasets"]
-        for pos in ablation["pos"]
-    ]
-    runs = [(work / key / CHECKPOINT, sources[key]["checkpoint_sha256"]) for key in keys]
-    for path, sha256 in runs:  # all of them before any is moved
-        check_checkpoint(path, sha256)
+    runs = []
+    for seed in ablation["seeds"]:
+        for dataset in ablation["datasets"]:
+            for pos in ablation["pos"]:
+                key = run_key(dataset, pos, seed, variant)
+                path = work / key / CHECKPOINT
+                if not path.is_file() or file_sha256(path) != sources[key]["checkpoint_sha256"]:
+                    raise ValueError(
+                        f"{path} is missing or is not the checkpoint the published results were "
+                        f"computed from: publish that ablation again, then run this again"
+                    )
+                runs.append(path)
     recorded = plan.recorded()
-    _check_previous(results_dir, recorded, replace)
+    _check_previous(folder, recorded, plan.replace)
     task = functools.partial(_moved_run, plan)
     hint = "nothing was written; run the same command again to start over"
-    per_run = run_all(task, runs, jobs, hint, describe=lambda r: r[0].parent.name)
-    rows = [row for run_rows in per_run for row in run_rows]
-    header = {**provenance(command), "wall_s": time.perf_counter() - start, "jobs": jobs}
+    rows = [row for run_rows in run_all(task, runs, plan.jobs, hint) for row in run_rows]
+    header = {**provenance(command), "wall_s": time.perf_counter() - start, "jobs": plan.jobs}
     results = {"header": header, "plan": ablation, "settings": recorded, "rows": rows}
     results["summary"] = transfer_summary(rows)
     results["sources"] = sources
     results = seal(results)  # the rows as this run computed them (load_transfer checks it)
-    with publish_lock(results_dir) as staging:  # one publisher at a time, the ablation included
-        if run_sources(_published(results_dir)) != sources:
-            raise ValueError(
-                f"{results_dir} was published again while its runs were moved: the runs there "
-                f"are not the ones moved; nothing was written, run this again"
-            )
-        _check_previous(results_dir, recorded, replace)  # again: another may have written one
-        shutil.copytree(results_dir, staging)
+    with publish_lock(folder) as staging:
+        shutil.copytree(folder, staging)
         atomic_write_text(staging / DERIVED[1], transfer_table(results["summary"]) + "\n")
         atomic_write_json(staging / DERIVED[0], results)
-        finish_staging(staging, results_dir)
+        finish_staging(staging, folder)
     return json.loads(json.dumps(results))
-
-
-def _published(folder: Path) -> dict[str, Any]:
-    """``results.json`` of ``folder``, or a one-line error saying what to do."""
-    path = folder / "results.json"
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"{path} does not exist: publish the ablation first (python -m "
-            f"companion.commands.ablation --name {folder.name} ...), or check --name and "
-            "--results-dir"
-        )
-    try:
-        published = load_results(folder)
-        published["plan"]["seeds"], published["runs"][0]["dataset"]
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
-        raise ValueError(
-            f"{path} is not an ablation's results file ({type(exc).__name__}: {exc})"
-        ) from None
-    return published
 
 
 def _check_previous(folder: Path, recorded: dict[str, Any], replace: bool) -> None:
@@ -267,17 +210,11 @@ def _check_previous(folder: Path, recorded: dict[str, Any], replace: bool) -> No
     path = folder / DERIVED[0]
     if replace or not path.is_file():
         return
-    try:
-        previous = json.loads(path.read_text())["settings"]
-    except (ValueError, KeyError, TypeError, OSError):
-        previous = None
-    if not isinstance(previous, dict):
-        raise ValueError(f"{path} exists but cannot be read; pass --replace to overwrite it")
-    diff = settings_differences(previous, recorded)
+    diff = settings_differences(json.loads(path.read_text())["settings"], recorded)
     if diff:
         raise ValueError(
-            f"{path} holds an experiment with other settings ({'; '.join(diff)}); pass --replace "
-            f"to overwrite it, or keep it and publish the ablation under another --name"
+            f"{path} holds an experiment with other settings ({'; '.join(diff)}): pass --replace "
+            f"to overwrite it, or publish the ablation under another --name"
         )
 
 

@@ -1,10 +1,6 @@
 """The codes whose 32-px cell split in a published far-relation transfer ablation, on one line
-(nothing when no cell split): step 2 of ``results/run_cpu_transfer_far.sh`` trains seeds 5-9 of
-exactly these, as a split cell is read as a count over ten seeds::
-
-    python -m companion.experiments.runs.split_codes results/cpu-transfer-far
-
-"Solved" is the folder's own ``predictions.md`` rule (its ``solved.threshold`` on the test split).
+(step 2 of ``results/run_cpu_transfer_far.sh`` trains seeds 5-9 of these). "Solved" is the
+folder's own ``predictions.md`` rule (its ``solved.threshold`` on the test split).
 """
 
 from __future__ import annotations
@@ -26,8 +22,7 @@ from companion.train.cli import add_debug_flag, run_reporting_errors
 
 
 def split_codes(results: dict[str, Any], threshold: float) -> list[str]:
-    """The main-grid codes of ``results`` (a ``results.json`` as published) some of whose seeds
-    reach ``threshold`` test accuracy and some not, in plan order, counted on the record table."""
+    """The main-grid codes some of whose seeds reach ``threshold`` and some not, in plan order."""
     rule, plan = {"split": "test", "threshold": threshold}, results["plan"]
     cells = [(d, pos) for d in plan["datasets"] for pos in plan["pos"]]
     counted = with_counts(results, load_table())
@@ -35,13 +30,9 @@ def split_codes(results: dict[str, Any], threshold: float) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m companion.experiments.runs.split_codes",
-        description=__doc__.split("\n\n")[0],
-    )
-    parser.add_argument(
-        "folder", type=Path, help="a published ablation folder with its predictions"
-    )
+    prog = "python -m companion.experiments.runs.split_codes"
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
+    parser.add_argument("folder", type=Path, help="a published ablation folder")
     add_debug_flag(parser)
     args = parser.parse_args(argv)
 
@@ -50,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         plan = parse_far_transfer_predictions(text, args.folder / PREDICTIONS)
         print(" ".join(split_codes(load_results(args.folder), plan["solved"]["threshold"])))
 
-    return run_reporting_errors(parser.prog, work, args.debug)  # a bad folder: one line
+    return run_reporting_errors(prog, work, args.debug)  # a bad folder: one line
 
 
 if __name__ == "__main__":
