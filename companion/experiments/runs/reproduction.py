@@ -11,16 +11,21 @@ hashed (no ``SHA256SUMS``) is checked against the ``record_sha256`` each run sea
 from __future__ import annotations
 
 import argparse
-import io
-import json
+import functools
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from companion.experiments.integrity import MANIFEST, ResultsError, verified_json, verified_tensors
+from companion.experiments.integrity import (
+    DECODERS,
+    MANIFEST,
+    ResultsError,
+    read_folder,
+    verified,
+)
 from companion.experiments.results import check_results, run_key
 from companion.train.cli import add_debug_flag, run_reporting_errors
 
@@ -35,21 +40,24 @@ def _untimed(epoch: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def _read(folder: Path, name: str) -> Any:
-    """``folder/name`` (JSON or tensors) checked against ``SHA256SUMS`` where the folder has one."""
-    if (folder / MANIFEST).is_file():
-        return (verified_json if name.endswith(".json") else verified_tensors)(folder, name)
+    """``folder/name`` of a folder published before folders were hashed, read as it is."""
     try:
-        data = (folder / name).read_bytes()
-        if name.endswith(".json"):
-            return json.loads(data)
-        return torch.load(io.BytesIO(data), "cpu", weights_only=True)
+        return DECODERS[Path(name).suffix]((folder / name).read_bytes())
     except Exception as exc:  # any reason the reader gives: one line naming the file
         raise ResultsError(f"{folder / name} cannot be read ({type(exc).__name__})") from None
 
 
+def _reader(folder: Path) -> Callable[[Path, str], Any]:
+    """How ``folder``'s files are read: from one reading checked against its ``SHA256SUMS``, or,
+    where it has none, each as it is (its runs' ``record_sha256`` are checked on top)."""
+    if (folder / MANIFEST).is_file():
+        return functools.partial(verified, files=read_folder(folder))
+    return _read
+
+
 def _runs(folder: Path) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]]:
     """Every run of ``folder`` (read checked) by run key, with its curve."""
-    results, curves = check_results(folder, read=_read)
+    results, curves = check_results(folder, read=_reader(folder))
     if "hashed" in results.get("header", {}) and not (folder / MANIFEST).is_file():
         raise ResultsError(f"{folder / MANIFEST} is missing from a hashed folder: restore it")
     runs = {
@@ -89,8 +97,9 @@ def differences(old: str | Path, new: str | Path) -> list[str]:
             found.append(f"{key}: curve differs")
     tables = [{p.name for p in (f / "bias").glob("*.pt")} for f in (old, new)]
     found += [f"bias/{n} only in one folder" for n in sorted(tables[0] ^ tables[1])]
+    read_old, read_new = _reader(old), _reader(new)
     for name in sorted(tables[0] & tables[1]):
-        if not _equal(*(_read(f, f"bias/{name}") for f in (old, new))):
+        if not _equal(read_old(old, f"bias/{name}"), read_new(new, f"bias/{name}")):
             found.append(f"bias/{name} differs")
     return found
 
