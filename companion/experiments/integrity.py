@@ -72,6 +72,8 @@ def manifest_differences(
 ) -> list[str]:
     """Every way ``folder``'s files (or ``files``, as read) differ from its ``SHA256SUMS``."""
     path = Path(folder) / MANIFEST
+    if not Path(folder).is_dir():
+        raise ResultsError(f"{Path(folder)} is missing: no such results folder")
     if not path.is_file():
         raise ResultsError(f"{path} is missing: restore the folder (e.g. from git)")
     lines = path.read_text("utf-8", "replace").splitlines()

@@ -6,6 +6,7 @@ whose parent dies, even by SIGKILL, ends itself within half a second.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shlex
 import shutil
@@ -14,7 +15,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context, spawn
@@ -49,7 +50,8 @@ def run_all(task: Callable[[Item], Any], items: Sequence[Item], jobs: int, hint:
     previous = spawn.get_executable()
     try:
         spawn.set_executable(_launcher())  # the workers start as they are handed their runs
-        futures = [pool.submit(task, item) for item in items]
+        with _held(signal.SIGINT, signal.SIGTERM):  # raised once every worker has started
+            futures = [pool.submit(task, item) for item in items]
         spawn.set_executable(previous)
         for future in as_completed(futures):
             done.append(future.result())  # the first error to arrive is raised here
@@ -65,6 +67,30 @@ def run_all(task: Callable[[Item], Any], items: Sequence[Item], jobs: int, hint:
         for process in list((pool._processes or {}).values()):  # at once: running runs stop
             process.terminate()
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def _held(*signals: signal.Signals) -> Iterator[None]:
+    """Within the block, ``signals`` handled in Python are held and the first one is handed to
+    its handler when the block ends: a Ctrl-C while a worker starts would cut off the start's
+    data half-sent (the worker dies printing a traceback) or leave a worker nobody stops."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers, and only it runs them
+        return
+    caught: list[int] = []
+    previous: dict[int, Callable[[int, Any], Any]] = {}
+    for signum in signals:
+        handler = signal.getsignal(signum)
+        if callable(handler):  # not an ignored or default signal
+            previous[signum] = handler
+            signal.signal(signum, lambda number, frame: caught.append(number))
+    try:
+        yield
+    finally:
+        for number, kept in previous.items():
+            signal.signal(number, kept)
+        if caught:
+            previous[caught[0]](caught[0], None)
 
 
 def threads_per_worker(jobs: int, threads: int | None) -> int | None:
