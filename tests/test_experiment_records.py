@@ -84,11 +84,15 @@ def test_re_running_the_ablation_keeps_the_experiments_results(folder, plan_in):
     assert sorted(p.name for p in (folder / "results").iterdir()) == [".mini.lock", "mini"]
 
 
-def test_derived_results_from_other_runs_are_refused_or_removed_when_asked(folder, plan_in):
+def test_derived_results_from_other_runs_are_refused_before_training_or_removed_when_asked(
+    folder, monkeypatch, plan_in
+):
+    monkeypatch.setattr(ablation, "train", None)  # any training would fail loudly
     with pytest.raises(ValueError, match=r"transfer\.json was computed from other runs.*--replace"):
         run_ablation(plan_in(folder, fresh=True))
     with pytest.raises(ValueError, match=r"transfer\.json was computed from other runs"):
         run_ablation(plan_in(folder, seeds=(0, 1)))
+    monkeypatch.undo()
     run_ablation(plan_in(folder, fresh=True, replace_derived=True))
     assert not (folder / "results" / "mini" / "transfer.json").exists()
 
@@ -161,9 +165,12 @@ def test_a_folder_changed_since_it_was_published_is_not_published_over(folder, p
     assert "an edit" in predictions.read_text()  # refused, and left for the user to restore
 
 
-def test_a_publish_that_would_lose_published_runs_is_refused(folder, plan_in):
+def test_a_publish_that_would_lose_published_runs_is_refused_before_training(
+    folder, plan_in, monkeypatch
+):
     before = {p: p.read_bytes() for p in (folder / "results" / "mini").rglob("*") if p.is_file()}
-    with pytest.raises(ValueError, match=r"publishing would remove 2 file\(s\)"):
+    monkeypatch.setattr(ablation, "train", None)  # refused before any training
+    with pytest.raises(ValueError, match=r"holds published runs this plan lacks \(grid-cell__rel"):
         run_ablation(plan_in(folder, pos=("none",), replace_derived=True, fresh=True))
     assert {p: p.read_bytes() for p in before} == before  # untouched
     assert not list((folder / "results").glob(".mini.staging*"))

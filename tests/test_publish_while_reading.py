@@ -23,7 +23,7 @@ def versions(tmp_path: Path) -> list[Path]:
 def publish(version: Path, folder: Path) -> None:
     with publish_lock(folder) as staging:
         shutil.copytree(version, staging)
-        finish_staging(staging, folder, replace=True)
+        finish_staging(staging, folder, dropped=integrity.file_hashes(folder))  # replaced whole
 
 
 def test_a_reading_a_swap_overtook_is_refused_naming_the_file(tmp_path, versions, monkeypatch):
@@ -41,6 +41,17 @@ def test_a_reading_a_swap_overtook_is_refused_naming_the_file(tmp_path, versions
     monkeypatch.undo()
     publish(versions[1], folder)
     assert load_results(folder)["plan"]["name"] == VERSIONS[1]  # read again: the new one, whole
+
+
+def test_a_publish_that_would_remove_a_published_file_is_refused(tmp_path, versions):
+    folder = tmp_path / "results" / "kept"
+    publish(versions[0], folder)
+    lost = r"publishing would remove 1 file\(s\) .*results\.md"
+    with pytest.raises(ValueError, match=lost), publish_lock(folder) as staging:
+        shutil.copytree(folder, staging)
+        (staging / "results.md").unlink()
+        finish_staging(staging, folder)
+    read_folder(folder)  # the published folder, whole
 
 
 def test_a_damaged_folder_is_refused(tmp_path, versions):

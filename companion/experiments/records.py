@@ -116,10 +116,16 @@ def _provenance_rows(name: str, record: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def published_folders(root: str | Path) -> list[Path]:
-    """Every sealed folder at any depth under ``root`` but ``pilots/``, in path order."""
+    """Every sealed folder at any depth under ``root`` but ``pilots/`` and hidden ones (a killed
+    publish's staging or old folder), in path order."""
     root = Path(root)
-    found = (p.parent for p in root.rglob("SHA256SUMS"))
-    return sorted(p for p in found if p.relative_to(root).parts[0] != "pilots")
+    found = [p.parent.relative_to(root).parts for p in root.rglob("SHA256SUMS")]
+    kept = [parts for parts in found if parts[0] != "pilots" and not _hidden(parts)]
+    return sorted(root.joinpath(*parts) for parts in kept)
+
+
+def _hidden(parts: tuple[str, ...]) -> bool:
+    return any(part.startswith(".") for part in parts)
 
 
 def record_rows(root: str | Path) -> list[dict[str, Any]]:
@@ -185,7 +191,10 @@ def load_table(root: str | Path | None = None) -> list[dict[str, Any]]:
     except FileNotFoundError as error:
         raise ResultsError(f"{error.filename} is missing: rebuild it with `{REBUILD}`") from None
     if recorded != _hash_line(text):
-        raise ResultsError(f"{root / TABLE} does not match {TABLE_HASH}: changed or damaged")
+        raise ResultsError(
+            f"{root / TABLE} does not match {TABLE_HASH}: changed or damaged; rebuild it with "
+            f"`{REBUILD}`"
+        )
     rows = csv.DictReader(io.StringIO(text))
     return [{**row, **{c: int(row[c]) for c in INTEGER_COLUMNS}} for row in rows]
 
@@ -193,8 +202,9 @@ def load_table(root: str | Path | None = None) -> list[dict[str, Any]]:
 def check_against_table(
     folder: str | Path, record: dict[str, Any], before: dict[str, Any] | None = None
 ) -> None:
-    """Refuse a record a chapter reads (``transfer.json`` with its 32-px ``before``) unless its
-    rows are the table's: every count and per-image bits' hash a bootstrap reads is the table's."""
+    """Refuse a record a chapter reads (a ``results.json``, a provenance record, or a
+    ``transfer.json`` with its 32-px ``before``) unless its rows are the table's: every count and
+    per-image bits' hash a bootstrap reads is the table's."""
     folder, root = Path(folder).resolve(), results_tree(folder)
     if root is None:
         raise ResultsError(f"no {TABLE} above {folder}: build it with `{REBUILD}`")
@@ -207,7 +217,10 @@ def check_against_table(
         kind, rows = "provenance", _provenance_rows(name, record)
     held = [r for r in load_table(root) if r["experiment"] == name and r["record"] == kind]
     if table_text(rows) != table_text(held):
-        raise ResultsError(f"{folder}: its {kind}.json does not agree with {root / TABLE}")
+        raise ResultsError(
+            f"{folder}: its {kind}.json does not agree with {root / TABLE}: rebuild it with "
+            f"`{REBUILD}`"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -143,9 +143,12 @@ def read_text(folder: str | os.PathLike[str], name: str) -> str:
 
 
 def load_transfer(folder: str | os.PathLike[str], results: dict[str, Any]) -> dict[str, Any]:
-    """``transfer.json`` beside ``results``, verified and computed from exactly its runs."""
+    """``transfer.json`` beside ``results``, verified, matching its own ``record_sha256`` and
+    computed from exactly ``results``' runs."""
     path = Path(folder) / DERIVED[0]
     moves = verified(folder, DERIVED[0])
+    if "record_sha256" in moves and not is_sealed(moves):  # sealed since records were
+        raise ResultsError(f"{path} does not match its record_sha256")
     if moves.get("sources") != run_sources(results):
         raise ResultsError(f"{path} was computed from other runs than the results.json beside it")
     return moves

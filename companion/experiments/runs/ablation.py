@@ -271,10 +271,7 @@ def publish_ablation(
     with publish_lock(folder) as staging:
         state = derived_state(folder, run_sources(results))
         if state == "stale" and not plan.replace_derived:
-            raise ValueError(
-                f"{folder / DERIVED[0]} was computed from other runs: pass --replace-derived to "
-                f"remove it (then run the resolution experiment again), or choose a new --name"
-            )
+            raise _stale_derived(folder)
         bias_files = []
         for r in records:
             key = run_key(r["dataset"], r["pos"], r["seed"], r["variant"])
@@ -288,7 +285,10 @@ def publish_ablation(
             tables = plan.work / f"{key}.bias.pt"
             if r["seed"] == plan.seeds[0] and r["bias_sha256"] is not None:
                 if not tables.is_file() or file_sha256(tables) != r["bias_sha256"]:
-                    raise ValueError(f"{tables} is not the file its run wrote: pass --fresh")
+                    again = f"delete {plan.work / key}.json and {plan.work / key}/"
+                    raise ValueError(
+                        f"{tables} is not the file its run wrote: {again} to retrain it"
+                    )
                 rel = bias_file(r["dataset"], r["pos"], r["variant"])
                 (staging / "bias").mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(tables, staging / rel)
@@ -306,9 +306,18 @@ def publish_ablation(
         finish_staging(staging, folder, dropped=() if state == "current" else DERIVED)
 
 
+def _stale_derived(folder: Path) -> ValueError:
+    return ValueError(
+        f"{folder / DERIVED[0]} was computed from other runs: pass --replace-derived to remove it "
+        f"(then run the resolution experiment again), or choose a new --name"
+    )
+
+
 def check_publishable(plan: AblationPlan) -> None:
-    """Before any training: refuse a folder whose published runs were trained with other result
-    settings (:data:`~companion.experiments.related.RESULT_SETTINGS` and the variant)."""
+    """Before any training, refuse what the publish would refuse after it: runs trained with
+    other result settings (:data:`~companion.experiments.related.RESULT_SETTINGS` and the
+    variant), published runs this plan lacks, and derived results its runs would leave stale
+    (unless ``--replace-derived``)."""
     if not (plan.folder / "results.json").is_file():
         return
     published = load_results(plan.folder)
@@ -321,6 +330,17 @@ def check_publishable(plan: AblationPlan) -> None:
             f"{plan.folder} holds runs trained with other settings ({'; '.join(diff)}): publish "
             f"under another --name, or remove {plan.folder} first to replace it"
         )
+    sources, planned = run_sources(published), {run_key(d, p, s, v) for d, p, v, s in plan.runs()}
+    if set(sources) - planned:
+        lacked = ", ".join(sorted(set(sources) - planned)[:3])
+        raise ValueError(
+            f"{plan.folder} holds published runs this plan lacks ({lacked}): publish under "
+            f"another --name, or remove {plan.folder} first to replace it"
+        )
+    state = derived_state(plan.folder, sources)
+    changes = plan.fresh or set(sources) != planned  # runs trained again give other sources
+    if (state == "stale" or (state == "current" and changes)) and not plan.replace_derived:
+        raise _stale_derived(plan.folder)
 
 
 # --------------------------------------------------------------------------- command line

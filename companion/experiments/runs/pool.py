@@ -36,7 +36,7 @@ def run_all(task: Callable[[Item], Any], items: Sequence[Item], jobs: int, hint:
     """``[task(item) for item in items]``, ``jobs`` processes at a time (``jobs=1``: here). The
     first error is raised with its worker's traceback as its cause, and the other runs stop."""
     done: list[Any] = []
-    if jobs == 1:
+    if jobs == 1 or not items:
         try:
             for item in items:
                 done.append(task(item))
@@ -49,10 +49,9 @@ def run_all(task: Callable[[Item], Any], items: Sequence[Item], jobs: int, hint:
     )
     previous = spawn.get_executable()
     try:
-        spawn.set_executable(_launcher())  # the workers start as they are handed their runs
+        spawn.set_executable(_launcher())  # every worker starts with SIGINT ignored
         with _held(signal.SIGINT, signal.SIGTERM):  # raised once every worker has started
             futures = [pool.submit(task, item) for item in items]
-        spawn.set_executable(previous)
         for future in as_completed(futures):
             done.append(future.result())  # the first error to arrive is raised here
         return [future.result() for future in futures]

@@ -39,7 +39,7 @@ def publish_lock(folder: Path) -> Iterator[Path]:
 
 
 def check_intact(folder: Path) -> None:
-    """Refuse to publish over a folder changed since its ``SHA256SUMS`` (or re-hash an edit)."""
+    """Refuse to publish over a folder changed since its ``SHA256SUMS`` was written."""
     differences = manifest_differences(folder) if (folder / MANIFEST).is_file() else []
     if differences:
         raise ValueError(
@@ -48,12 +48,10 @@ def check_intact(folder: Path) -> None:
         )
 
 
-def finish_staging(
-    staging: Path, folder: Path, dropped: Iterable[str] = (), replace: bool = False
-) -> None:
-    """Hash ``staging``, refuse it if a file of ``folder`` (but ``dropped``; any, to ``replace``
-    it) would be lost, swap it in and rebuild the record table of its results tree."""
-    before = file_hashes(folder) if folder.is_dir() and not replace else {}
+def finish_staging(staging: Path, folder: Path, dropped: Iterable[str] = ()) -> None:
+    """Hash ``staging``, refuse it if a file of ``folder`` (but ``dropped``) would be lost, swap
+    it in and rebuild the record table of its results tree."""
+    before = file_hashes(folder) if folder.is_dir() else {}
     lost = sorted(set(before) - set(file_hashes(staging)) - set(dropped))
     if lost:
         raise ValueError(
