@@ -373,7 +373,8 @@ def placement_readings(
         dataset = cell.split(":", 1)[0]
         shift = constant_answer(results, dataset, first) - constant_answer(results, dataset, second)
         terms = [(1.0, cell, second, ids[second]), (-1.0, cell, first, ids[first])]
-        interval = Interval(*(v + shift for v in placement_interval(results, terms)), p=1.0)
+        est, low, high = (v + shift for v in placement_interval(results, terms))
+        interval = Interval(est, low, high, p=1.0)
         control = failed_control(results, predictions, p)
         held = "yes" if meets(interval, p["expect"]) else "no"
         verdict = control_note(control) if control else f"{in_points(p['expect'])}: {held}"

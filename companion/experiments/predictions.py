@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -369,7 +369,7 @@ def glance_entry(lift: np.ndarray, won: np.ndarray) -> str:
 
 
 def seed_rows(
-    seeds: Sequence[int], solved: dict[str, Collection[int]], values: Sequence[float], head: str
+    seeds: Sequence[int], solved: Mapping[str, Collection[int]], values: Sequence[float], head: str
 ) -> list[str]:
     """A gap seed by seed: a ``seed`` line, whether each seed solved (a line per label of
     ``solved``) and the gap in points; ``head`` formats each line's name (``"  {:14}"``)."""
