@@ -17,9 +17,14 @@ from companion.experiments.chapter5 import (
     variant_pairs,
 )
 from companion.experiments.evaluation import labels_text, pack_bits
-from companion.experiments.predictions import is_split_cell, load_predictions, with_counts
+from companion.experiments.predictions import (
+    accuracy_table,
+    cells_of,
+    is_split_cell,
+    load_predictions,
+    with_counts,
+)
 from companion.experiments.results import find_results
-from companion.experiments.split_reading import accuracy_table, cells_of
 from companion.figures.training import plot_seed_dots
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,29 +13,38 @@ import numpy as np
 from companion.data.tasks import PATCH
 from companion.experiments.bootstrap import Interval, gap_interval
 from companion.experiments.evaluation import load_split
+from companion.experiments.paper import markdown_table
 from companion.experiments.predictions import (
+    VERDICT,
     Entry,
     Plan,
     Results,
     cell_of,
+    cells_of,
     cells_read,
     check_prediction,
     chosen,
+    constant_answer,
     control_note,
+    expected_text,
     failed_control,
+    glance_entry,
     in_points,
     is_split_cell,
     meets,
     on_seeds,
     parse_cell,
     per_seed,
+    points,
     pos_label,
     prediction_interval,
+    seed_matrix,
+    seed_rows,
     solved_seeds,
     split_cells,
     with_counts,
 )
-from companion.experiments.predictions import constant_answer as constant_answer
+from companion.experiments.predictions import accuracy_table as accuracy_table
 from companion.experiments.predictions import load_predictions as load_predictions
 from companion.experiments.records import check_against_table, load_table, results_tree
 from companion.experiments.results import describe_run as describe_run
@@ -43,9 +52,6 @@ from companion.experiments.results import find_results as find_results
 from companion.experiments.results import load_bias_tables as load_bias_tables
 from companion.experiments.results import load_curves as load_curves
 from companion.experiments.results import load_results as results_json
-from companion.experiments.split_reading import accuracy_table as accuracy_table
-from companion.experiments.split_reading import cells_of as cells_of
-from companion.experiments.split_reading import glance_entry, seed_matrix
 from companion.experiments.stats import format_p, holm_bounds
 from companion.experiments.stats import ring_null as ring_null
 
@@ -85,11 +91,6 @@ def split_rows(
     return rows
 
 
-def _points(i: Interval) -> str:
-    """``"+12.3 [ +8.0,  +16.1]"``: an interval of a fraction, in points."""
-    return f"{100 * i.estimate:+6.1f} [{100 * i.low:+6.1f}, {100 * i.high:+6.1f}]"
-
-
 def gaps_lines(results: Results, pairs: Sequence[tuple[str, str]], split: str, rule: Entry) -> str:
     """Per ``(a, b)`` (``b`` a cell or ``"constant"``): the exploratory gap on ``split``, its 95 %
     bootstrap interval and p Holm-adjusted over the intervals printed; a split cell gets none."""
@@ -112,7 +113,7 @@ def gaps_lines(results: Results, pairs: Sequence[tuple[str, str]], split: str, r
             continue
         p, bound = next(adjusted)
         shown = format_p(p, p if bound else 0.0, "p_Holm")  # a bound prints as "p_Holm < ..."
-        lines.append(f"{name:{width}} {_points(interval)}  {shown}{' *' if p < 0.05 else ''}")
+        lines.append(f"{name:{width}} {points(interval, 6)}  {shown}{' *' if p < 0.05 else ''}")
     return "\n".join(lines)
 
 
@@ -124,7 +125,7 @@ def lift_lines(results: Results, dataset: str, first: str, second: str, cells: l
     for cell in cells:
         a, b = (100 * (seed_matrix(results, cell, s)[1].mean() - c) for s, c in constants.items())
         lift = {"kind": "lift-gap", "cell": cell, "first": first, "second": second}
-        change = _points(prediction_interval(results, lift))
+        change = points(prediction_interval(results, lift), 6)
         lines.append(f"{pos_label(cell):12} {a:+6.1f}  {b:+6.1f}  change {change}")
     return "\n".join(lines)
 
@@ -134,9 +135,7 @@ def encoding_glance(
     pos: Sequence[str] = ("none", "abs", "rel", "abs+rel"),
 ) -> str:
     """Markdown: each encoding's lift over the constant answer on each section's splits."""
-    lines = ["| task, split | " + " | ".join(f"`{p}`" for p in pos) + " |"]
-    lines.append("|---" * (len(pos) + 1) + "|")
-    rules = []
+    rows, rules = [], []
     for results, dataset, splits, rule in sections:
         rules.append(f"`{dataset}`: `{rule['split']}` ≥ {100 * rule['threshold']:g} %")
         for split in splits:
@@ -146,35 +145,28 @@ def encoding_glance(
                 lift = 100 * (correct.mean(1) - constant_answer(results, dataset, split))
                 flags = solved_seeds(results, cell, rule)
                 entries.append(glance_entry(lift, np.array([flags[s] for s in seeds])))
-            lines.append(f"| `{dataset}` `{split}` | " + " | ".join(entries) + " |")
-    lines.append("")
-    lines.append(
+            rows.append((f"`{dataset}` `{split}`", *entries))
+    note = (
         "*Lift over the constant answer (points), mean over seeds, each split against the "
         "constant answer on its own images. Where a cell's seeds split, the count solved and "
         "the solved seeds' mean lift and each other seed's (solved: " + "; ".join(rules) + ").*"
     )
-    return "\n".join(lines) + "\n"
-
-
-def _expected(prediction: Entry) -> str:
-    expect = prediction["expect"]
-    return expect if isinstance(expect, str) else "{}-{} seeds".format(*expect)
+    head = ["task, split", *(f"`{p}`" for p in pos)]
+    return markdown_table(head, rows, note, align="l" * len(head)) + "\n"
 
 
 def predictions_list(predictions: Plan, ids: Sequence[str] | None = None) -> str:
     """A Markdown table of the predictions as written (before any result): id, text, expected."""
-    lines = ["| id | prediction | expected |", "|---|---|---|"]
-    lines += [f"| {p['id']} | {p['text']} | {_expected(p)} |" for p in chosen(predictions, ids)]
-    return "\n".join(lines)
+    rows = [(p["id"], p["text"], expected_text(p)) for p in chosen(predictions, ids)]
+    return markdown_table(["id", "prediction", "expected"], rows, align="lll")
 
 
 def predictions_table(results: Results, predictions: Plan, ids: Sequence[str] | None = None) -> str:
     """Markdown: each prediction (of ``ids``), what it expected, what was measured, if it held."""
-    lines = ["| id | prediction | expected | measured | held |", "|---|---|---|---|---|"]
+    rows = []
     for p in chosen(predictions, ids):
-        measured, verdict = _measured(results, predictions, p)
-        lines.append(f"| {p['id']} | {p['text']} | {_expected(p)} | {measured} | {verdict} |")
-    return "\n".join(lines)
+        rows.append((p["id"], p["text"], expected_text(p), *_measured(results, predictions, p)))
+    return markdown_table(["id", "prediction", "expected", "measured", "held"], rows, align="lllll")
 
 
 def _measured(
@@ -187,8 +179,8 @@ def _measured(
         measured += f" (split cell: {', '.join(map(pos_label, split))})"
     control = failed_control(results, predictions, p)
     if control is not None:
-        return f"{control_note(control)}; {measured}", "not readable"
-    return measured, "yes" if held else "**no**"
+        return f"{control_note(control)}; {measured}", VERDICT[None]
+    return measured, VERDICT[held]
 
 
 @dataclass(frozen=True)
@@ -221,8 +213,7 @@ KNOWN_BEFORE = {
 def blind_predictions_table(results: Results, predictions: Plan, known: Known) -> str:
     """Markdown: every prediction read on all seeds and, by the same rules, on the seeds its
     cells ran on that the predictions did not know."""
-    lines = ["| id | expected | all seeds | held | seeds the predictions did not know | held |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
+    rows = []
     for p in predictions["predictions"]:
         read = [*_measured(results, predictions, p)]
         blind = known.blind(results, cells_read(p))
@@ -234,8 +225,9 @@ def blind_predictions_table(results: Results, predictions: Plan, known: Known) -
             read += [f"seeds {span}: {measured}", verdict]
         else:
             read += ["none: every seed was known", "—"]
-        lines.append(f"| {p['id']} | {_expected(p)} | " + " | ".join(read) + " |")
-    return "\n".join(lines)
+        rows.append((p["id"], expected_text(p), *read))
+    head = ["id", "expected", "all seeds", "held", "seeds the predictions did not know", "held"]
+    return markdown_table(head, rows, align="l" * len(head))
 
 
 def split_seed_readings(results: Results, predictions: Plan) -> str:
@@ -269,11 +261,8 @@ def split_seed_readings(results: Results, predictions: Plan) -> str:
             other = "the constant answer" if p["against"] == "constant" else pos_label(p["against"])
             statistic = f"{pos_label(p['cell'])} minus {other} on `{p['split']}`"
         lines.append(f"    {statistic}, per seed{where} (points):")
-        rows = {"seed": [f"{s:>7}" for s in seeds]}
-        for cell, f in flags.items():
-            rows[f"{pos_label(cell)} solved"] = [f"{'yes' if f[s] else 'no':>7}" for s in seeds]
-        rows["points"] = [f"{100 * values[s]:+7.1f}" for s in seeds]
-        lines += [f"    {name:18}" + "".join(row) for name, row in rows.items()]
+        won = {f"{pos_label(c)} solved": [s for s in f if f[s]] for c, f in flags.items()}
+        lines += seed_rows(seeds, won, [values[s] for s in seeds], "    {:18}")
         few = "seed" if len(kept) == 1 else "seeds"
         solved_where = f"solved {few}" if len(flags) == 1 else f"{few} where both solved"
         readings = [(f"all {len(values)} seeds (the planned reading)", None),
@@ -285,7 +274,7 @@ def split_seed_readings(results: Results, predictions: Plan) -> str:
             i = prediction_interval(results, p, on)
             verdict = "yes" if meets(i, p["expect"]) else "no"
             verdict = "not readable" if control and on is None else verdict
-            lines.append(f"    {what:42} {_points(i)}  {in_points(p['expect'])}: {verdict}")
+            lines.append(f"    {what:42} {points(i, 6)}  {in_points(p['expect'])}: {verdict}")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) or "no gap prediction here reads a split cell"
 
@@ -351,16 +340,14 @@ def placement_table(
     results: Results, cells: Sequence[str], split: str, ids: np.ndarray, keys: list[Placement]
 ) -> str:
     """Markdown: per placement, its line, its images and each cell's accuracy (%, seeds' mean)."""
-    lines = [f"| `{split}` placement (A → B) | line | images | "
-             + " | ".join(f"`{pos_label(c)}`" for c in cells) + " |",
-             "|---" * (3 + len(cells)) + "|"]  # fmt: skip
+    head = [f"`{split}` placement (A → B)", "line", "images", *(f"`{pos_label(c)}`" for c in cells)]
     sizes = np.bincount(ids, minlength=len(keys))
     by_cell = [100 * np.divide(*_counts(results, c, split, ids)) for c in cells]
+    rows = []
     for p, key in enumerate(keys):
-        entries = [f"{a[:, p].mean():.1f}" for a in by_cell]
-        lines.append(f"| {key[0]} → {key[1]} | {pair_line(key)} | {sizes[p]} | "
-                     + " | ".join(entries) + " |")  # fmt: skip
-    return "\n".join(lines) + "\n"
+        means = [f"{a[:, p].mean():.1f}" for a in by_cell]
+        rows.append((f"{key[0]} → {key[1]}", pair_line(key), sizes[p], *means))
+    return markdown_table(head, rows, align="l" * len(head)) + "\n"
 
 
 def placement_readings(
@@ -387,9 +374,9 @@ def placement_readings(
         shift = constant_answer(results, dataset, first) - constant_answer(results, dataset, second)
         terms = [(1.0, cell, second, ids[second]), (-1.0, cell, first, ids[first])]
         est, low, high = (v + shift for v in placement_interval(results, terms))
+        interval = Interval(est, low, high, p=1.0)
         control = failed_control(results, predictions, p)
-        held = "yes" if meets(Interval(est, low, high, p=1.0), p["expect"]) else "no"
+        held = "yes" if meets(interval, p["expect"]) else "no"
         verdict = control_note(control) if control else f"{in_points(p['expect'])}: {held}"
-        lines.append(f"  {p['id']}  {pos_label(cell):8} lift change {100 * est:+.1f} "
-                     f"[{100 * low:+.1f}, {100 * high:+.1f}]  {verdict}")  # fmt: skip
+        lines.append(f"  {p['id']}  {pos_label(cell):8} lift change {points(interval)}  {verdict}")
     return "\n".join(lines)

@@ -42,9 +42,17 @@ from companion.experiments.far_transfer import load_far_transfer as load_far_tra
 from companion.experiments.paper import markdown_table
 from companion.experiments.pilots import find_pilot_twins as find_pilot_twins
 from companion.experiments.pilots import twins_table as twins_table
-from companion.experiments.predictions import in_points, meets, p_text
+from companion.experiments.predictions import (
+    VERDICT,
+    count_text,
+    expected_text,
+    meets,
+    p_text,
+    points,
+    seed_rows,
+)
 from companion.experiments.resolution_transfer import WINDOW_GROWN, WINDOW_KEPT, grown_condition
-from companion.experiments.stats import binomial_interval, holm_bounds
+from companion.experiments.stats import holm_bounds
 
 #: A count prediction whose text says so is held only by more than half of the seeds read: the
 #: plan's ``expect`` range was written for five seeds, its word for any number of them.
@@ -58,7 +66,6 @@ Gap = Reading | None
 Split = tuple[str, list[int], int]
 #: Whether a planned reading held, in the seed-by-seed readings and in the predictions' tables.
 OUTCOME = {True: "held", False: "failed", None: "not readable"}
-VERDICT = {True: "yes", False: "**no**", None: "not readable"}
 
 
 def learned_line(far: FarTransfer) -> str:
@@ -87,7 +94,8 @@ def verdict_line(far: FarTransfer, seeds: str = "on all seeds") -> str:
 
 def far_transfer_predictions_table(far: FarTransfer) -> str:
     """Markdown: id | prediction | expected | measured | held, for every prediction."""
-    rows = [(p["id"], p["text"], _expected(p), *_measured(far, p)) for p in far.plan["predictions"]]
+    plan = far.plan["predictions"]
+    rows = [(p["id"], p["text"], expected_text(p, True), *_measured(far, p)) for p in plan]
     return markdown_table(["id", "prediction", "expected", "measured", "held"], rows, align="lllll")
 
 
@@ -95,18 +103,15 @@ def blind_predictions_table(far: FarTransfer, blind: FarTransfer) -> str:
     """Markdown: every prediction read on all seeds and on the blind seeds, by the same rules."""
     head = ["id", "expected", "all seeds", "held", f"{BLIND} blind seeds", "held"]
     plan = far.plan["predictions"]
-    rows = [(p["id"], _expected(p), *_measured(far, p), *_measured(blind, p)) for p in plan]
+    rows = [
+        (p["id"], expected_text(p, True), *_measured(far, p), *_measured(blind, p)) for p in plan
+    ]
     return markdown_table(head, rows, align="l" * len(head))
 
 
 def _measured(far: FarTransfer, prediction: Mapping[str, Any]) -> tuple[str, str]:
     measured, held = check_far_transfer_prediction(far, prediction)
     return measured, VERDICT[held]
-
-
-def _expected(prediction: Mapping[str, Any]) -> str:
-    expect = prediction["expect"]
-    return in_points(expect) if isinstance(expect, str) else "{}-{} seeds".format(*expect)
 
 
 def _read_seeds(far: FarTransfer, pos: str) -> tuple[list[int], str]:
@@ -241,12 +246,7 @@ def _seed_lines(
     labelled += [(f"{name} at {far.plan['size']} solved", won) for name, won, _ in moved]
     values = [kind_gap(far, kind, cells, [s])[0].estimate for s in seeds]
     width = max([14, *(len(label) + 1 for label, _ in labelled)])
-    lines = [f"  {'seed':{width}}" + "".join(f"{s:>7}" for s in seeds)]
-    for label, won in labelled:
-        row = "".join(f"{'yes' if s in won else 'no':>7}" for s in seeds)
-        lines.append(f"  {label:{width}}" + row)
-    lines.append(f"  {'points':{width}}" + "".join(f"{100 * v:+7.1f}" for v in values))
-    return lines, values
+    return seed_rows(seeds, dict(labelled), values, f"  {{:{width}}}"), values
 
 
 def _moved_split(
@@ -290,8 +290,7 @@ def check_far_transfer_prediction(
     if kind in ("count", "moved-count"):
         accuracy = far.accuracies(cells[0]).values()
         k, n = sum(a >= far.threshold for a in accuracy), len(accuracy)
-        low, high = binomial_interval(k, n)
-        text = f"solved {k} of {n} (rate {low:.2f}-{high:.2f})"
+        text = f"solved {count_text(k, n)}"
         if MOST in prediction["text"] and 2 * k <= n:  # the plan's own word: more than half
             return f"{text}: not most of {n}", False
         return text, expect[0] <= k <= expect[1]
@@ -337,8 +336,3 @@ def kind_gap(
     if kind == "lift-change":
         return lift_gap_interval(b, far.labels(), a, far.labels(rendering)), note
     return gap_interval(a, b), note
-
-
-def points(interval: Interval) -> str:
-    """``"+12.3 [+4.5, +20.1]"``: the estimate and its 95 % interval in points."""
-    return f"{100 * interval.estimate:+.1f} [{100 * interval.low:+.1f}, {100 * interval.high:+.1f}]"

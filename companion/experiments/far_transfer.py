@@ -17,7 +17,14 @@ from companion._checks import check_choice
 from companion.experiments.evaluation import unpack_bits
 from companion.experiments.integrity import ResultsError
 from companion.experiments.pilots import find_pilot_twins
-from companion.experiments.predictions import PREDICTIONS, is_split_cell, test_labels, with_counts
+from companion.experiments.predictions import (
+    PREDICTIONS,
+    accuracy_table,
+    glance_entry,
+    is_split_cell,
+    test_labels,
+    with_counts,
+)
 from companion.experiments.predictions import parse_far_transfer_predictions as parse_plan
 from companion.experiments.records import check_against_table, load_table, results_tree
 from companion.experiments.related import check_added_seeds, check_one_run, related_folder
@@ -30,7 +37,6 @@ from companion.experiments.results import (
     read_text,
     run_key,
 )
-from companion.experiments.split_reading import accuracy_table, glance_entry
 
 DATASET = "far-relation"
 #: The blind seeds a cell is read on: its first five that no pilot run equals.

@@ -1,12 +1,16 @@
 """Predictions written before a run: the one parser of their files (``predictions.md``: prose
-and one ``json`` block, "solved" rules and predictions), and chapter 5's checks of them."""
+and one ``json`` block, "solved" rules and predictions), and chapter 5's checks of them.
+
+A cell of an ablation is read split by split (chapters 5 and 6): accuracies with the two-stage
+bootstrap (seeds *and* images); a cell whose seeds split into solved and unsolved is read as a
+count (solved k of n, exact interval on the rate), its mean never read."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +18,7 @@ import numpy as np
 
 from companion.experiments.bootstrap import Interval, gap_interval, lift_gap_interval
 from companion.experiments.evaluation import labels_from_text, unpack_bits
+from companion.experiments.paper import markdown_table
 from companion.experiments.results import read_text
 from companion.experiments.stats import binomial_interval, fisher_exact, format_p
 
@@ -28,6 +33,8 @@ _CONTROL_FOR = re.compile(r"control for ([A-Z]+\d+(?:(?:, | and )[A-Z]+\d+)*)")
 Results = dict[str, Any]
 Plan = dict[str, Any]
 Entry = dict[str, Any]
+#: A planned reading's verdict as the predictions' tables print it (None: not readable).
+VERDICT = {True: "yes", False: "**no**", None: "not readable"}
 
 
 def load_predictions(folder: str | Path, kinds: Sequence[str] = KINDS) -> Plan:
@@ -155,6 +162,20 @@ def in_points(expect: str) -> str:
     return f"{expect.split()[0]} {100 * threshold_of(expect):g} points"
 
 
+def points(interval: Interval, width: str | int = "") -> str:
+    """``"+12.3 [+4.5, +20.1]"``: the estimate and its 95 % interval in points."""
+    values = (100 * interval.estimate, 100 * interval.low, 100 * interval.high)
+    return "{:+{w}.1f} [{:+{w}.1f}, {:+{w}.1f}]".format(*values, w=width)
+
+
+def expected_text(prediction: Entry, as_points: bool = False) -> str:
+    """A prediction's ``expect`` as its table prints it (a gap's in points if ``as_points``)."""
+    expect = prediction["expect"]
+    if isinstance(expect, str):
+        return in_points(expect) if as_points else expect
+    return "{}-{} seeds".format(*expect)
+
+
 def p_text(interval: Interval, expect: str) -> str:
     """The bootstrap p-value (for "the gap is 0") beside a gap only where it tests what the
     prediction names, "above 0" or "below 0" (at its floor, as a bound)."""
@@ -211,9 +232,8 @@ def check_prediction(
         every = solved_seeds(results, cell, rule)
         flags = [ok for seed, ok in every.items() if seeds is None or seed in seeds]
         k, n = sum(flags), len(flags)
-        low, high = binomial_interval(k, n)
         lo, hi = prediction["expect"]
-        return f"solved {k} of {n} (rate {low:.2f}-{high:.2f})", lo <= k * len(every) / n <= hi
+        return f"solved {count_text(k, n)}", lo <= k * len(every) / n <= hi
     results = results if seeds is None else on_seeds(results, seeds)
     if kind == "count-gap":
         flags = list(solved_seeds(results, cell, rule).values())
@@ -287,3 +307,74 @@ def on_seeds(results: Results, seeds: Sequence[int]) -> Results:
     """``results`` with only the runs of ``seeds``."""
     kept = set(seeds)
     return {**results, "runs": [r for r in results["runs"] if r["seed"] in kept]}
+
+
+def cells_of(results: Results, dataset: str, variants: bool = True) -> list[str]:
+    """The cells of ``dataset``: the main grid, then (if ``variants``) the controlled variants."""
+    found = list(dict.fromkeys(cell_of(r) for r in results["runs"] if r["dataset"] == dataset))
+    main = [c for c in found if c.count(":") == 1]
+    return main + [c for c in found if c.count(":") == 2] if variants else main
+
+
+def seed_matrix(results: Results, cell: str, split: str) -> tuple[list[int], np.ndarray]:
+    """The seeds, sorted, and their ``(seeds, images)`` bool matrix of ``split``'s images."""
+    by_seed = correct_by_seed(results, cell, split)
+    seeds = sorted(by_seed)
+    return seeds, np.stack([by_seed[s] for s in seeds])
+
+
+def count_text(k: int, n: int, dash: str = "-") -> str:
+    """``"3 of 5 (rate 0.15-0.95)"``: a count solved with its exact interval on the rate."""
+    low, high = binomial_interval(k, n)
+    return f"{k} of {n} (rate {low:.2f}{dash}{high:.2f})"
+
+
+def accuracy_table(
+    results: Results,
+    dataset: str,
+    splits: Sequence[str],
+    rule: Entry,
+    cells: Sequence[str] | None = None,
+) -> str:
+    """Markdown: per cell, its accuracy on each split with its interval, and solved k of n."""
+    constants = {s: 100 * constant_answer(results, dataset, s) for s in splits}
+    head = ["cell", *(f"`{s}` (constant answer {c:.1f})" for s, c in constants.items())]
+    head.append(f"solved (`{rule['split']}` ≥ {100 * rule['threshold']:g} %)")
+    rows = []
+    for cell in cells or cells_of(results, dataset):
+        flags = solved_seeds(results, cell, rule).values()
+        k, n = sum(flags), len(flags)
+        mark = " (split)" if 0 < k < n else ""
+        entries = []
+        for s in splits:
+            i = gap_interval(seed_matrix(results, cell, s)[1])
+            entries.append(f"{100 * i.estimate:.1f} [{100 * i.low:.1f}, {100 * i.high:.1f}]{mark}")
+        rows.append((f"`{pos_label(cell)}`", *entries, count_text(k, n, "–")))
+    note = (
+        "*Accuracy (%), mean over seeds [95 % bootstrap interval over seeds and test images]; "
+        "(split): some seeds solved, some did not, so read the count, not the mean.*"
+    )
+    return markdown_table(head, rows, note, align="l" * len(head)) + "\n"
+
+
+def glance_entry(lift: np.ndarray, won: np.ndarray) -> str:
+    """The mean lift of the seeds, or where they split, the count solved, their mean lift and each
+    other seed's (seeds short of the mark need not agree with each other: never averaged)."""
+    if won.all() or not won.any():
+        return f"{lift.mean():+.1f}"
+    solved = f"{int(won.sum())}/{len(won)} solved: {lift[won].mean():+.1f}"
+    if len(won) - int(won.sum()) == 1:
+        return f"{solved} · 1 other: {lift[~won][0]:+.1f}"
+    return f"{solved} · others: " + ", ".join(f"{v:+.1f}" for v in lift[~won])
+
+
+def seed_rows(
+    seeds: Sequence[int], solved: Mapping[str, Collection[int]], values: Sequence[float], head: str
+) -> list[str]:
+    """A gap seed by seed: a ``seed`` line, whether each seed solved (a line per label of
+    ``solved``) and the gap in points; ``head`` formats each line's name (``"  {:14}"``)."""
+    rows = {"seed": [f"{s:>7}" for s in seeds]}
+    for label, won in solved.items():
+        rows[label] = [f"{'yes' if s in won else 'no':>7}" for s in seeds]
+    rows["points"] = [f"{100 * v:+7.1f}" for v in values]
+    return [head.format(name) + "".join(row) for name, row in rows.items()]
