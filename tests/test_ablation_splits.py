@@ -52,6 +52,13 @@ def test_bits_and_labels_survive_their_text_form():
         labels_text(torch.tensor([16]))
 
 
+def test_bits_are_read_on_their_first_images_never_on_more_than_they_hold():
+    bits = pack_bits(torch.ones(9, dtype=torch.bool))  # two bytes: 16 bits at most
+    assert unpack_bits(bits, 4).tolist() == [True] * 4
+    with pytest.raises(ValueError, match="bits of 16 images at most cannot be read on 17"):
+        unpack_bits(bits, 17)
+
+
 def test_extra_cells_run_only_for_the_extra_seeds(far):
     results, _ = far
     keys = {(r["pos"], r["variant"], r["seed"]) for r in results["runs"]}

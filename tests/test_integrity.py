@@ -15,8 +15,8 @@ from companion.experiments.chapter1 import load_learned_embedding
 from companion.experiments.integrity import (
     MANIFEST,
     ResultsError,
+    file_hashes,
     manifest_differences,
-    read_manifest,
     write_manifest,
 )
 from companion.experiments.results import (
@@ -143,7 +143,7 @@ def test_a_missing_damaged_or_unlisted_file_is_refused(folder, damage):
     elif damage == "truncate":
         curve.write_bytes(curve.read_bytes()[:10])
     else:
-        hashes = read_manifest(folder)
+        hashes = file_hashes(folder)
         del hashes[f"curves/{curve.name}"]
         (folder / MANIFEST).write_text("".join(f"{h}  {p}\n" for p, h in hashes.items()))
     with pytest.raises(ResultsError, match=re.escape(curve.name)):

@@ -4,6 +4,7 @@ and the predictions committed before the runs, checked by the rules fixed with t
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -13,12 +14,7 @@ from typing import Any
 from torch import Tensor
 
 from companion._io import file_sha256
-from companion.experiments.integrity import (
-    ResultsError,
-    read_manifest,
-    verified_json,
-    verified_tensors,
-)
+from companion.experiments.integrity import ResultsError, read_folder, verified
 from companion.experiments.learned_embedding import PermutationTest, permutation_test
 from companion.experiments.paper import markdown_table
 from companion.experiments.predictions import PREDICTIONS, load_predictions, parse_predictions
@@ -49,10 +45,13 @@ def _load_embedding(
     name: str, embedding_file: str, folder: str | Path | None
 ) -> tuple[Tensor, dict]:
     place = _find(name, folder, embedding_file, PROVENANCE_FILE)
-    record = verified_json(place, PROVENANCE_FILE)
-    embedding = verified_tensors(place, embedding_file)
+    files = read_folder(place)  # one reading, checked against its SHA256SUMS
+    record, embedding = (
+        verified(place, PROVENANCE_FILE, files),
+        verified(place, embedding_file, files),
+    )
     recorded = record.get("embedding_sha256")  # a run from before recorded none
-    if recorded is not None and recorded != read_manifest(place)[embedding_file]:
+    if recorded is not None and recorded != hashlib.sha256(files[embedding_file]).hexdigest():
         raise ResultsError(f"{place / embedding_file} is not the one its run recorded")
     if any((p / TABLE).is_file() for p in place.resolve().parents):
         check_against_table(place, record)  # a fresh run's --out has no table above

@@ -263,7 +263,10 @@ def load_blind_far_transfer(far: FarTransfer, name: str = "cpu-transfer-far") ->
     check_added_seeds((far.records[0], blind), (far.references["world"], world_blind))
     sides = {None: [name, f"{name}-more", f"{name}-blind"], "world": [world, f"{world}-blind"]}
     sides["scaled"] = [scaled]
-    pilots = {side: {t.run for t in find_pilot_twins(folders)} for side, folders in sides.items()}
+    twins = find_pilot_twins([folder for folders in sides.values() for folder in folders])
+    pilots = {
+        side: {t.run for t in twins if t.folder in folders} for side, folders in sides.items()
+    }
     before = _first_blind(merge_runs(far.before, blind), pilots[None])
     references = {**far.references, "world": merge_runs(far.references["world"], world_blind)}
     references = {side: _first_blind(ref, pilots[side]) for side, ref in references.items()}

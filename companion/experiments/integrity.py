@@ -99,11 +99,6 @@ def read_folder(folder: str | os.PathLike[str]) -> dict[str, bytes]:
     return files
 
 
-def read_manifest(folder: str | os.PathLike[str]) -> dict[str, str]:
-    """``folder``'s ``SHA256SUMS`` as ``{relative path: sha256}``, its files checked against it."""
-    return {name: hashlib.sha256(data).hexdigest() for name, data in read_folder(folder).items()}
-
-
 def verified(
     folder: str | os.PathLike[str], name: str, files: dict[str, bytes] | None = None
 ) -> Any:
@@ -123,8 +118,6 @@ DECODERS: dict[str, Callable[[bytes], Any]] = {
     ".json": json.loads,
     ".pt": lambda data: torch.load(io.BytesIO(data), "cpu", weights_only=True),
 }
-#: The names the loaders read files by, each one :func:`verified`.
-verified_json = verified_tensors = verified
 
 
 @contextlib.contextmanager

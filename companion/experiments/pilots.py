@@ -64,13 +64,15 @@ def pilot_twins(planned: Sequence[Path], pilots: Sequence[Path]) -> list[PilotTw
     for folder in pilots:
         for run in load_results(folder)["runs"]:
             seen.setdefault(fingerprint(run), (folder, _key(run)))
-    twins = []
+    twins, pilot_moves = [], {}  # each pilot's moves read once, when it has a twin
     for folder in planned:
         moves = _moves(folder)
         for run in load_results(folder)["runs"]:
             if fingerprint(run) in seen:
                 key, (pilot, pilot_run) = _key(run), seen[fingerprint(run)]
-                mine, theirs = moves.get(key, {}), _moves(pilot).get(pilot_run, {})
+                if pilot not in pilot_moves:
+                    pilot_moves[pilot] = _moves(pilot)
+                mine, theirs = moves.get(key, {}), pilot_moves[pilot].get(pilot_run, {})
                 equal = sum(theirs.get(where) == bits for where, bits in mine.items())
                 twins.append(PilotTwin(folder.name, key, pilot.name, pilot_run, equal, len(mine)))
     return twins
