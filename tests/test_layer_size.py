@@ -11,7 +11,7 @@ MODULES = sorted(LAYER.rglob("*.py"))
 #: Lines a module may have (``wc -l``).
 MODULE_LIMIT = 400
 #: Lines the whole layer may have: today's size; raising it is a commit that says why.
-LAYER_BUDGET = 5_899
+LAYER_BUDGET = 4_762
 
 
 def _lines(path: Path) -> int:

@@ -201,9 +201,7 @@ def _common(values: list[Any]) -> Any:
     return values[0] if len(texts) == 1 else "mixed: " + " | ".join(sorted(texts))
 
 
-def results_record(
-    plan: AblationPlan, records: list[dict[str, Any]], header: dict[str, Any]
-) -> dict:
+def results_record(plan: AblationPlan, records: list[dict], header: dict[str, Any]) -> dict:
     """``results.json``'s content, from the runs' own records (never from the command line)."""
     shared = [k for k in records[0]["settings"] if k not in GRID and k != "variant"]
     train = {k: _common([r["settings"][k] for r in records]) for k in shared}
@@ -299,8 +297,7 @@ def publish_ablation(
         atomic_write_text(
             staging / "results.md", results_table(results["summary"], results["chance"])
         )
-        kept = KEPT + (DERIVED if state == "current" else ())
-        for name in kept:
+        for name in KEPT + (DERIVED if state == "current" else ()):
             if (folder / name).is_file():
                 shutil.copyfile(folder / name, staging / name)
         finish_staging(staging, folder, dropped=() if state == "current" else DERIVED)
@@ -314,10 +311,9 @@ def _stale_derived(folder: Path) -> ValueError:
 
 
 def check_publishable(plan: AblationPlan) -> None:
-    """Before any training, refuse what the publish would refuse after it: runs trained with
-    other result settings (:data:`~companion.experiments.related.RESULT_SETTINGS` and the
-    variant), published runs this plan lacks, and derived results its runs would leave stale
-    (unless ``--replace-derived``)."""
+    """Before any training, refuse what the publish would: runs trained with other result settings
+    (:data:`~companion.experiments.related.RESULT_SETTINGS` and the variant), published runs this
+    plan lacks, and derived results its runs would leave stale (unless ``--replace-derived``)."""
     if not (plan.folder / "results.json").is_file():
         return
     published = load_results(plan.folder)
@@ -325,18 +321,14 @@ def check_publishable(plan: AblationPlan) -> None:
     before = {**published["plan"]["train"], "variant": published["plan"].get("variant", "swin")}
     compared = {k: now[k] for k in RESULT_SETTINGS if k in now and k in before}
     diff = settings_differences(before, {**compared, "variant": plan.base.variant})
-    if diff:
-        raise ValueError(
-            f"{plan.folder} holds runs trained with other settings ({'; '.join(diff)}): publish "
-            f"under another --name, or remove {plan.folder} first to replace it"
-        )
     sources, planned = run_sources(published), {run_key(d, p, s, v) for d, p, v, s in plan.runs()}
-    if set(sources) - planned:
-        lacked = ", ".join(sorted(set(sources) - planned)[:3])
-        raise ValueError(
-            f"{plan.folder} holds published runs this plan lacks ({lacked}): publish under "
-            f"another --name, or remove {plan.folder} first to replace it"
-        )
+    lacked = sorted(set(sources) - planned)
+    if diff or lacked:
+        held = f"runs trained with other settings ({'; '.join(diff)})"
+        if not diff:
+            held = f"published runs this plan lacks ({', '.join(lacked[:3])})"
+        again = f"publish under another --name, or remove {plan.folder} first to replace it"
+        raise ValueError(f"{plan.folder} holds {held}: {again}")
     state = derived_state(plan.folder, sources)
     changes = plan.fresh or set(sources) != planned  # runs trained again give other sources
     if (state == "stale" or (state == "current" and changes)) and not plan.replace_derived:
