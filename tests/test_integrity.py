@@ -93,6 +93,14 @@ TAMPERED = [
 ]
 
 
+def test_a_sealed_transfer_record_edited_with_its_hash_list_is_refused(tmp_path):
+    folder = Path(shutil.copytree(find_results("cpu-transfer-far"), tmp_path / "far"))
+    change_transfer_row(folder)
+    write_manifest(folder)  # the hash list made to match: the record's own seal still refuses
+    with pytest.raises(ResultsError, match=r"transfer\.json does not match its record_sha256"):
+        load_transfer(folder, load_results(folder))
+
+
 def read_everything(folder: Path) -> None:
     """Every reading function a chapter calls on a results folder."""
     results = load_results(folder)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from companion.experiments.chapter5 import KNOWN_BEFORE, blind_predictions_table, load_results
-from companion.experiments.pilots import fingerprint
+from companion.experiments.pilots import fingerprint, pilot_folders
 from companion.experiments.predictions import cell_of, load_predictions
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,3 +79,10 @@ def test_chapter_5_says_which_seeds_its_predictions_knew_and_reads_them_without_
         span = f"{known.seeds[0]}–{known.seeds[-1]}"
         for words in (known.commit, f"seeds {span}", "knew"):
             assert words in prose, words
+
+
+def test_a_killed_publishs_hidden_pilot_folders_are_not_pilots(tmp_path):
+    for name in ("codes-32", ".codes-32.old", ".codes-32.staging"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.json").write_text("{}")
+    assert pilot_folders(tmp_path) == [tmp_path / "codes-32"]

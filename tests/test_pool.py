@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from companion.experiments.runs.pool import _launcher, run_all, threads_per_worker
+from companion.experiments.runs.pool import _held, _launcher, run_all, threads_per_worker
 
 ROOT = Path(__file__).resolve().parents[1]
 HINT = "run the same command again to continue"
@@ -156,6 +156,22 @@ def test_a_dead_worker_is_reported_by_the_commands_in_one_line(capsys):
         "python -m companion.ablation: error: the worker running run r died (killed by SIGKILL, "
         "pid 7); go on so"
     ]
+
+
+def test_a_ctrl_c_while_the_pool_starts_is_held_then_raised_not_lost():
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    reached = False
+    with pytest.raises(KeyboardInterrupt), _held(signal.SIGINT):
+        os.kill(os.getpid(), signal.SIGINT)  # handled at once, in this thread: held
+        reached = True
+    assert reached and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # an ignored Ctrl-C stays ignored
+    try:
+        with _held(signal.SIGINT):
+            os.kill(os.getpid(), signal.SIGINT)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def test_workers_are_launched_with_ctrl_c_ignored_by_the_shell():

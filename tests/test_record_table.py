@@ -144,6 +144,13 @@ def test_a_nested_sealed_folder_is_read_and_the_pilots_are_not(tmp_path):
     assert [r["experiment"] for r in record_rows(copy)] == ["seeds/seed-0"]
 
 
+def test_a_killed_publishs_hidden_folders_are_no_experiments(tmp_path):
+    copy = tmp_path / "results"
+    for name in ("learned-abs", ".learned-abs.old", ".learned-abs.staging"):
+        shutil.copytree(ROOT / "learned-abs", copy / name)
+    assert [r["experiment"] for r in record_rows(copy)] == ["learned-abs"]
+
+
 def test_the_folders_themselves_are_left_untouched_by_a_rebuild(tmp_path):
     copy = tmp_path / "results"
     shutil.copytree(ROOT / "cpu-far-relation", copy / "cpu-far-relation")

@@ -44,8 +44,8 @@ def pack_bits(flags: Tensor) -> str:
 
 
 def unpack_bits(text: str, n: int) -> np.ndarray:
-    """The inverse of :func:`pack_bits`: ``(n,)`` bool, the first ``n`` images' bits (a run
-    tested on more images is read on the first ``n``, never on fewer)."""
+    """The inverse of :func:`pack_bits`: ``(n,)`` bool, the first ``n`` images' bits (bytes too
+    few to hold ``n`` are refused; a run tested on more images is read on the first ``n``)."""
     if len(text) * 4 < n:
         raise ValueError(f"bits of {len(text) * 4} images at most cannot be read on {n} images")
     return np.unpackbits(np.frombuffer(bytes.fromhex(text), dtype=np.uint8))[:n].astype(bool)

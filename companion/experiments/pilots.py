@@ -79,8 +79,8 @@ def pilot_twins(planned: Sequence[Path], pilots: Sequence[Path]) -> list[PilotTw
 
 
 def pilot_folders(root: str | Path) -> list[Path]:
-    """The pilot folders below ``root`` (each with a ``results.json``), sorted."""
-    return sorted(p.parent for p in Path(root).glob("*/results.json"))
+    """The pilot folders below ``root`` with a ``results.json`` (not a killed publish's), sorted."""
+    return sorted(p.parent for p in Path(root).glob("[!.]*/results.json"))
 
 
 def find_pilot_twins(planned: Sequence[str]) -> list[PilotTwin]:
